@@ -1,0 +1,66 @@
+# Forecaster Arena. Two commands matter: `make run` and `make test` (see README.md).
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+PG_URL ?= postgres://postgres@127.0.0.1:5432/test
+REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
+DEMO_WEEKS ?= 6
+
+.PHONY: run test check test-sqlite test-postgres services demo superuser bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Runtime dependencies only: enough to serve the site.
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check -e .
+	touch $@
+
+# Runtime plus the dev extra: tests, linters, type checker.
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@ $(VENV)/.installed-run
+
+run: $(VENV)/.installed-run
+	$(BIN)/python manage.py migrate --noinput -v0
+	$(BIN)/python manage.py demo_fill --weeks $(DEMO_WEEKS)
+	@echo "Serving Forecaster Arena (demo data) at http://127.0.0.1:8000"
+	$(BIN)/python manage.py runserver 127.0.0.1:8000
+
+superuser: $(VENV)/.installed-run
+	$(BIN)/python manage.py createsuperuser
+
+services:
+	@pg_isready -h 127.0.0.1 -p 5432 -q || pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start
+	@for i in $$(seq 1 30); do pg_isready -h 127.0.0.1 -p 5432 -q && break; sleep 1; done; pg_isready -h 127.0.0.1 -p 5432
+	@(command -v redis-cli >/dev/null && redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1) || redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
+	@for i in $$(seq 1 30); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 1; done; redis-cli -h 127.0.0.1 -p 6379 ping
+
+check: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy .
+	$(BIN)/mypy --strict scoring
+	$(BIN)/lint-imports
+	DATABASE_URL=sqlite:///:memory: $(BIN)/python manage.py makemigrations --check --dry-run
+
+test-sqlite: $(VENV)/.installed-dev
+	@echo "== test suite on SQLite, Celery on Redis =="
+	DATABASE_URL=sqlite:///:memory: REDIS_URL=$(REDIS_TEST_URL) $(BIN)/python -m pytest -q
+
+test-postgres: $(VENV)/.installed-dev
+	@echo "== test suite on PostgreSQL, Celery on Redis =="
+	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/python -m pytest -q
+
+test: $(VENV)/.installed-dev services check test-sqlite test-postgres
+
+demo: $(VENV)/.installed-run
+	$(BIN)/python manage.py migrate --noinput -v0
+	$(BIN)/python manage.py demo_fill --reset --weeks $(DEMO_WEEKS)
+
+bench: $(VENV)/.installed-dev services
+	$(BIN)/python bench/sync_markets.py
+
+clean:
+	rm -rf $(VENV) db.sqlite3 staticfiles .mypy_cache .ruff_cache

@@ -1,0 +1,309 @@
+"""Turn a model's raw response into a validated ParsedDecision, or say what is wrong with it.
+
+Parsing checks the shape of a decision (002: BET, SELL or HOLD) and that every bet names a
+market of the run's snapshot and one of its sides, and every sell one of the agent's open
+positions. The $50 minimum and the 25%-of-cash maximum are execution rules, checked by the
+engine when each trade runs: a $10 bet parses, and is recorded as a rejected trade rather than
+retried.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any, cast
+
+from agents.exceptions import DecisionParseError
+from agents.types import Action, BetOrder, MarketView, ParsedDecision, SellOrder
+
+MAX_INVALID_EXCERPT = 500
+"""How many characters of an invalid response are shown back to the model and stored."""
+
+COLUMN_SEPARATOR = "|"
+SEPARATOR_STAND_IN = "¦"
+"""What a COLUMN_SEPARATOR inside market text is shown as in the prompt (see flatten_text)."""
+
+ACTIONS: tuple[Action, ...] = ("BET", "SELL", "HOLD")
+MIN_PERCENTAGE = Decimal("1")
+MAX_PERCENTAGE = Decimal("100")
+_SHOWN_VALUE_CHARS = 60
+_SHOWN_OUTCOMES = 20
+_OBJECT_START = re.compile(r'\{\s*"')
+
+
+def invalid_excerpt(raw: str) -> str:
+    """Return the first MAX_INVALID_EXCERPT characters of an invalid response, verbatim."""
+    return raw[:MAX_INVALID_EXCERPT]
+
+
+def flatten_text(text: str) -> str:
+    """Return `text` as one prompt cell: whitespace runs become one space, "|" becomes "¦".
+
+    Market text is hostile input: without this a question could forge extra lines or columns.
+    Nothing else is dropped, and outcome matching (outcome_key) undoes the substitution.
+    """
+    return " ".join(text.replace(COLUMN_SEPARATOR, SEPARATOR_STAND_IN).split())
+
+
+def outcome_key(name: str) -> str:
+    """Return the form in which a side and an outcome name are compared.
+
+    Case-insensitive, whitespace-trimmed and -collapsed, and blind to the "|" → "¦" substitution
+    of flatten_text, so a side copied from the prompt matches the canonical outcome name.
+    """
+    return " ".join(name.replace(SEPARATOR_STAND_IN, COLUMN_SEPARATOR).split()).casefold()
+
+
+def parse_decision(
+    raw: str, *, markets: Mapping[str, MarketView], position_ids: Collection[str]
+) -> ParsedDecision:
+    """Return the decision in a model's raw response.
+
+    `markets` is the run's snapshot keyed by market id; `position_ids` are the agent's open
+    positions. The JSON object may be wrapped in code fences, quotes or prose. Amounts and
+    percentages come back as exact Decimals. Reasoning is kept verbatim (it is hostile text:
+    escape it wherever it is shown). Raise DecisionParseError, whose message says what is
+    wrong, when the response is not one valid decision; one invalid item invalidates it all.
+    """
+    payload = _decision_object(raw)
+    action = payload["action"]
+    if not isinstance(action, str) or action.strip().upper() not in ACTIONS:
+        raise DecisionParseError(
+            f'"action" must be one of "BET", "SELL" or "HOLD", got {_show(action)}.'
+        )
+    action = cast(Action, action.strip().upper())
+    reasoning = payload.get("reasoning")
+    if not isinstance(reasoning, str) or not reasoning.strip():
+        raise DecisionParseError('"reasoning" must be a non-empty string explaining the decision.')
+
+    if action == "BET":
+        bets = _items(payload, "bets", action="BET")
+        return ParsedDecision(
+            action="BET",
+            reasoning=reasoning,
+            bets=tuple(_bet(i, item, markets) for i, item in enumerate(bets)),
+        )
+    if action == "SELL":
+        sells = _items(payload, "sells", action="SELL")
+        return ParsedDecision(
+            action="SELL",
+            reasoning=reasoning,
+            sells=tuple(_sell(i, item, position_ids) for i, item in enumerate(sells)),
+        )
+    return ParsedDecision(action="HOLD", reasoning=reasoning)  # any bets or sells are ignored
+
+
+def _decision_object(raw: str) -> dict[str, Any]:
+    """Return the first JSON object in `raw` that has an "action" key."""
+    text = _unwrap(raw)
+    # raw_decode parses one value from an offset and ignores what follows, so trying each
+    # possible start in turn finds the first object with "action" even inside prose, and braces
+    # inside JSON strings are left to the JSON parser. Only a '{"' before the last '"action"'
+    # can start that object, which keeps the attempts few on prose full of braces.
+    decoder = json.JSONDecoder(parse_float=Decimal, strict=False)
+    last_action = text.rfind('"action"')
+    for match in _OBJECT_START.finditer(text, 0, last_action + 1):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:  # not JSON from here
+            continue
+        except RecursionError:  # nesting no decision needs; trying further starts is costly
+            raise DecisionParseError("The response's JSON is nested too deeply.") from None
+        if isinstance(value, dict) and "action" in value:
+            return value
+    raise DecisionParseError(_diagnose(text))
+
+
+def _unwrap(raw: str) -> str:
+    """Return `raw` trimmed, without surrounding markdown code fences or quotes."""
+    text = raw.strip()
+    if text.startswith("```"):
+        newline = text.find("\n")
+        text = text[newline + 1 :] if newline != -1 else text[3:]
+        text = text.strip()
+        if text.endswith("```"):
+            text = text[:-3].strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'`":
+        if text[0] == '"':
+            try:  # a JSON string holding the object, with its quotes escaped
+                inner = json.loads(text)
+            except ValueError:
+                inner = None
+            if isinstance(inner, str):
+                return inner.strip()
+        text = text[1:-1].strip()
+    return text
+
+
+def _diagnose(text: str) -> str:
+    """Return why no decision object could be read from `text`."""
+    if not text:
+        return 'The response is empty; expected one JSON object with an "action" field.'
+    where = text.find('"action"')
+    if where == -1:
+        if "{" not in text:
+            return 'The response contains no JSON object; expected one with an "action" field.'
+        return 'No JSON object with an "action" field was found in the response.'
+    start = text.rfind("{", 0, where)
+    if start == -1:
+        return '"action" appears in the response, but not inside a JSON object {...}.'
+    end = _balanced_end(text, start)
+    if end is None:
+        return 'The JSON object with "action" is not closed: a "}" is missing (truncated?).'
+    try:
+        json.loads(text[start:end], parse_float=Decimal, strict=False)
+    except json.JSONDecodeError as exc:
+        return (
+            f"The response is not valid JSON: {exc.msg} at line {exc.lineno}, "
+            f'column {exc.colno} of the object with "action".'
+        )
+    except RecursionError:
+        return 'The JSON object with "action" is nested too deeply.'
+    return 'The JSON object has no top-level "action" field.'
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    """Return the index just past the "}" closing the "{" at `start`, or None if unclosed.
+
+    Braces inside JSON strings do not count.
+    """
+    depth = 0
+    in_string = False
+    escaped = False
+    for index in range(start, len(text)):
+        char = text[index]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    return None
+
+
+def _items(payload: dict[str, Any], key: str, *, action: str) -> list[Any]:
+    items = payload.get(key)
+    if not isinstance(items, list) or not items:
+        raise DecisionParseError(f'A {action} decision needs a non-empty "{key}" list.')
+    return items
+
+
+def _bet(index: int, item: Any, markets: Mapping[str, MarketView]) -> BetOrder:
+    where = f"bets[{index}]"
+    if not isinstance(item, dict):
+        raise DecisionParseError(
+            f'{where} must be an object with "market_id", "side" and "amount".'
+        )
+    market_id = _identifier(item.get("market_id"), f"{where}.market_id")
+    market = markets.get(market_id)
+    if market is None:
+        raise DecisionParseError(
+            f"{where}.market_id {_show(market_id)} is not one of the listed markets."
+        )
+    side = _side(item.get("side"), market, where)
+    amount = _number(item.get("amount"), f"{where}.amount")
+    if amount <= 0:
+        raise DecisionParseError(f"{where}.amount must be more than 0 dollars, got {amount}.")
+    return BetOrder(market_id=market_id, side=side, amount=amount)
+
+
+def _sell(index: int, item: Any, position_ids: Collection[str]) -> SellOrder:
+    where = f"sells[{index}]"
+    if not isinstance(item, dict):
+        raise DecisionParseError(f'{where} must be an object with "position_id" and "percentage".')
+    position_id = _identifier(item.get("position_id"), f"{where}.position_id")
+    if position_id not in position_ids:
+        raise DecisionParseError(
+            f"{where}.position_id {_show(position_id)} is not one of your open positions."
+        )
+    percentage = _number(item.get("percentage"), f"{where}.percentage")
+    if not MIN_PERCENTAGE <= percentage <= MAX_PERCENTAGE:
+        raise DecisionParseError(f"{where}.percentage must be from 1 to 100, got {percentage}.")
+    return SellOrder(position_id=position_id, percentage=percentage)
+
+
+def _identifier(value: Any, where: str) -> str:
+    """Return an id given as a string or an integer, as a trimmed string."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    raise DecisionParseError(
+        f"{where} must be a non-empty string or an integer, got {_show(value)}."
+    )
+
+
+def _side(value: Any, market: MarketView, where: str) -> str:
+    """Return the canonical side: "YES"/"NO" on a binary market, else the outcome's own name."""
+    if not isinstance(value, str) or not value.strip():
+        raise DecisionParseError(f"{where}.side must be a non-empty string, got {_show(value)}.")
+    if market.is_binary:
+        side = value.strip().upper()
+        if side in ("YES", "NO"):
+            return side
+        raise DecisionParseError(
+            f'{where}.side must be "YES" or "NO" on binary market {_show(market.market_id)}, '
+            f"got {_show(value)}."
+        )
+    key = outcome_key(value)
+    matches = [name for name in market.outcomes if outcome_key(name) == key]
+    if len(matches) == 1:
+        return matches[0]
+    exact = [name for name in matches if name == value]
+    if len(exact) == 1:
+        return exact[0]
+    names = ", ".join(_show(name) for name in market.outcomes[:_SHOWN_OUTCOMES])
+    if len(market.outcomes) > _SHOWN_OUTCOMES:
+        names += ", ..."
+    problem = "matches more than one" if matches else "is not one"
+    raise DecisionParseError(
+        f"{where}.side {_show(value)} {problem} of the outcomes of market "
+        f"{_show(market.market_id)}; use the exact name of one of: {names}."
+    )
+
+
+def _number(value: Any, where: str) -> Decimal:
+    """Return a finite number given as a JSON number or a numeric string, as a Decimal."""
+    number: Decimal | None = None
+    if isinstance(value, Decimal):
+        number = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = Decimal(value)
+    elif isinstance(value, str):
+        try:
+            number = Decimal(value.strip())
+        except InvalidOperation:
+            number = None
+    # Floats only arrive as NaN or Infinity (parse_float makes every other number a Decimal).
+    if number is None or not number.is_finite():
+        raise DecisionParseError(f"{where} must be a finite number, got {_show(value)}.")
+    return number
+
+
+def _show(value: Any) -> str:
+    """Return a short, one-line rendering of a (possibly hostile) value for an error message."""
+    if isinstance(value, str):
+        text = " ".join(value.split())
+        if len(text) > _SHOWN_VALUE_CHARS:
+            text = text[: _SHOWN_VALUE_CHARS - 3] + "..."
+        return f'"{text}"'
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return _show(str(value)).strip('"')  # a number

@@ -1,0 +1,194 @@
+"""Build the chat messages of a weekly decision from a DecisionContext.
+
+The wording lives in versioned template files (agents/prompt_templates/<PROMPT_VERSION>/), so a
+stored prompt can be traced to its template. Output is deterministic: the same context gives
+byte-identical messages.
+
+The market list is the bulk of every call, so it is compact: one line per market with the
+columns defined once, markets grouped under their category, a binary market's YES price only,
+volume as "$1.2M", the close date as YYYY-MM-DD. Market text is hostile input and goes through
+flatten_text, so a question can never forge a line or a column.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
+from importlib import resources
+
+from agents.parsing import COLUMN_SEPARATOR, MAX_INVALID_EXCERPT, flatten_text, invalid_excerpt
+from agents.types import DecisionContext, MarketView, PortfolioView, PositionView
+
+PROMPT_VERSION = "v1"
+DEFAULT_CATEGORY = "General"
+UNKNOWN = "n/a"
+
+Message = dict[str, str]
+
+_PLACEHOLDER = re.compile(r"\{\{(\w+)\}\}")
+_TENTH = Decimal("0.1")
+_ONE = Decimal("1")
+_POSITIONS_LEGEND = (
+    "One line per position: position id|market id|question|side|shares|average entry price|"
+    "current price|value|unrealized P/L (prices are for the position's side)"
+)
+
+
+def build_messages(context: DecisionContext) -> list[Message]:
+    """Return the [system, user] chat messages for one agent's weekly decision."""
+    return [
+        {"role": "system", "content": system_prompt()},
+        {"role": "user", "content": user_prompt(context)},
+    ]
+
+
+def build_retry_messages(
+    context: DecisionContext, *, invalid_response: str, error: str
+) -> list[Message]:
+    """Return the messages asking again after an invalid response.
+
+    The user message is the original user prompt, then the validation `error`, the first
+    MAX_INVALID_EXCERPT characters of `invalid_response` (verbatim) and a request for valid
+    JSON only.
+    """
+    retry = _render(
+        "retry.txt",
+        error=error,
+        excerpt_limit=str(MAX_INVALID_EXCERPT),
+        invalid_response=invalid_excerpt(invalid_response),
+    )
+    return [
+        {"role": "system", "content": system_prompt()},
+        {"role": "user", "content": f"{user_prompt(context)}\n\n{retry}"},
+    ]
+
+
+def system_prompt() -> str:
+    """Return the system prompt: protocol, rules and scoring; the same for every agent."""
+    return _render("system.txt")
+
+
+def user_prompt(context: DecisionContext) -> str:
+    """Return the user prompt: the date, the agent's portfolio and positions, the markets."""
+    portfolio = context.portfolio
+    return _render(
+        "user.txt",
+        as_of=f"{_utc(context.as_of):%Y-%m-%d %H:%M} UTC",
+        week_start=context.week_start.isoformat(),
+        cohort_number=str(context.cohort_number),
+        cash=_money(portfolio.cash),
+        max_bet=_money(portfolio.max_bet),
+        positions_value=_money(portfolio.positions_value),
+        total_value=_money(portfolio.total_value),
+        pnl=_money(portfolio.pnl, signed=True),
+        pnl_percent=f"{portfolio.pnl_percent:+.2f}%",
+        starting_balance=_money(portfolio.starting_balance),
+        positions=format_positions(portfolio),
+        market_count=str(len(context.markets)),
+        markets=format_markets(context.markets),
+    )
+
+
+def format_positions(portfolio: PortfolioView) -> str:
+    """Return the open-positions section: a legend, then one line per position."""
+    if not portfolio.positions:
+        return "None."
+    return "\n".join([_POSITIONS_LEGEND, *(_position_line(p) for p in portfolio.positions)])
+
+
+def format_markets(markets: Sequence[MarketView]) -> str:
+    """Return the market lines, grouped under "# category" headings.
+
+    Categories appear in the order of their first market and markets keep their given order
+    (the engine's, by volume), so the output depends only on `markets`.
+    """
+    if not markets:
+        return "None."
+    groups: dict[str, list[MarketView]] = {}
+    for market in markets:
+        category = flatten_text(market.category) or DEFAULT_CATEGORY
+        groups.setdefault(category, []).append(market)
+    lines: list[str] = []
+    for category, members in groups.items():
+        lines.append(f"# {category}")
+        lines.extend(_market_line(market) for market in members)
+    return "\n".join(lines)
+
+
+def _market_line(market: MarketView) -> str:
+    cells = [
+        flatten_text(market.market_id),
+        flatten_text(market.question),
+        _volume(market.volume),
+        _utc(market.close_date).date().isoformat() if market.close_date else UNKNOWN,
+    ]
+    if market.is_binary:
+        cells.append(_percent(market.yes_price))
+    else:
+        for index, outcome in enumerate(market.outcomes):
+            price = market.prices[index] if index < len(market.prices) else None
+            cells.append(f"{flatten_text(outcome)} {_percent(price)}")
+    return COLUMN_SEPARATOR.join(cells)
+
+
+def _position_line(position: PositionView) -> str:
+    cells = [
+        flatten_text(position.position_id),
+        flatten_text(position.market_id),
+        flatten_text(position.question),
+        flatten_text(position.side),
+        f"{position.shares:,.2f}",
+        _percent(position.avg_entry_price),
+        _percent(position.current_price),
+        _money(position.current_value),
+        _money(position.unrealized_pnl, signed=True),
+    ]
+    return COLUMN_SEPARATOR.join(cells)
+
+
+def _percent(price: Decimal | None) -> str:
+    """Return a price in [0, 1] as a percentage with one decimal: 0.4567 → "45.7%"."""
+    if price is None:
+        return UNKNOWN
+    return f"{(price * 100).quantize(_TENTH, rounding=ROUND_HALF_UP):f}%"
+
+
+def _money(amount: Decimal, *, signed: bool = False) -> str:
+    """Return USD with 2 decimals and thousands separators: "$1,234.50", "-$3.00"."""
+    sign = "-" if amount < 0 else ("+" if signed else "")
+    return f"{sign}${abs(amount):,.2f}"
+
+
+def _volume(volume: Decimal) -> str:
+    """Return a volume compactly: "$1.2B", "$12.3M", "$850k", "$420"."""
+    # Each threshold is where the smaller unit would round up to 1000 of itself.
+    if volume >= Decimal("999950000"):
+        return f"${(volume / 10**9).quantize(_TENTH, rounding=ROUND_HALF_UP):f}B"
+    if volume >= Decimal("999500"):
+        return f"${(volume / 10**6).quantize(_TENTH, rounding=ROUND_HALF_UP):f}M"
+    if volume >= Decimal("999.5"):
+        return f"${(volume / 10**3).quantize(_ONE, rounding=ROUND_HALF_UP):f}k"
+    return f"${volume.quantize(_ONE, rounding=ROUND_HALF_UP):f}"
+
+
+def _utc(moment: datetime) -> datetime:
+    """Return `moment` in UTC; a naive datetime is taken to be UTC already."""
+    return moment if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+@functools.cache
+def _template(name: str) -> str:
+    path = resources.files("agents") / "prompt_templates" / PROMPT_VERSION / name
+    return path.read_text(encoding="utf-8").rstrip("\n")
+
+
+def _render(name: str, **values: str) -> str:
+    """Return template `name` with each {{placeholder}} replaced by its value.
+
+    Values are inserted once and never re-scanned, so market text containing "{{cash}}"
+    stays literal. A placeholder without a value raises KeyError.
+    """
+    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], _template(name))

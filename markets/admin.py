@@ -1,0 +1,77 @@
+"""Staff inspection of the catalogue. Synced fields are read-only: Gamma is their source."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from markets import services
+from markets.models import Market, MarketSyncRun
+
+
+@admin.register(Market)
+class MarketAdmin(admin.ModelAdmin[Market]):
+    list_display = (
+        "polymarket_id",
+        "question",
+        "category",
+        "price",
+        "volume",
+        "close_date",
+        "closed",
+        "resolution",
+        "last_synced_at",
+    )
+    list_filter = ("resolution", "closed", "active", "category")
+    search_fields = ("question", "=polymarket_id", "=condition_id", "slug")
+    ordering = ("-volume",)
+    actions = ["resync"]
+    exclude = ("raw",)
+    readonly_fields = [f.name for f in Market._meta.fields if f.name != "raw"] + ["raw_record"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Market | None = None) -> bool:
+        return False
+
+    @admin.display(description="Raw Gamma record")
+    def raw_record(self, obj: Market) -> str:
+        return format_html(
+            '<pre style="white-space:pre-wrap;max-height:600px;overflow:auto">{}</pre>',
+            json.dumps(obj.raw, indent=2, ensure_ascii=False),
+        )
+
+    @admin.action(description="Re-read the selected markets from the market source")
+    def resync(self, request: HttpRequest, queryset: QuerySet[Market]) -> None:
+        result = services.markets_refresh(
+            polymarket_ids=list(queryset.values_list("polymarket_id", flat=True))
+        )
+        level = messages.ERROR if result.error else messages.SUCCESS
+        self.message_user(request, result.summary(), level)
+
+
+@admin.register(MarketSyncRun)
+class MarketSyncRunAdmin(admin.ModelAdmin[MarketSyncRun]):
+    list_display = (
+        "started_at",
+        "source",
+        "status",
+        "requested",
+        "fetched",
+        "created",
+        "updated",
+        "rejected",
+    )
+    list_filter = ("status", "source")
+    readonly_fields = [f.name for f in MarketSyncRun._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: MarketSyncRun | None = None) -> bool:
+        return False

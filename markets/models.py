@@ -1,0 +1,120 @@
+"""The Polymarket catalogue: one row per market, kept in sync with the Gamma API."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.db import models
+from django.db.models import Q
+
+
+class Market(models.Model):
+    """A Polymarket market as last seen upstream, plus our own resolution state.
+
+    `outcomes` and `outcome_prices` are parallel lists in Polymarket's order; prices are
+    decimal strings with 6 places (null where upstream gave none). For a binary market
+    (outcomes exactly Yes/No) `price` is the YES price, the market's price.
+    """
+
+    class Resolution(models.TextChoices):
+        OPEN = "open", "Open"
+        RESOLVED = "resolved", "Resolved"
+        CANCELLED = "cancelled", "Cancelled"
+
+    polymarket_id = models.CharField(max_length=32, unique=True)
+    condition_id = models.CharField(max_length=80, blank=True)
+    slug = models.CharField(max_length=255, blank=True)
+    question = models.TextField()
+    description = models.TextField(blank=True)
+    category = models.CharField(max_length=64, default="General")
+    event_id = models.CharField(max_length=32, blank=True)
+    event_slug = models.CharField(max_length=255, blank=True)
+    event_title = models.TextField(blank=True)
+    outcomes = models.JSONField(default=list)
+    outcome_prices = models.JSONField(default=list)
+    price = models.DecimalField(max_digits=7, decimal_places=6, null=True, blank=True)
+    volume = models.DecimalField(max_digits=20, decimal_places=6, default=Decimal("0"))
+    liquidity = models.DecimalField(max_digits=20, decimal_places=6, null=True, blank=True)
+    close_date = models.DateTimeField(null=True, blank=True)
+    active = models.BooleanField(default=True)
+    closed = models.BooleanField(default=False)
+    neg_risk = models.BooleanField(default=False)
+    uma_resolution_status = models.CharField(max_length=32, blank=True)
+    resolution = models.CharField(
+        max_length=16, choices=Resolution.choices, default=Resolution.OPEN
+    )
+    winning_outcome = models.CharField(max_length=255, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution_note = models.TextField(blank=True)
+    raw = models.JSONField(default=dict, help_text="The Gamma record as last received.")
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-volume", "polymarket_id"]
+        indexes = [
+            models.Index(fields=["-volume"], name="market_volume_desc"),
+            models.Index(fields=["category", "-volume"], name="market_category_volume"),
+            models.Index(fields=["resolution", "closed"], name="market_status"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(price__isnull=True) | (Q(price__gte=0) & Q(price__lte=1)),
+                name="market_price_in_unit_interval",
+            ),
+            models.CheckConstraint(
+                condition=~Q(resolution="resolved") | ~Q(winning_outcome=""),
+                name="market_resolved_has_winner",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.polymarket_id}: {self.question[:80]}"
+
+    @property
+    def is_binary(self) -> bool:
+        return [str(o).lower() for o in self.outcomes] == ["yes", "no"]
+
+    @property
+    def status_label(self) -> str:
+        if self.resolution == self.Resolution.RESOLVED:
+            return f"Resolved: {self.winning_outcome}"
+        if self.resolution == self.Resolution.CANCELLED:
+            return "Cancelled (refunded)"
+        return "Closed, awaiting resolution" if self.closed else "Open"
+
+    def prices_by_outcome(self) -> list[tuple[str, Decimal | None]]:
+        """Return (outcome, price) pairs in Polymarket's order."""
+        prices: list[Any] = list(self.outcome_prices) + [None] * len(self.outcomes)
+        return [
+            (str(o), Decimal(p) if p is not None else None)
+            for o, p in zip(self.outcomes, prices, strict=False)
+        ]
+
+
+class MarketSyncRun(models.Model):
+    """One attempt to refresh the catalogue: what was asked, what came back, what was refused."""
+
+    class Status(models.TextChoices):
+        OK = "ok", "OK"
+        FAILED = "failed", "Failed"
+
+    source = models.CharField(max_length=16)
+    requested = models.PositiveIntegerField()
+    fetched = models.PositiveIntegerField(default=0)
+    created = models.PositiveIntegerField(default=0)
+    updated = models.PositiveIntegerField(default=0)
+    rejected = models.PositiveIntegerField(default=0)
+    rejections = models.JSONField(default=list, help_text="[{id, reason}] for every odd record")
+    status = models.CharField(max_length=16, choices=Status.choices)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"sync {self.started_at:%Y-%m-%d %H:%M} {self.status}"

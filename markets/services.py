@@ -1,0 +1,221 @@
+"""Writes to the market catalogue."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from markets.exceptions import GammaUnavailable
+from markets.models import Market, MarketSyncRun
+from markets.parsing import GammaMarket, parse_markets
+from markets.sources import MarketSource, market_source
+
+logger = logging.getLogger(__name__)
+
+# Fields a sync may overwrite. Resolution state is ours and only settlement changes it.
+SYNCED_FIELDS = [
+    "condition_id",
+    "slug",
+    "question",
+    "description",
+    "category",
+    "event_id",
+    "event_slug",
+    "event_title",
+    "outcomes",
+    "outcome_prices",
+    "price",
+    "volume",
+    "liquidity",
+    "close_date",
+    "active",
+    "closed",
+    "neg_risk",
+    "uma_resolution_status",
+    "raw",
+    "last_synced_at",
+    "updated_at",
+]
+
+
+@dataclass
+class SyncResult:
+    """What one sync did. `markets` are the parsed markets in the order the source ranked them."""
+
+    source: str
+    requested: int
+    fetched: int = 0
+    created: int = 0
+    updated: int = 0
+    rejections: list[tuple[str, str]] = field(default_factory=list)
+    error: str = ""
+    seconds: float = 0.0
+    markets: tuple[GammaMarket, ...] = ()
+    run_id: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+    def summary(self) -> str:
+        if self.error:
+            return f"sync failed, catalogue unchanged: {self.error}"
+        return (
+            f"synced {len(self.markets)} markets from {self.source} in {self.seconds:.2f}s: "
+            f"{self.created} new, {self.updated} updated, {len(self.rejections)} rejected "
+            f"(of {self.fetched} fetched)"
+        )
+
+
+def _market_row(market: GammaMarket, now: datetime) -> Market:
+    return Market(
+        polymarket_id=market.polymarket_id,
+        condition_id=market.condition_id,
+        slug=market.slug,
+        question=market.question,
+        description=market.description,
+        category=market.category,
+        event_id=market.event_id,
+        event_slug=market.event_slug,
+        event_title=market.event_title,
+        outcomes=list(market.outcomes),
+        outcome_prices=[str(p) for p in market.prices],
+        price=market.yes_price,
+        volume=market.volume,
+        liquidity=market.liquidity,
+        close_date=market.close_date,
+        active=market.active,
+        closed=market.closed,
+        neg_risk=market.neg_risk,
+        uma_resolution_status=market.uma_resolution_status,
+        raw=market.raw,
+        last_synced_at=now,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def markets_upsert(
+    *, markets: Sequence[GammaMarket], now: datetime | None = None
+) -> tuple[int, int]:
+    """Insert or update the given markets in bulk; return (created, updated).
+
+    A constant number of statements whatever the count (one read of existing ids, bulk
+    upserts in the database's batch size). Safe to repeat.
+    """
+    now = now or timezone.now()
+    ids = [m.polymarket_id for m in markets]
+    with transaction.atomic():
+        existing = set(
+            Market.objects.filter(polymarket_id__in=ids).values_list("polymarket_id", flat=True)
+        )
+        Market.objects.bulk_create(
+            [_market_row(m, now) for m in markets],
+            update_conflicts=True,
+            unique_fields=["polymarket_id"],
+            update_fields=SYNCED_FIELDS,
+            batch_size=500,
+        )
+    created = len(set(ids) - existing)
+    return created, len(ids) - created
+
+
+def _record_run(result: SyncResult, started: datetime) -> int:
+    run = MarketSyncRun.objects.create(
+        source=result.source,
+        requested=result.requested,
+        fetched=result.fetched,
+        created=result.created,
+        updated=result.updated,
+        rejected=len(result.rejections),
+        rejections=[{"id": i, "reason": r} for i, r in result.rejections],
+        status=MarketSyncRun.Status.FAILED if result.error else MarketSyncRun.Status.OK,
+        error=result.error,
+        started_at=started,
+        finished_at=timezone.now(),
+    )
+    return run.pk
+
+
+def markets_sync_top(
+    *,
+    limit: int | None = None,
+    source: MarketSource | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SyncResult:
+    """Fetch the top `limit` active markets by volume and upsert them into the catalogue.
+
+    The fetch happens before any write and outside any transaction: a failed fetch leaves the
+    catalogue exactly as it was and the result's `error` says why. Odd records are refused
+    one by one with their reason (logged and stored on the sync run). Safe to repeat.
+    """
+    limit = limit or settings.MARKET_UNIVERSE_SIZE
+    source = source or market_source()
+    result = SyncResult(source=source.name, requested=limit)
+    started = timezone.now()
+    clock = time.perf_counter()
+    try:
+        records = source.fetch_top_markets(limit)
+    except GammaUnavailable as exc:
+        result.error = str(exc)
+        logger.error("market sync failed: %s", exc)
+    else:
+        result.fetched = len(records)
+        batch = parse_markets(records)
+        result.rejections = list(batch.rejections)
+        markets = []
+        for market in batch.markets:
+            if market.active and not market.closed:
+                markets.append(market)
+            else:
+                result.rejections.append(
+                    (market.polymarket_id, f"market {market.polymarket_id}: closed or inactive")
+                )
+        result.markets = tuple(markets)
+        if progress:
+            progress(0, len(markets))
+        result.created, result.updated = markets_upsert(markets=markets, now=started)
+        if progress:
+            progress(len(markets), len(markets))
+    for record_id, reason in result.rejections:
+        logger.warning("rejected Gamma record %s: %s", record_id, reason)
+    result.seconds = time.perf_counter() - clock
+    result.run_id = _record_run(result, started)
+    return result
+
+
+def markets_refresh(
+    *, polymarket_ids: Iterable[str], source: MarketSource | None = None
+) -> SyncResult:
+    """Re-read the given markets by id (prices, closed flags) and upsert what parses.
+
+    Raises nothing on a failed fetch: the result's `error` says why and nothing is written.
+    """
+    ids = sorted(set(polymarket_ids))
+    source = source or market_source()
+    result = SyncResult(source=source.name, requested=len(ids))
+    clock = time.perf_counter()
+    if not ids:
+        return result
+    try:
+        records: list[Any] = source.fetch_markets_by_ids(ids)
+    except GammaUnavailable as exc:
+        result.error = str(exc)
+        logger.error("market refresh failed: %s", exc)
+        return result
+    result.fetched = len(records)
+    batch = parse_markets(records)
+    wanted = set(ids)
+    result.rejections = list(batch.rejections)
+    result.markets = tuple(m for m in batch.markets if m.polymarket_id in wanted)
+    result.created, result.updated = markets_upsert(markets=result.markets)
+    result.seconds = time.perf_counter() - clock
+    return result

@@ -1,0 +1,47 @@
+"""Public pages of the market catalogue."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from markets import selectors
+from markets.models import Market
+
+PAGE_SIZE = 50
+
+
+def market_list(request: HttpRequest) -> HttpResponse:
+    filters = selectors.MarketFilter(
+        q=request.GET.get("q", "").strip()[:200],
+        category=request.GET.get("category", "").strip()[:64],
+        status=request.GET.get("status", "")
+        if request.GET.get("status") in selectors.STATUSES
+        else "",
+        sort=request.GET.get("sort", "volume")
+        if request.GET.get("sort") in selectors.SORTS
+        else "volume",
+    )
+    page = Paginator(selectors.market_list(filters=filters), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "markets/list.html",
+        {
+            "page": page,
+            "filters": filters,
+            "categories": selectors.market_categories(),
+            "statuses": selectors.STATUSES,
+            "last_sync": selectors.market_last_sync(),
+            "query_string": query.urlencode(),
+        },
+    )
+
+
+def market_detail(request: HttpRequest, polymarket_id: str) -> HttpResponse:
+    market = get_object_or_404(Market, polymarket_id=polymarket_id)
+    return render(request, "markets/detail.html", {"market": market})
