@@ -205,6 +205,9 @@ HTTP_MAX_RETRIES = env_int("HTTP_MAX_RETRIES", 3, minimum=0)
 HTTP_BACKOFF_SECONDS = float(os.environ.get("HTTP_BACKOFF_SECONDS", "0.5") or 0.5)
 HTTP_RETRY_AFTER_CAP_SECONDS = float(env_int("HTTP_RETRY_AFTER_CAP_SECONDS", 60, minimum=0))
 
+# The decision protocol (002): malformed output is sent back this many times, then HOLD.
+DECISION_PARSE_RETRIES = env_int("DECISION_PARSE_RETRIES", 1, minimum=0)
+
 # Celery. With no broker (the embedded default only) tasks run in-process; tests always have one.
 REDIS_URL = env_url("REDIS_URL", "", schemes=("redis", "rediss"))
 CELERY_BROKER_URL = REDIS_URL or None

@@ -1,0 +1,9 @@
+"""Domain errors of the arena."""
+
+
+class TradeRejected(Exception):
+    """An order that cannot execute; the message is the reason recorded on the trade."""
+
+
+class CohortExists(Exception):
+    """A cohort for that week already exists."""

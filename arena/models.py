@@ -1,0 +1,356 @@
+"""Cohorts, agents, decisions, positions, trades and snapshots: the benchmark's record.
+
+Money is Decimal with 2 places, shares and prices 6; the invariants (cash ≥ 0, shares > 0,
+prices in [0, 1]) are database constraints, so no code path can store a broken ledger.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.db import models
+from django.db.models import Q
+
+from agents.models import BenchmarkModel
+from markets.models import Market
+
+STARTING_BALANCE = Decimal("10000.00")
+
+
+def money(**kw: Any) -> Any:
+    """USD with cents (STYLE §3)."""
+    return models.DecimalField(max_digits=14, decimal_places=2, **kw)
+
+
+def shares_field(**kw: Any) -> Any:
+    return models.DecimalField(max_digits=20, decimal_places=6, **kw)
+
+
+def price_field(**kw: Any) -> Any:
+    return models.DecimalField(max_digits=7, decimal_places=6, **kw)
+
+
+class Cohort(models.Model):
+    """One weekly competition: starts Sunday 00:00 UTC, one per normalized UTC week start."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        COMPLETED = "completed", "Completed"
+
+    number = models.PositiveIntegerField(unique=True)
+    week_start = models.DateField(unique=True, help_text="The Sunday (UTC) the cohort starts.")
+    started_at = models.DateTimeField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    methodology_version = models.CharField(max_length=8, default="v1")
+    starting_balance = money(default=STARTING_BALANCE)
+
+    class Meta:
+        ordering = ["-week_start"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status="active") | Q(completed_at__isnull=False),
+                name="cohort_completed_has_time",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"Cohort {self.number} ({self.week_start:%Y-%m-%d})"
+
+
+class Agent(models.Model):
+    """One lineup model's participant in one cohort, with its own cash."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        BANKRUPT = "bankrupt", "Bankrupt"
+
+    cohort = models.ForeignKey(Cohort, on_delete=models.PROTECT, related_name="agents")
+    model = models.ForeignKey(BenchmarkModel, on_delete=models.PROTECT, related_name="agents")
+    cash = money(default=STARTING_BALANCE)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["cohort", "-model__kind", "model__display_order"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cohort", "model"], name="one_agent_per_model_per_cohort"
+            ),
+            models.CheckConstraint(condition=Q(cash__gte=0), name="agent_cash_not_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model.display_name} in cohort {self.cohort.number}"
+
+
+class DecisionRun(models.Model):
+    """One decision run and the frozen market snapshot every decision of it saw."""
+
+    week_start = models.DateField()
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    source = models.CharField(max_length=16)
+    universe_size = models.PositiveIntegerField(default=0)
+    sync_summary = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["week_start", "-started_at"], name="run_week")]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} for week {self.week_start:%Y-%m-%d}"
+
+
+class SnapshotMarket(models.Model):
+    """A market as it stood when a run froze it. `rank` 1..500 is the top-by-volume universe
+    shown to agents; markets held by agents outside it are frozen too (rank null) so every
+    price a decision saw is kept."""
+
+    run = models.ForeignKey(DecisionRun, on_delete=models.CASCADE, related_name="markets")
+    market = models.ForeignKey(Market, on_delete=models.PROTECT, related_name="+")
+    rank = models.PositiveIntegerField(null=True, blank=True)
+    polymarket_id = models.CharField(max_length=32)
+    question = models.TextField()
+    category = models.CharField(max_length=64)
+    outcomes = models.JSONField()
+    outcome_prices = models.JSONField()
+    volume = models.DecimalField(max_digits=20, decimal_places=6)
+    close_date = models.DateTimeField(null=True, blank=True)
+    closed = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["run", "rank"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "market"], name="snapshot_market_once_per_run")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.polymarket_id} in run {self.run_id}"
+
+
+class Decision(models.Model):
+    """An agent's decision for one week: claimed before any network call, kept whole."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        RETRYABLE = "retryable", "Retryable failure"
+        SKIPPED = "skipped", "Skipped"
+
+    class Action(models.TextChoices):
+        BET = "BET", "Bet"
+        SELL = "SELL", "Sell"
+        HOLD = "HOLD", "Hold"
+
+    class Responder(models.TextChoices):
+        OPENROUTER = "openrouter", "OpenRouter"
+        OFFLINE = "offline", "Offline agent"
+        BASELINE = "baseline", "Baseline"
+
+    CLAIMABLE = (Status.PENDING, Status.RETRYABLE)
+
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="decisions")
+    cohort = models.ForeignKey(Cohort, on_delete=models.PROTECT, related_name="decisions")
+    week_start = models.DateField()
+    run = models.ForeignKey(
+        DecisionRun, on_delete=models.PROTECT, null=True, blank=True, related_name="decisions"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    action = models.CharField(max_length=8, choices=Action.choices, blank=True)
+    reasoning = models.TextField(blank=True)
+    parsed = models.JSONField(null=True, blank=True)
+    parse_failed = models.BooleanField(
+        default=False, help_text="Still invalid after the retries: stored as a default HOLD."
+    )
+    responder = models.CharField(max_length=16, choices=Responder.choices, blank=True)
+    prompt_version = models.CharField(max_length=16, blank=True)
+    system_prompt = models.TextField(blank=True)
+    user_prompt = models.TextField(blank=True)
+    requested_model = models.CharField(max_length=200, blank=True)
+    response_model = models.CharField(max_length=200, blank=True)
+    upstream_provider = models.CharField(max_length=100, blank=True)
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    tries = models.PositiveSmallIntegerField(default=0, help_text="Times this row was claimed.")
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-week_start", "agent"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "cohort", "week_start"], name="one_decision_per_agent_week"
+            )
+        ]
+        indexes = [models.Index(fields=["status", "week_start"], name="decision_status_week")]
+
+    def __str__(self) -> str:
+        return f"{self.agent} week {self.week_start:%Y-%m-%d}: {self.action or self.status}"
+
+
+class DecisionAttempt(models.Model):
+    """One call to a model for a decision: what was sent, what came back, what was wrong."""
+
+    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="attempts")
+    number = models.PositiveSmallIntegerField()
+    run = models.ForeignKey(DecisionRun, on_delete=models.PROTECT, null=True, related_name="+")
+    responder = models.CharField(max_length=16)
+    requested_model = models.CharField(max_length=200, blank=True)
+    request_messages = models.JSONField()
+    raw_response = models.TextField(blank=True, help_text="The response body as received.")
+    response_text = models.TextField(blank=True, help_text="The text that was parsed.")
+    used_reasoning = models.BooleanField(default=False)
+    response_model = models.CharField(max_length=200, blank=True)
+    upstream_provider = models.CharField(max_length=100, blank=True)
+    finish_reason = models.CharField(max_length=32, blank=True)
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    reasoning_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    api_error = models.TextField(blank=True)
+    parse_error = models.TextField(blank=True)
+    valid = models.BooleanField(default=False)
+    started_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["decision", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["decision", "number"], name="attempt_number_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"attempt {self.number} of decision {self.decision_id}"
+
+
+class Position(models.Model):
+    """Shares an agent holds in one side of one market. One OPEN position per market per side;
+    a new bet after a full sell opens a new position."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed (sold)"
+        SETTLED = "settled", "Settled"
+        CANCELLED = "cancelled", "Cancelled (refunded)"
+
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="positions")
+    market = models.ForeignKey(Market, on_delete=models.PROTECT, related_name="positions")
+    side = models.CharField(max_length=255, help_text="YES, NO, or the outcome name.")
+    outcome_index = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
+    shares = shares_field()
+    cost_basis = money()
+    realized_pnl = money(default=Decimal("0"))
+    last_price = price_field(null=True, blank=True, help_text="Last usable side-correct price.")
+    settlement_value = money(null=True, blank=True)
+    opened_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["agent", "opened_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "market", "side"],
+                condition=Q(status="open"),
+                name="one_open_position_per_market_side",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="open") | Q(shares__gt=0), name="open_position_has_shares"
+            ),
+            models.CheckConstraint(condition=Q(shares__gte=0), name="position_shares_not_negative"),
+            models.CheckConstraint(
+                condition=Q(cost_basis__gte=0), name="position_cost_not_negative"
+            ),
+            models.CheckConstraint(
+                condition=Q(last_price__isnull=True)
+                | (Q(last_price__gte=0) & Q(last_price__lte=1)),
+                name="position_price_in_unit_interval",
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "market"], name="position_status_market")]
+
+    def __str__(self) -> str:
+        return f"{self.side} {self.shares} of {self.market.polymarket_id}"
+
+    @property
+    def avg_entry_price(self) -> Decimal | None:
+        return (
+            (self.cost_basis / self.shares).quantize(Decimal("0.000001")) if self.shares else None
+        )
+
+
+class Trade(models.Model):
+    """One order of a decision, executed or rejected with its reason, with every input kept."""
+
+    class Kind(models.TextChoices):
+        BUY = "BUY", "Buy"
+        SELL = "SELL", "Sell"
+
+    class Status(models.TextChoices):
+        EXECUTED = "executed", "Executed"
+        REJECTED = "rejected", "Rejected"
+
+    decision = models.ForeignKey(Decision, on_delete=models.PROTECT, related_name="trades")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="trades")
+    order_index = models.PositiveSmallIntegerField()
+    try_number = models.PositiveSmallIntegerField(default=1)
+    kind = models.CharField(max_length=4, choices=Kind.choices)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    reject_reason = models.TextField(blank=True)
+    market = models.ForeignKey(
+        Market, on_delete=models.PROTECT, null=True, blank=True, related_name="trades"
+    )
+    position = models.ForeignKey(
+        Position, on_delete=models.PROTECT, null=True, blank=True, related_name="trades"
+    )
+    requested_market_id = models.CharField(max_length=64, blank=True)
+    requested_position_id = models.CharField(max_length=64, blank=True)
+    side = models.CharField(max_length=255, blank=True)
+    requested_amount = money(null=True, blank=True)
+    requested_percentage = models.DecimalField(
+        max_digits=7, decimal_places=4, null=True, blank=True
+    )
+    price = price_field(null=True, blank=True, help_text="Side-correct execution price.")
+    shares = shares_field(null=True, blank=True)
+    amount = money(
+        null=True, blank=True, help_text="Cash moved: paid for a buy, received for a sell."
+    )
+    cash_before = money(null=True, blank=True)
+    cash_after = money(null=True, blank=True)
+    implied_confidence = models.FloatField(null=True, blank=True)
+    cost_basis_released = money(null=True, blank=True)
+    realized_pnl = money(null=True, blank=True)
+    brier_score = models.FloatField(null=True, blank=True)
+    side_won = models.BooleanField(null=True, blank=True)
+    scored_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at", "order_index"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(price__isnull=True) | (Q(price__gte=0) & Q(price__lte=1)),
+                name="trade_price_in_unit_interval",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="executed") | Q(shares__gt=0), name="executed_trade_has_shares"
+            ),
+            models.CheckConstraint(
+                condition=Q(cash_after__isnull=True) | Q(cash_after__gte=0),
+                name="trade_cash_after_not_negative",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["agent", "status"], name="trade_agent_status"),
+            models.Index(fields=["market", "kind", "status"], name="trade_market_kind"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.side} {self.status}"
