@@ -7,3 +7,7 @@ class TradeRejected(Exception):
 
 class CohortExists(Exception):
     """A cohort for that week already exists."""
+
+
+class DecisionNotRetryable(Exception):
+    """The decision is final or held by a running claim."""

@@ -354,3 +354,49 @@ class Trade(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.side} {self.status}"
+
+
+class PortfolioSnapshot(models.Model):
+    """An agent's marked-to-market portfolio at one 10-minute slot (`snapshot_timestamp`)."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="snapshots")
+    snapshot_timestamp = models.DateTimeField()
+    cash = money()
+    positions_value = money()
+    total_value = money()
+    total_pnl = money()
+    total_pnl_percent = models.DecimalField(max_digits=9, decimal_places=4)
+    brier_score = models.FloatField(null=True, blank=True, help_text="Mean of resolved bets so far.")
+    resolved_bets = models.PositiveIntegerField(default=0)
+    prices_stale = models.BooleanField(
+        default=False, help_text="The price refresh failed: valued at the last known prices."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["agent", "snapshot_timestamp"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "snapshot_timestamp"], name="one_snapshot_per_agent_slot"
+            )
+        ]
+        # The unique index (agent, snapshot_timestamp) also serves the chart's range scans.
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} @ {self.snapshot_timestamp:%Y-%m-%d %H:%M}"
+
+
+class SnapshotTick(models.Model):
+    """One mark-to-market tick: what it refreshed and whether the refresh failed."""
+
+    slot = models.DateTimeField(unique=True)
+    markets_refreshed = models.PositiveIntegerField(default=0)
+    snapshots_written = models.PositiveIntegerField(default=0)
+    refresh_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-slot"]
+
+    def __str__(self) -> str:
+        return f"tick {self.slot:%Y-%m-%d %H:%M}"

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Max, Q, Sum
+from django.db.models import Avg, Count, F, Max, Q, Sum
 from django.utils import timezone
 
 from agents import offline
@@ -35,7 +35,7 @@ from agents.types import (
     SellOrder,
 )
 from arena import money
-from arena.exceptions import TradeRejected
+from arena.exceptions import DecisionNotRetryable, TradeRejected
 from arena.models import (
     STARTING_BALANCE,
     Agent,
@@ -48,9 +48,12 @@ from arena.models import (
     Trade,
 )
 from markets import services as market_services
+from markets.exceptions import GammaUnavailable
 from markets.models import Market
+from markets.parsing import parse_markets
+from markets.resolution import Verdict, verdict_for_record
 from markets.sources import MarketSource, market_source
-from scoring.brier import implied_confidence
+from scoring.brier import bet_brier_for_outcome, implied_confidence
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +112,12 @@ def _held_market_ids() -> set[str]:
     )
 
 
-def run_prepare(*, now: datetime | None = None, source: MarketSource | None = None) -> DecisionRun:
+def run_prepare(
+    *,
+    now: datetime | None = None,
+    source: MarketSource | None = None,
+    week_start: date | None = None,
+) -> DecisionRun:
     """Refresh the top markets and the markets agents hold, then freeze them as one snapshot
     that every decision of the run sees. A failed refresh freezes the catalogue as it stands
     and says so in `sync_summary`."""
@@ -130,7 +138,7 @@ def run_prepare(*, now: datetime | None = None, source: MarketSource | None = No
         )
     with transaction.atomic():
         run = DecisionRun.objects.create(
-            week_start=cohort_week_start(now),
+            week_start=week_start or cohort_week_start(now),
             started_at=now,
             source=source.name,
             universe_size=len(universe_ids),
@@ -842,16 +850,344 @@ def agents_due(*, week_start: date, cohort_id: int | None = None) -> list[int]:
     )
 
 
+def run_open(
+    *, now: datetime | None = None, cohort_id: int | None = None, source: MarketSource | None = None
+) -> tuple[DecisionRun | None, list[int]]:
+    """Freeze a snapshot for the agents that owe this week's decision; return the run and
+    those agents in order, or (None, []) when nobody owes one."""
+    now = now or timezone.now()
+    if not agents_due(week_start=cohort_week_start(now), cohort_id=cohort_id):
+        return None, []
+    run = run_prepare(now=now, source=source)
+    return run, agents_due(week_start=run.week_start, cohort_id=cohort_id)
+
+
+def run_finish(*, run_id: int) -> None:
+    DecisionRun.objects.filter(pk=run_id, finished_at__isnull=True).update(finished_at=timezone.now())
+
+
 def decisions_run_all(
     *, now: datetime | None = None, cohort_id: int | None = None, source: MarketSource | None = None
 ) -> RunReport:
     """Prepare one frozen snapshot, then run every due agent's decision, one after another."""
-    now = now or timezone.now()
-    if not agents_due(week_start=cohort_week_start(now), cohort_id=cohort_id):
-        return RunReport(None)  # nothing owed: no snapshot to freeze
-    run = run_prepare(now=now, source=source)
+    run, agent_ids = run_open(now=now, cohort_id=cohort_id, source=source)
+    if run is None:
+        return RunReport(None)
     report = RunReport(run.pk)
-    for agent_id in agents_due(week_start=run.week_start, cohort_id=cohort_id):
+    for agent_id in agent_ids:
         report.outcomes.append(decision_run(agent_id=agent_id, run_id=run.pk, now=now))
-    DecisionRun.objects.filter(pk=run.pk).update(finished_at=timezone.now())
+    run_finish(run_id=run.pk)
+    return report
+
+
+def decision_retry(*, decision_id: int, source: MarketSource | None = None) -> DecisionOutcome:
+    """Run a RETRYABLE decision again now, on a freshly frozen snapshot for its week.
+    Raise DecisionNotRetryable for a final decision or one a live claim holds."""
+    decision = Decision.objects.select_related("agent").get(pk=decision_id)
+    if decision.status != Decision.Status.RETRYABLE:
+        raise DecisionNotRetryable(f"decision {decision_id} is {decision.status}, not retryable")
+    run = run_prepare(source=source, week_start=decision.week_start)
+    outcome = decision_run(agent_id=decision.agent_id, run_id=run.pk)
+    run_finish(run_id=run.pk)
+    return outcome
+
+
+# ------------------------------------------------------------------ mark to market (002)
+
+SNAPSHOT_SLOT = timedelta(minutes=10)
+
+
+def snapshot_slot(now: datetime) -> datetime:
+    """Return the 10-minute slot `now` falls in (UTC, floored)."""
+    moment = now.astimezone(UTC)
+    return moment.replace(minute=moment.minute - moment.minute % 10, second=0, microsecond=0)
+
+
+def _price_at(prices: list[Any], *, side: str, index: int, binary: bool) -> Decimal | None:
+    if binary:
+        if not prices or prices[0] is None:
+            return None
+        yes = Decimal(str(prices[0]))
+        return yes if index == 0 else Decimal(1) - yes
+    if index >= len(prices) or prices[index] is None:
+        return None
+    return Decimal(str(prices[index]))
+
+
+def position_mark(
+    *,
+    side: str,
+    index: int,
+    outcomes: list[Any],
+    prices: list[Any],
+    last_open_prices: list[Any],
+    closed: bool,
+    last_price: Decimal | None,
+    shares: Decimal,
+    cost_basis: Decimal,
+) -> Decimal:
+    """Return a position's side-correct valuation price.
+
+    YES: the YES price; NO: 1 − YES; an outcome: its own price. On a closed market that has
+    not resolved, a missing or zero price does not wipe the position out: it keeps the price
+    the market had when last open, else its last trade price, else its average entry (002).
+    """
+    binary = [str(o).lower() for o in outcomes] == ["yes", "no"]
+    price = _price_at(prices, side=side, index=index, binary=binary)
+    if price is not None and (not closed or price > 0):
+        return price
+    fallback = _price_at(last_open_prices, side=side, index=index, binary=binary)
+    if fallback is not None and fallback > 0:
+        return fallback
+    if last_price is not None:
+        return last_price
+    return cost_basis / shares if shares else Decimal(0)
+
+
+@dataclass
+class TickReport:
+    slot: datetime
+    written: int = 0
+    refreshed: int = 0
+    refresh_error: str = ""
+    skipped: bool = False
+
+    def summary(self) -> str:
+        if self.skipped:
+            return f"slot {self.slot:%Y-%m-%d %H:%M} already snapshotted: nothing written"
+        stale = f" (price refresh failed: {self.refresh_error})" if self.refresh_error else ""
+        return (
+            f"slot {self.slot:%Y-%m-%d %H:%M}: {self.written} snapshots, "
+            f"{self.refreshed} markets refreshed{stale}"
+        )
+
+
+def snapshots_take(
+    *, now: datetime | None = None, source: MarketSource | None = None, refresh: bool = True
+) -> TickReport:
+    """Refresh the prices of every held market, then snapshot every agent of every active
+    cohort at this 10-minute slot. A repeat for the same slot writes nothing. A failed
+    refresh still snapshots, at the last known prices, and says so. Queries do not grow
+    with the number of agents or positions."""
+    from arena.models import PortfolioSnapshot, SnapshotTick
+
+    now = now or timezone.now()
+    report = TickReport(slot=snapshot_slot(now))
+    if SnapshotTick.objects.filter(slot=report.slot).exists():
+        report.skipped = True
+        return report
+    if refresh:
+        held = _held_market_ids()
+        result = market_services.markets_refresh(polymarket_ids=held, source=source)  # network
+        report.refreshed = len(result.markets)
+        report.refresh_error = result.error
+    with transaction.atomic():
+        _, created = SnapshotTick.objects.get_or_create(
+            slot=report.slot, defaults={"refresh_error": report.refresh_error}
+        )
+        if not created:
+            report.skipped = True
+            return report
+        agents = list(
+            Agent.objects.filter(cohort__status=Cohort.Status.ACTIVE).values_list(
+                "pk", "cash", "cohort__starting_balance"
+            )
+        )
+        values: dict[int, Decimal] = {}
+        for (
+            agent_id, side, index, shares, cost, last_price,
+            outcomes, prices, last_open, closed,
+        ) in Position.objects.filter(
+            status=Position.Status.OPEN, agent__cohort__status=Cohort.Status.ACTIVE
+        ).values_list(
+            "agent_id", "side", "outcome_index", "shares", "cost_basis", "last_price",
+            "market__outcomes", "market__outcome_prices", "market__last_open_prices",
+            "market__closed",
+        ).iterator(chunk_size=5000):  # fmt: skip
+            price = position_mark(
+                side=side, index=index, outcomes=outcomes, prices=prices,
+                last_open_prices=last_open, closed=closed, last_price=last_price,
+                shares=shares, cost_basis=cost,
+            )  # fmt: skip
+            values[agent_id] = values.get(agent_id, Decimal(0)) + shares * price
+        brier = {
+            row["agent_id"]: (row["mean"], row["n"])
+            for row in Trade.objects.filter(
+                kind=Trade.Kind.BUY,
+                status=Trade.Status.EXECUTED,
+                brier_score__isnull=False,
+                agent__cohort__status=Cohort.Status.ACTIVE,
+            )
+            .values("agent_id")
+            .annotate(mean=Avg("brier_score"), n=Count("pk"))
+            .order_by()
+        }
+        snapshots = []
+        for agent_id, cash, starting in agents:
+            positions_value = money.cents_down(values.get(agent_id, Decimal(0)))
+            total = cash + positions_value
+            mean, count = brier.get(agent_id, (None, 0))
+            snapshots.append(
+                PortfolioSnapshot(
+                    agent_id=agent_id,
+                    snapshot_timestamp=report.slot,
+                    cash=cash,
+                    positions_value=positions_value,
+                    total_value=total,
+                    total_pnl=total - starting,
+                    total_pnl_percent=((total - starting) / starting * 100).quantize(
+                        Decimal("0.0001")
+                    ),
+                    brier_score=mean,
+                    resolved_bets=count,
+                    prices_stale=bool(report.refresh_error),
+                )
+            )
+        PortfolioSnapshot.objects.bulk_create(snapshots, ignore_conflicts=True, batch_size=2000)
+        report.written = len(snapshots)
+        SnapshotTick.objects.filter(slot=report.slot).update(snapshots_written=report.written)
+    return report
+
+
+# ------------------------------------------------------------- resolution and settlement
+
+
+@dataclass
+class ResolutionReport:
+    checked: int = 0
+    resolved: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    completed_cohorts: list[int] = field(default_factory=list)
+    error: str = ""
+
+    def summary(self) -> str:
+        if self.error:
+            return f"resolution check failed, nothing settled: {self.error}"
+        return (
+            f"checked {self.checked} markets: {len(self.resolved)} resolved, "
+            f"{len(self.cancelled)} cancelled (refunded), {len(self.failed)} failed to settle; "
+            f"{len(self.completed_cohorts)} cohorts completed"
+        )
+
+
+def market_settle(*, polymarket_id: str, verdict: Verdict, now: datetime | None = None) -> bool:
+    """Settle every open position in the market and mark it resolved or cancelled, in one
+    transaction: the market is marked only if its settlement succeeds (002). Resolved: a
+    winning share pays $1, a losing one $0, and every bet placed in the market gets its Brier
+    score from its implied confidence. Cancelled: each position is refunded its cost basis,
+    no Brier. Return False when there was nothing to do (already settled)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        market = Market.objects.select_for_update().get(polymarket_id=polymarket_id)
+        if market.resolution != Market.Resolution.OPEN:
+            return False
+        resolved = verdict.state == "resolved"
+        positions = list(
+            Position.objects.select_for_update().filter(market=market, status=Position.Status.OPEN)
+        )
+        payouts: dict[int, Decimal] = {}
+        for position in positions:
+            if resolved:
+                won = position.outcome_index == verdict.winning_index
+                payout = money.cents_down(position.shares) if won else Decimal("0.00")
+                position.status = Position.Status.SETTLED
+            else:
+                payout = position.cost_basis
+                position.status = Position.Status.CANCELLED
+            position.settlement_value = payout
+            position.realized_pnl = position.realized_pnl + payout - position.cost_basis
+            position.closed_at = now
+            payouts[position.agent_id] = payouts.get(position.agent_id, Decimal(0)) + payout
+        Position.objects.bulk_update(
+            positions, ["status", "settlement_value", "realized_pnl", "closed_at"]
+        )
+        for agent_id, payout in payouts.items():
+            if payout:
+                Agent.objects.filter(pk=agent_id).update(cash=F("cash") + payout)
+        if resolved:
+            bets = list(
+                Trade.objects.select_related("position").filter(
+                    market=market, kind=Trade.Kind.BUY, status=Trade.Status.EXECUTED
+                )
+            )
+            for bet in bets:
+                won = bet.position is not None and bet.position.outcome_index == verdict.winning_index
+                bet.side_won = won
+                bet.brier_score = bet_brier_for_outcome(
+                    confidence=bet.implied_confidence or 0.0, side_won=won
+                )
+                bet.scored_at = now
+            Trade.objects.bulk_update(bets, ["side_won", "brier_score", "scored_at"])
+        market.resolution = (
+            Market.Resolution.RESOLVED if resolved else Market.Resolution.CANCELLED
+        )
+        market.winning_outcome = verdict.winning_outcome or "" if resolved else ""
+        market.resolved_at = now
+        market.resolution_note = verdict.reason
+        market.save(
+            update_fields=["resolution", "winning_outcome", "resolved_at", "resolution_note"]
+        )
+    return True
+
+
+def cohorts_complete(*, now: datetime | None = None) -> list[int]:
+    """Complete every active cohort that has decided at least once and holds no open
+    position; its final return is then fixed. Return the completed cohort numbers."""
+    now = now or timezone.now()
+    done = list(
+        Cohort.objects.filter(
+            status=Cohort.Status.ACTIVE, decisions__status=Decision.Status.DONE
+        )
+        .exclude(agents__positions__status=Position.Status.OPEN)
+        .distinct()
+        .values_list("pk", "number")
+    )
+    if done:
+        Cohort.objects.filter(pk__in=[pk for pk, _ in done], status=Cohort.Status.ACTIVE).update(
+            status=Cohort.Status.COMPLETED, completed_at=now
+        )
+    return [number for _, number in done]
+
+
+def resolutions_check(
+    *, now: datetime | None = None, source: MarketSource | None = None
+) -> ResolutionReport:
+    """Ask the market source about every market in which positions are open; settle those
+    that resolved (or refund those resolved without a determinable winner); then complete
+    the cohorts that hold nothing more. A failed fetch settles nothing and says why; a
+    failed settlement leaves its market open for the next check."""
+    now = now or timezone.now()
+    source = source or market_source()
+    report = ResolutionReport()
+    ids = sorted(
+        set(
+            Position.objects.filter(
+                status=Position.Status.OPEN, market__resolution=Market.Resolution.OPEN
+            ).values_list("market__polymarket_id", flat=True)
+        )
+    )
+    report.checked = len(ids)
+    if ids:
+        try:
+            records = source.fetch_markets_by_ids(ids)  # network, no transaction open
+        except GammaUnavailable as exc:
+            report.error = str(exc)
+            return report
+        batch = parse_markets(records)
+        market_services.markets_upsert(markets=[m for m in batch.markets if m.polymarket_id in ids])
+        for record in records:
+            if not isinstance(record, dict) or str(record.get("id")) not in ids:
+                continue
+            verdict = verdict_for_record(record, now=now)
+            if verdict.state == "open":
+                continue
+            pid = str(record["id"])
+            try:
+                if market_settle(polymarket_id=pid, verdict=verdict, now=now):
+                    (report.resolved if verdict.state == "resolved" else report.cancelled).append(pid)
+            except Exception:  # a failed settlement must not stop the others
+                logger.exception("settling market %s failed; the next check retries it", pid)
+                report.failed.append(pid)
+    report.completed_cohorts = cohorts_complete(now=now)
     return report

@@ -2,12 +2,12 @@
 
 Run from the repository root: .venv/bin/python bench/sync_markets.py [--repeat N] [--no-postgres]
 
-It parses the recorded Gamma listing (markets/recordings/gamma/markets_active_limit500_2026-01-31.json)
-with `markets.parsing.parse_markets` and upserts it with `markets.services.markets_upsert`, timing
-each step apart, into an empty table (first sync) and into a full one (re-sync); then it times the
-whole `markets_sync_top` with the embedded `RecordedSource` the same two ways. Each figure is the
-median of N runs; the query count comes from one more run under CaptureQueriesContext, so the
-timings carry no capture overhead.
+It parses the recorded Gamma listing of 500 active markets
+(markets/recordings/gamma/markets_active_limit500_2026-01-31.json) with `parse_markets` and
+upserts it with `markets_upsert`, timing each step apart, into an empty table (first sync) and
+into a full one (re-sync); then it times the whole `markets_sync_top` with the embedded
+`RecordedSource` the same two ways. Each figure is the median of N runs; the query count comes
+from one more run under CaptureQueriesContext, so the timings carry no capture overhead.
 
 Settings are read once, at django.setup(), so each database runs in a child process of this
 script with its own DATABASE_URL: a temporary SQLite file, and postgres://postgres@127.0.0.1:5432/
@@ -32,9 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: make the project importable
 
 RECORDING = ROOT / "markets/recordings/gamma/markets_active_limit500_2026-01-31.json"
-POSTGRES_URL = os.environ.get(
-    "BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/bench_sync"
-)
+POSTGRES_URL = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/bench_sync")
 CHILD_FLAG = "--child"
 
 # (key, label) in the order the table prints them.
@@ -76,6 +74,17 @@ def _measure(
     }
 
 
+def _server_version() -> str:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT sqlite_version()")
+        else:
+            cursor.execute("SHOW server_version")
+        return str(cursor.fetchone()[0]).split()[0]
+
+
 def child(repeat: int) -> dict[str, Any]:
     """Migrate the database in DATABASE_URL, measure every row of ROWS, return the figures."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forecaster.settings")
@@ -107,9 +116,7 @@ def child(repeat: int) -> dict[str, Any]:
 
     results: dict[str, Any] = {
         "vendor": connection.vendor,
-        "version": ".".join(str(n) for n in connection.Database.sqlite_version_info)
-        if connection.vendor == "sqlite"
-        else str(connection.cursor().connection.info.server_version),
+        "version": _server_version(),
         "records": len(records),
         "parsed": len(batch.markets),
         "rejected": len(batch.rejections),
@@ -168,7 +175,9 @@ def postgres_database(action: str) -> None:
 
     base, _, name = POSTGRES_URL.rpartition("/")
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
         if action == "create":
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
@@ -178,7 +187,8 @@ def print_table(columns: list[tuple[str, dict[str, Any]]], repeat: int) -> None:
     print(
         f"{first['records']} recorded records: {first['parsed']} parse, "
         f"{first['rejected']} refused; markets_sync_top keeps {first['synced']} "
-        f"(open, of the demo recordings). Median of {repeat} runs; queries from one run."
+        f"(open, of the demo recordings). Median of {repeat} runs; queries from one run"
+        " (BEGIN and COMMIT included, as Django logs them)."
     )
     label_width = max(len(label) for _, label in ROWS)
     header = f"{'':<{label_width}}" + "".join(f" | {name:>20}" for name, _ in columns)
@@ -213,8 +223,7 @@ def main() -> None:
             postgres = run_child(POSTGRES_URL, args.repeat)
         finally:
             postgres_database("drop")
-        major = int(postgres["version"]) // 10000
-        columns.append((f"PostgreSQL {major}", postgres))
+        columns.append((f"PostgreSQL {postgres['version']}", postgres))
     print_table(columns, args.repeat)
 
 

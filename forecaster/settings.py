@@ -222,6 +222,24 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "start-cohort": {
+        "task": "arena.start_cohort",
+        "schedule": crontab(minute=0, hour=0, day_of_week="sun"),
+    },
+    "run-decisions": {
+        "task": "arena.run_decisions",
+        "schedule": crontab(minute=5, hour=0, day_of_week="sun"),
+    },
+    "take-snapshots": {
+        "task": "arena.take_snapshots",
+        "schedule": crontab(minute="*/10"),
+        "options": {"expire_seconds": 9 * 60},  # a late snapshot is worthless
+    },
+    "check-resolutions": {
+        "task": "arena.check_resolutions",
+        "schedule": crontab(minute="7,37"),
+        "options": {"expire_seconds": 25 * 60},
+    },
     "sync-markets": {
         "task": "markets.sync_markets",
         "schedule": crontab(minute="*/5"),

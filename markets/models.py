@@ -33,6 +33,11 @@ class Market(models.Model):
     event_title = models.TextField(blank=True)
     outcomes = models.JSONField(default=list)
     outcome_prices = models.JSONField(default=list)
+    last_open_prices = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Prices when last seen open: the valuation fallback once a market closes.",
+    )
     price = models.DecimalField(max_digits=7, decimal_places=6, null=True, blank=True)
     volume = models.DecimalField(max_digits=20, decimal_places=6, default=Decimal("0"))
     liquidity = models.DecimalField(max_digits=20, decimal_places=6, null=True, blank=True)

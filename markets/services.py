@@ -88,6 +88,7 @@ def _market_row(market: GammaMarket, now: datetime) -> Market:
         event_title=market.event_title,
         outcomes=list(market.outcomes),
         outcome_prices=[str(p) for p in market.prices],
+        last_open_prices=[] if market.closed else [str(p) for p in market.prices],
         price=market.yes_price,
         volume=market.volume,
         liquidity=market.liquidity,
@@ -117,13 +118,17 @@ def markets_upsert(
         existing = set(
             Market.objects.filter(polymarket_id__in=ids).values_list("polymarket_id", flat=True)
         )
-        Market.objects.bulk_create(
-            [_market_row(m, now) for m in markets],
-            update_conflicts=True,
-            unique_fields=["polymarket_id"],
-            update_fields=SYNCED_FIELDS,
-            batch_size=500,
-        )
+        # A closed market keeps the prices it had when last open (the valuation fallback).
+        for closed in (False, True):
+            rows = [_market_row(m, now) for m in markets if m.closed is closed]
+            if rows:
+                Market.objects.bulk_create(
+                    rows,
+                    update_conflicts=True,
+                    unique_fields=["polymarket_id"],
+                    update_fields=SYNCED_FIELDS + ([] if closed else ["last_open_prices"]),
+                    batch_size=1000,
+                )
     created = len(set(ids) - existing)
     return created, len(ids) - created
 

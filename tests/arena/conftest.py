@@ -1,0 +1,116 @@
+"""Arena fixtures: a cohort started for a real Sunday and a decision run frozen from the
+project's real Gamma recordings (RecordedSource: the embedded demo source, no network)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from agents.types import MarketView
+from arena.models import Agent, Cohort, Decision, DecisionRun, SnapshotMarket
+from arena.services import FrozenMarkets, cohort_start, decision_claim, run_prepare
+from markets.sources import RecordedSource
+
+WEEK = date(2026, 3, 8)  # a Sunday
+COHORT_AT = datetime(2026, 3, 8, 0, 0, tzinfo=UTC)
+RUN_AT = datetime(2026, 3, 8, 0, 5, tzinfo=UTC)
+
+Reprice = Callable[[str, Sequence[str | None]], FrozenMarkets]
+
+
+@pytest.fixture(autouse=True)
+def _offline(settings: Any) -> None:
+    """No API key (offline agents answer) and the embedded demo market source, unless a test
+    asks for a replay server."""
+    settings.OPENROUTER_API_KEY = ""
+    settings.MARKET_SOURCE = "demo"
+
+
+@pytest.fixture
+def cohort(db: None) -> Cohort:
+    cohort, created = cohort_start(week_start=WEEK, now=COHORT_AT)
+    assert created
+    return cohort
+
+
+@pytest.fixture
+def run(cohort: Cohort) -> DecisionRun:
+    return run_prepare(now=RUN_AT, source=RecordedSource())
+
+
+@pytest.fixture
+def frozen(run: DecisionRun) -> FrozenMarkets:
+    return FrozenMarkets.load(run)
+
+
+@pytest.fixture
+def agent(cohort: Cohort) -> Agent:
+    return cohort.agents.select_related("model").get(model__internal_id="gpt-5.1")
+
+
+@pytest.fixture
+def other_agent(cohort: Cohort) -> Agent:
+    return cohort.agents.select_related("model").get(model__internal_id="claude-opus-4.5")
+
+
+@pytest.fixture
+def decision(agent: Agent, run: DecisionRun) -> Decision:
+    claimed = decision_claim(agent=agent, week_start=WEEK, now=RUN_AT)
+    assert claimed is not None
+    return claimed
+
+
+@pytest.fixture
+def other_decision(other_agent: Agent, run: DecisionRun) -> Decision:
+    claimed = decision_claim(agent=other_agent, week_start=WEEK, now=RUN_AT)
+    assert claimed is not None
+    return claimed
+
+
+@pytest.fixture
+def binary(frozen: FrozenMarkets) -> MarketView:
+    """A real binary market of the snapshot whose YES price is well inside (0, 1)."""
+    return next(
+        view
+        for view in frozen.universe
+        if view.is_binary
+        and view.yes_price is not None
+        and Decimal("0.2") < view.yes_price < Decimal("0.8")
+        and view.yes_price.normalize().as_tuple().exponent < -2  # several digits: rounding shows
+    )
+
+
+@pytest.fixture
+def second_binary(frozen: FrozenMarkets, binary: MarketView) -> MarketView:
+    return next(
+        view
+        for view in frozen.universe
+        if view.is_binary
+        and view.market_id != binary.market_id
+        and view.yes_price is not None
+        and Decimal("0.2") < view.yes_price < Decimal("0.8")
+    )
+
+
+@pytest.fixture
+def multi(frozen: FrozenMarkets) -> MarketView:
+    """A real multi-outcome market (named outcomes, not Yes/No) of the snapshot."""
+    return next(view for view in frozen.universe if not view.is_binary)
+
+
+@pytest.fixture
+def reprice(run: DecisionRun) -> Reprice:
+    """Set a snapshot market's stored outcome prices and return the reloaded snapshot."""
+
+    def set_prices(market_id: str, prices: Sequence[str | None]) -> FrozenMarkets:
+        updated = SnapshotMarket.objects.filter(run=run, polymarket_id=market_id).update(
+            outcome_prices=list(prices)
+        )
+        assert updated == 1
+        return FrozenMarkets.load(run)
+
+    return set_prices
