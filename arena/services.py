@@ -17,7 +17,6 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Avg, Count, F, Max, Q, Sum
-from django.utils import timezone
 
 from agents import offline
 from agents.clients import OpenRouterClient, OpenRouterError
@@ -34,7 +33,7 @@ from agents.types import (
     PositionView,
     SellOrder,
 )
-from arena import money
+from arena import clock, money
 from arena.exceptions import DecisionNotRetryable, TradeRejected
 from arena.models import (
     STARTING_BALANCE,
@@ -66,7 +65,7 @@ CLAIM_TTL = timedelta(minutes=30)
 
 def cohort_week_start(now: datetime | None = None) -> date:
     """Return the Sunday (UTC) of the week containing `now`: the cohort's week start."""
-    moment = (now or timezone.now()).astimezone(UTC)
+    moment = (now or clock.now()).astimezone(UTC)
     day = moment.date()
     return day - timedelta(days=(day.weekday() + 1) % 7)
 
@@ -77,7 +76,7 @@ def cohort_start(
     """Start the cohort of `week_start` (default: this week) with one agent per active lineup
     model, $10,000 each. Return (cohort, created); a repeat returns the existing cohort and
     False. The unique week start makes a concurrent start a no-op too."""
-    now = now or timezone.now()
+    now = now or clock.now()
     week_start = week_start or cohort_week_start(now)
     if week_start.weekday() != 6:
         raise ValueError(f"{week_start} is not a Sunday: cohorts start on Sunday 00:00 UTC")
@@ -121,7 +120,7 @@ def run_prepare(
     """Refresh the top markets and the markets agents hold, then freeze them as one snapshot
     that every decision of the run sees. A failed refresh freezes the catalogue as it stands
     and says so in `sync_summary`."""
-    now = now or timezone.now()
+    now = now or clock.now()
     source = source or market_source()
     limit = settings.MARKET_UNIVERSE_SIZE
     result = market_services.markets_sync_top(limit=limit, source=source)  # network, no txn
@@ -191,10 +190,21 @@ class FrozenMarkets:
 
     @classmethod
     def load(cls, run: DecisionRun) -> FrozenMarkets:
+        """Return the run's snapshot; a run's snapshot never changes, so it is read once per
+        process and shared by the run's decisions."""
+        cached = _FROZEN_CACHE.get(run.pk)
+        if cached is not None:
+            return cached
         rows = {r.polymarket_id: r for r in run.markets.all()}
         views = {pid: _view(row) for pid, row in rows.items()}
         ranked = sorted((r for r in rows.values() if r.rank), key=lambda r: r.rank or 0)
-        return cls(run, rows, views, tuple(views[r.polymarket_id] for r in ranked))
+        frozen = cls(run, rows, views, tuple(views[r.polymarket_id] for r in ranked))
+        _FROZEN_CACHE.clear()  # keep one run: a process works through one run at a time
+        _FROZEN_CACHE[run.pk] = frozen
+        return frozen
+
+
+_FROZEN_CACHE: dict[int, FrozenMarkets] = {}
 
 
 def side_price(view: MarketView, side: str) -> Decimal | None:
@@ -406,7 +416,7 @@ def decision_run(*, agent_id: int, run_id: int, now: datetime | None = None) -> 
     invalid → HOLD with the failure recorded. An API failure leaves the row RETRYABLE, and so
     does a BET/SELL in which no trade executed (002).
     """
-    now = now or timezone.now()
+    now = now or clock.now()
     agent = Agent.objects.select_related("model", "cohort").get(pk=agent_id)
     run = DecisionRun.objects.get(pk=run_id)
     if agent.cohort.status != Cohort.Status.ACTIVE:
@@ -424,7 +434,7 @@ def decision_run(*, agent_id: int, run_id: int, now: datetime | None = None) -> 
             reasoning="",
             error="Agent is bankrupt (under $50 cash, no open positions): no prompt sent.",
             run=run,
-            finished_at=timezone.now(),
+            finished_at=clock.now(),
         )
         return DecisionOutcome(decision.pk, Decision.Status.SKIPPED)
 
@@ -454,7 +464,7 @@ def decision_run(*, agent_id: int, run_id: int, now: datetime | None = None) -> 
     last_error = ""
     reply: Reply | None = None
     for attempt in range(settings.DECISION_PARSE_RETRIES + 1):
-        started = timezone.now()
+        started = clock.now()
         try:
             reply = _respond(model=agent.model, kind=kind, context=context, messages=messages)
         except OpenRouterError as exc:
@@ -556,7 +566,7 @@ def _decision_finish(
         completion_tokens=totals["completion"],
         cost_usd=totals["cost"],
         latency_ms=totals["latency"],
-        finished_at=timezone.now(),
+        finished_at=clock.now(),
     )
 
 
@@ -637,7 +647,7 @@ def trade_reject(
         if isinstance(order, BetOrder) and order.amount < Decimal("1e12")
         else None,
         requested_percentage=order.percentage if isinstance(order, SellOrder) else None,
-        created_at=timezone.now(),
+        created_at=clock.now(),
     )
 
 
@@ -662,7 +672,7 @@ def trade_buy(
         raise TradeRejected(f"no price for {order.side} in market {order.market_id}")
     if price <= 0 or price >= 1:
         raise TradeRejected(f"price {price} of {order.side} leaves nothing to trade (0 or 1)")
-    now = timezone.now()
+    now = clock.now()
     with transaction.atomic():
         agent = Agent.objects.select_for_update().get(pk=decision.agent_id)
         market = Market.objects.get(pk=row.market_id)
@@ -732,7 +742,7 @@ def trade_sell(
     """Sell `order.percentage` of a held position at the frozen side-correct price, or raise
     TradeRejected. Proceeds (rounded down) go to cash; cost basis falls proportionally
     (released rounded up); 100% closes the position."""
-    now = timezone.now()
+    now = clock.now()
     with transaction.atomic():
         position = (
             Position.objects.select_for_update()
@@ -855,7 +865,7 @@ def run_open(
 ) -> tuple[DecisionRun | None, list[int]]:
     """Freeze a snapshot for the agents that owe this week's decision; return the run and
     those agents in order, or (None, []) when nobody owes one."""
-    now = now or timezone.now()
+    now = now or clock.now()
     if not agents_due(week_start=cohort_week_start(now), cohort_id=cohort_id):
         return None, []
     run = run_prepare(now=now, source=source)
@@ -863,7 +873,7 @@ def run_open(
 
 
 def run_finish(*, run_id: int) -> None:
-    DecisionRun.objects.filter(pk=run_id, finished_at__isnull=True).update(finished_at=timezone.now())
+    DecisionRun.objects.filter(pk=run_id, finished_at__isnull=True).update(finished_at=clock.now())
 
 
 def decisions_run_all(
@@ -971,7 +981,7 @@ def snapshots_take(
     with the number of agents or positions."""
     from arena.models import PortfolioSnapshot, SnapshotTick
 
-    now = now or timezone.now()
+    now = now or clock.now()
     report = TickReport(slot=snapshot_slot(now))
     if SnapshotTick.objects.filter(slot=report.slot).exists():
         report.skipped = True
@@ -1077,7 +1087,7 @@ def market_settle(*, polymarket_id: str, verdict: Verdict, now: datetime | None 
     winning share pays $1, a losing one $0, and every bet placed in the market gets its Brier
     score from its implied confidence. Cancelled: each position is refunded its cost basis,
     no Brier. Return False when there was nothing to do (already settled)."""
-    now = now or timezone.now()
+    now = now or clock.now()
     with transaction.atomic():
         market = Market.objects.select_for_update().get(polymarket_id=polymarket_id)
         if market.resolution != Market.Resolution.OPEN:
@@ -1134,7 +1144,7 @@ def market_settle(*, polymarket_id: str, verdict: Verdict, now: datetime | None 
 def cohorts_complete(*, now: datetime | None = None) -> list[int]:
     """Complete every active cohort that has decided at least once and holds no open
     position; its final return is then fixed. Return the completed cohort numbers."""
-    now = now or timezone.now()
+    now = now or clock.now()
     done = list(
         Cohort.objects.filter(
             status=Cohort.Status.ACTIVE, decisions__status=Decision.Status.DONE
@@ -1157,7 +1167,7 @@ def resolutions_check(
     that resolved (or refund those resolved without a determinable winner); then complete
     the cohorts that hold nothing more. A failed fetch settles nothing and says why; a
     failed settlement leaves its market open for the next check."""
-    now = now or timezone.now()
+    now = now or clock.now()
     source = source or market_source()
     report = ResolutionReport()
     ids = sorted(
@@ -1175,7 +1185,9 @@ def resolutions_check(
             report.error = str(exc)
             return report
         batch = parse_markets(records)
-        market_services.markets_upsert(markets=[m for m in batch.markets if m.polymarket_id in ids])
+        market_services.markets_upsert(
+            markets=[m for m in batch.markets if m.polymarket_id in ids], include_raw=False
+        )
         for record in records:
             if not isinstance(record, dict) or str(record.get("id")) not in ids:
                 continue

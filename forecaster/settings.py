@@ -77,7 +77,12 @@ def env_database(name: str, default: str) -> dict[str, object]:
     if engine == "django.db.backends.sqlite3":
         config["ENGINE"] = "forecaster.sqlite3"
         config["CONN_MAX_AGE"] = 0
-        config["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+        config["OPTIONS"] = {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            # WAL lets pages read while the demo or a command writes.
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
     return dict(config)
 
 

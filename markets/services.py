@@ -105,9 +105,13 @@ def _market_row(market: GammaMarket, now: datetime) -> Market:
 
 
 def markets_upsert(
-    *, markets: Sequence[GammaMarket], now: datetime | None = None
+    *, markets: Sequence[GammaMarket], now: datetime | None = None, include_raw: bool = True
 ) -> tuple[int, int]:
     """Insert or update the given markets in bulk; return (created, updated).
+
+    `include_raw=False` (the frequent price refreshes) leaves an open market's stored raw
+    record as the catalogue sync last wrote it; a closed market's record is always kept,
+    since it is the evidence its resolution is read from.
 
     A constant number of statements whatever the count (one read of existing ids, bulk
     upserts in the database's batch size). Safe to repeat.
@@ -121,12 +125,15 @@ def markets_upsert(
         # A closed market keeps the prices it had when last open (the valuation fallback).
         for closed in (False, True):
             rows = [_market_row(m, now) for m in markets if m.closed is closed]
+            fields = SYNCED_FIELDS + ([] if closed else ["last_open_prices"])
+            if not closed and not include_raw:
+                fields = [f for f in fields if f != "raw"]
             if rows:
                 Market.objects.bulk_create(
                     rows,
                     update_conflicts=True,
                     unique_fields=["polymarket_id"],
-                    update_fields=SYNCED_FIELDS + ([] if closed else ["last_open_prices"]),
+                    update_fields=fields,
                     batch_size=1000,
                 )
     created = len(set(ids) - existing)
@@ -221,6 +228,6 @@ def markets_refresh(
     wanted = set(ids)
     result.rejections = list(batch.rejections)
     result.markets = tuple(m for m in batch.markets if m.polymarket_id in wanted)
-    result.created, result.updated = markets_upsert(markets=result.markets)
+    result.created, result.updated = markets_upsert(markets=result.markets, include_raw=False)
     result.seconds = time.perf_counter() - clock
     return result

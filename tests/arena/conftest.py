@@ -3,7 +3,8 @@ project's real Gamma recordings (RecordedSource: the embedded demo source, no ne
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from agents.types import MarketView
 from arena.models import Agent, Cohort, Decision, DecisionRun, SnapshotMarket
 from arena.services import FrozenMarkets, cohort_start, decision_claim, run_prepare
+from markets.models import Market, MarketSyncRun
 from markets.sources import RecordedSource
 
 WEEK = date(2026, 3, 8)  # a Sunday
@@ -28,6 +30,44 @@ def _offline(settings: Any) -> None:
     asks for a replay server."""
     settings.OPENROUTER_API_KEY = ""
     settings.MARKET_SOURCE = "demo"
+
+
+@dataclass(frozen=True)
+class World:
+    cohort_id: int
+    run_id: int
+
+
+@pytest.fixture(scope="module")
+def shared_world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
+    """The cohort of WEEK and one run frozen from the recordings, committed once for a whole
+    module (freezing 500 markets costs about a second) and deleted after it. Each test still
+    runs in its own transaction, so what a test writes on top of it is rolled back.
+
+    A module opts in by overriding `cohort` and `run` with `shared_cohort` / `shared_run`."""
+    with django_db_blocker.unblock():
+        markets_before = set(Market.objects.values_list("pk", flat=True))
+        syncs_before = set(MarketSyncRun.objects.values_list("pk", flat=True))
+        cohort, created = cohort_start(week_start=WEEK, now=COHORT_AT)
+        assert created, "another test left a cohort behind"
+        run = run_prepare(now=RUN_AT, source=RecordedSource())
+    yield World(cohort.pk, run.pk)
+    with django_db_blocker.unblock():
+        DecisionRun.objects.filter(pk=run.pk).delete()  # and its snapshot rows
+        Agent.objects.filter(cohort_id=cohort.pk).delete()
+        Cohort.objects.filter(pk=cohort.pk).delete()
+        Market.objects.exclude(pk__in=markets_before).delete()
+        MarketSyncRun.objects.exclude(pk__in=syncs_before).delete()
+
+
+@pytest.fixture
+def shared_cohort(db: None, shared_world: World) -> Cohort:
+    return Cohort.objects.get(pk=shared_world.cohort_id)
+
+
+@pytest.fixture
+def shared_run(db: None, shared_world: World) -> DecisionRun:
+    return DecisionRun.objects.get(pk=shared_world.run_id)
 
 
 @pytest.fixture

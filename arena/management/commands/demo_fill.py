@@ -1,30 +1,39 @@
-"""`manage.py demo_fill`: fill an empty database from the embedded demo data."""
+"""`manage.py demo_fill`: fill an empty database by running the engine over the demo world."""
 
 from __future__ import annotations
 
+import time
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from markets import services as market_services
-from markets.models import Market
+from arena.demo import demo_run
+from arena.models import Cohort
 
 
 class Command(BaseCommand):
-    help = "Fill the site from the recordings shipped with the project (no network)."
+    help = "Run the real engine over the recorded markets on a simulated clock (no network)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--weeks", type=int, default=6, help="simulated weeks to run")
-        parser.add_argument("--reset", action="store_true", help="rebuild even if filled")
+        parser.add_argument("--weeks", type=int, default=6, help="weekly cohorts to simulate")
+        parser.add_argument("--tick-hours", type=int, default=6, help="simulated hours a tick")
+        parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--reset", action="store_true", help="flush the database first")
 
-    def handle(self, *args: Any, weeks: int, reset: bool, **options: Any) -> None:
+    def handle(self, *args: Any, weeks: int, tick_hours: int, seed: int, reset: bool, **options: Any) -> None:
         if settings.MARKET_SOURCE != "demo":
             raise CommandError("demo_fill runs only with MARKET_SOURCE=demo (the embedded default)")
-        if Market.objects.exists() and not reset:
+        if settings.OPENROUTER_API_KEY:
+            raise CommandError("demo_fill runs offline agents only: unset OPENROUTER_API_KEY")
+        if reset:
+            call_command("flush", "--noinput", verbosity=0)
+            call_command("migrate", "--noinput", verbosity=0)  # re-seeds the lineup
+        elif Cohort.objects.exists():
             self.stdout.write("demo data already present; `make demo` rebuilds it")
             return
-        result = market_services.markets_sync_top()
-        if not result.ok:
-            raise CommandError(result.summary())
-        self.stdout.write(result.summary())
+        started = time.perf_counter()
+        report = demo_run(weeks=weeks, seed=seed, tick=timedelta(hours=tick_hours))
+        self.stdout.write(f"{report.summary()} in {time.perf_counter() - started:.1f}s")

@@ -1,0 +1,77 @@
+"""Drive the real engine over the demo's simulated market world, week after week.
+
+Cohorts start on Sundays, agents (offline stand-ins and baselines) decide at 00:05 through
+the real prompt → response → parse → execute path, ticks snapshot every portfolio, markets
+resolve and settle. The only simulated parts are the clock and the market source.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
+
+from django.utils import timezone
+
+from arena import clock, services
+from markets.demo import SimulatedSource
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class DemoReport:
+    cohorts: int = 0
+    decision_runs: int = 0
+    ticks: int = 0
+    resolved: int = 0
+    cancelled: int = 0
+    completed: int = 0
+
+    def summary(self) -> str:
+        return (
+            f"demo: {self.cohorts} cohorts, {self.decision_runs} decision runs, {self.ticks} "
+            f"ticks, {self.resolved} markets resolved, {self.cancelled} cancelled (refunded), "
+            f"{self.completed} cohorts completed"
+        )
+
+
+def demo_run(
+    *,
+    weeks: int = 6,
+    seed: int = 7,
+    tick: timedelta = timedelta(hours=6),
+    until: datetime | None = None,
+) -> DemoReport:
+    """Simulate `weeks` weekly cohorts ending with this week's, from `weeks - 1` Sundays ago
+    up to `until` (default: now), one tick every `tick` of simulated time."""
+    if weeks < 1:
+        raise ValueError("the demo needs at least one week")
+    until = until or timezone.now()
+    last_sunday = datetime.combine(services.cohort_week_start(until), time(0), UTC)
+    start = last_sunday - timedelta(weeks=weeks - 1)
+    source = SimulatedSource(start=start, last_sunday=last_sunday, seed=seed)
+    report = DemoReport()
+    sundays = [start + timedelta(weeks=i) for i in range(weeks)]
+    moment = start
+    while moment <= until:
+        source.now = moment
+        with clock.simulated(moment):
+            if moment in sundays:
+                _, created = services.cohort_start(week_start=moment.date(), now=moment)
+                report.cohorts += int(created)
+                decision_time = moment + timedelta(minutes=5)
+                source.now = decision_time
+                with clock.simulated(decision_time):
+                    run = services.decisions_run_all(now=decision_time, source=source)
+                    report.decision_runs += int(run.run_id is not None)
+                source.now = moment
+            # The resolution check re-reads every held market, so the tick need not.
+            check = services.resolutions_check(now=moment, source=source)
+            services.snapshots_take(now=moment, source=source, refresh=False)
+            report.ticks += 1
+            report.resolved += len(check.resolved)
+            report.cancelled += len(check.cancelled)
+            report.completed += len(check.completed_cohorts)
+        moment += tick
+    return report
