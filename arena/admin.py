@@ -93,7 +93,16 @@ class TradeInline(ReadOnlyInline):
 
 @admin.register(Decision)
 class DecisionAdmin(ReadOnlyAdmin):
-    list_display = ("id", "agent", "week_start", "status", "action", "responder", "tries", "finished_at")
+    list_display = (
+        "id",
+        "agent",
+        "week_start",
+        "status",
+        "action",
+        "responder",
+        "tries",
+        "finished_at",
+    )
     list_filter = ("status", "action", "responder", "week_start", "agent__model")
     list_select_related = ("agent__model", "agent__cohort")
     search_fields = ("reasoning", "=id")
@@ -150,7 +159,9 @@ class DecisionAttemptAdmin(ReadOnlyAdmin):
     @admin.display(description="Request messages")
     def messages_sent(self, obj: DecisionAttempt) -> str:
         return _pre(
-            "\n\n".join(f"--- {m.get('role')} ---\n{m.get('content')}" for m in obj.request_messages)
+            "\n\n".join(
+                f"--- {m.get('role')} ---\n{m.get('content')}" for m in obj.request_messages
+            )
         )
 
     @admin.display(description="Raw response")
@@ -164,7 +175,16 @@ class DecisionAttemptAdmin(ReadOnlyAdmin):
 
 @admin.register(Position)
 class PositionAdmin(ReadOnlyAdmin):
-    list_display = ("id", "agent", "market", "side", "status", "shares", "cost_basis", "realized_pnl")
+    list_display = (
+        "id",
+        "agent",
+        "market",
+        "side",
+        "status",
+        "shares",
+        "cost_basis",
+        "realized_pnl",
+    )
     list_filter = ("status",)
     list_select_related = ("agent__model", "agent__cohort", "market")
 

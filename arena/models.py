@@ -194,6 +194,10 @@ class Decision(models.Model):
     def __str__(self) -> str:
         return f"{self.agent} week {self.week_start:%Y-%m-%d}: {self.action or self.status}"
 
+    @property
+    def is_offline(self) -> bool:
+        return self.responder == self.Responder.OFFLINE
+
 
 class DecisionAttempt(models.Model):
     """One call to a model for a decision: what was sent, what came back, what was wrong."""
@@ -366,7 +370,9 @@ class PortfolioSnapshot(models.Model):
     total_value = money()
     total_pnl = money()
     total_pnl_percent = models.DecimalField(max_digits=9, decimal_places=4)
-    brier_score = models.FloatField(null=True, blank=True, help_text="Mean of resolved bets so far.")
+    brier_score = models.FloatField(
+        null=True, blank=True, help_text="Mean of resolved bets so far."
+    )
     resolved_bets = models.PositiveIntegerField(default=0)
     prices_stale = models.BooleanField(
         default=False, help_text="The price refresh failed: valued at the last known prices."

@@ -1122,16 +1122,16 @@ def market_settle(*, polymarket_id: str, verdict: Verdict, now: datetime | None 
                 )
             )
             for bet in bets:
-                won = bet.position is not None and bet.position.outcome_index == verdict.winning_index
+                won = (
+                    bet.position is not None and bet.position.outcome_index == verdict.winning_index
+                )
                 bet.side_won = won
                 bet.brier_score = bet_brier_for_outcome(
                     confidence=bet.implied_confidence or 0.0, side_won=won
                 )
                 bet.scored_at = now
             Trade.objects.bulk_update(bets, ["side_won", "brier_score", "scored_at"])
-        market.resolution = (
-            Market.Resolution.RESOLVED if resolved else Market.Resolution.CANCELLED
-        )
+        market.resolution = Market.Resolution.RESOLVED if resolved else Market.Resolution.CANCELLED
         market.winning_outcome = verdict.winning_outcome or "" if resolved else ""
         market.resolved_at = now
         market.resolution_note = verdict.reason
@@ -1146,9 +1146,7 @@ def cohorts_complete(*, now: datetime | None = None) -> list[int]:
     position; its final return is then fixed. Return the completed cohort numbers."""
     now = now or clock.now()
     done = list(
-        Cohort.objects.filter(
-            status=Cohort.Status.ACTIVE, decisions__status=Decision.Status.DONE
-        )
+        Cohort.objects.filter(status=Cohort.Status.ACTIVE, decisions__status=Decision.Status.DONE)
         .exclude(agents__positions__status=Position.Status.OPEN)
         .distinct()
         .values_list("pk", "number")
@@ -1197,7 +1195,9 @@ def resolutions_check(
             pid = str(record["id"])
             try:
                 if market_settle(polymarket_id=pid, verdict=verdict, now=now):
-                    (report.resolved if verdict.state == "resolved" else report.cancelled).append(pid)
+                    (report.resolved if verdict.state == "resolved" else report.cancelled).append(
+                        pid
+                    )
             except Exception:  # a failed settlement must not stop the others
                 logger.exception("settling market %s failed; the next check retries it", pid)
                 report.failed.append(pid)

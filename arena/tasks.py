@@ -27,9 +27,7 @@ def run_decisions(cohort_id: int | None = None) -> str:
     return f"run {run.pk}: queued {len(agent_ids)} agent decisions"
 
 
-@shared_task(
-    name="arena.run_agent_decision", acks_late=True, soft_time_limit=900, time_limit=960
-)
+@shared_task(name="arena.run_agent_decision", acks_late=True, soft_time_limit=900, time_limit=960)
 def run_agent_decision(agent_id: int, run_id: int) -> str:
     """Run one agent's weekly decision. Safe to deliver twice: the claim makes a repeat a no-op."""
     outcome = services.decision_run(agent_id=agent_id, run_id=run_id)

@@ -23,7 +23,9 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--reset", action="store_true", help="flush the database first")
 
-    def handle(self, *args: Any, weeks: int, tick_hours: int, seed: int, reset: bool, **options: Any) -> None:
+    def handle(
+        self, *args: Any, weeks: int, tick_hours: int, seed: int, reset: bool, **options: Any
+    ) -> None:
         if settings.MARKET_SOURCE != "demo":
             raise CommandError("demo_fill runs only with MARKET_SOURCE=demo (the embedded default)")
         if settings.OPENROUTER_API_KEY:

@@ -1,0 +1,234 @@
+"""Reads of the arena: standings, leaderboards, curves. One definition of each metric:
+
+- **Total value** = cash + Σ open positions marked to market (side-correct prices; a closed,
+  unresolved market keeps its last usable price) — 001 §2.4.
+- **Return %** = (total value − $10,000) / $10,000 × 100; a model's return is the mean of its
+  agents' cohort returns — 001 §2.4, Appendix A.
+- **Brier** = mean of the Brier scores of all the model's resolved bets, pooled across
+  cohorts (not a mean of cohort means) — 001 §1.4. Cancelled markets are not scored.
+- **Win rate** = resolved bets whose side won / resolved bets — 001 §3.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from django.db.models import Count, Prefetch, Q, QuerySet
+
+from agents.models import BenchmarkModel
+from arena import money
+from arena.models import (
+    Agent,
+    Cohort,
+    Decision,
+    PortfolioSnapshot,
+    Position,
+    Trade,
+)
+from arena.services import position_mark
+from scoring.aggregates import mean_brier, win_rate
+
+METRIC_DEFINITIONS = [
+    ("Total value", "cash + open positions marked to market at side-correct prices"),
+    ("Return", "(total value − $10,000) ÷ $10,000; a model's is the mean over its cohorts"),
+    ("Brier", "mean over every resolved bet of (implied confidence − side won)², pooled; lower is better"),
+    ("Implied confidence", "bet ÷ (25% of cash at bet time), capped at 1"),
+    ("Win rate", "resolved bets whose side won ÷ resolved bets"),
+]  # fmt: skip
+
+
+@dataclass
+class AgentStanding:
+    agent: Agent
+    cash: Decimal
+    positions_value: Decimal
+    open_positions: int
+    brier: float | None = None
+    resolved_bets: int = 0
+    wins: int = 0
+
+    @property
+    def total_value(self) -> Decimal:
+        return self.cash + self.positions_value
+
+    @property
+    def return_percent(self) -> Decimal:
+        start = self.agent.cohort.starting_balance
+        return (self.total_value - start) / start * 100
+
+    @property
+    def win_rate(self) -> float | None:
+        return win_rate(wins=self.wins, resolved=self.resolved_bets)
+
+
+def _bet_scores(agent_filter: Q) -> dict[int, list[tuple[float, bool]]]:
+    scores: dict[int, list[tuple[float, bool]]] = defaultdict(list)
+    for agent_id, score, won in Trade.objects.filter(
+        agent_filter,
+        kind=Trade.Kind.BUY,
+        status=Trade.Status.EXECUTED,
+        brier_score__isnull=False,
+    ).values_list("agent_id", "brier_score", "side_won"):
+        scores[agent_id].append((score, bool(won)))
+    return scores
+
+
+def agent_standings(*, agents: QuerySet[Agent]) -> list[AgentStanding]:
+    """Return each agent's standing now (a constant number of queries, whatever the count)."""
+    agent_list = list(agents.select_related("model", "cohort"))
+    ids = [a.pk for a in agent_list]
+    values: dict[int, Decimal] = defaultdict(Decimal)
+    counts: dict[int, int] = defaultdict(int)
+    for (
+        agent_id, side, index, shares, cost, last_price, outcomes, prices, last_open, closed,
+    ) in Position.objects.filter(agent_id__in=ids, status=Position.Status.OPEN).values_list(
+        "agent_id", "side", "outcome_index", "shares", "cost_basis", "last_price",
+        "market__outcomes", "market__outcome_prices", "market__last_open_prices", "market__closed",
+    ):  # fmt: skip
+        price = position_mark(
+            side=side, index=index, outcomes=outcomes, prices=prices, last_open_prices=last_open,
+            closed=closed, last_price=last_price, shares=shares, cost_basis=cost,
+        )  # fmt: skip
+        values[agent_id] += shares * price
+        counts[agent_id] += 1
+    scores = _bet_scores(Q(agent_id__in=ids))
+    standings = []
+    for agent in agent_list:
+        agent_scores = scores.get(agent.pk, [])
+        standings.append(
+            AgentStanding(
+                agent=agent,
+                cash=agent.cash,
+                positions_value=money.cents_down(values[agent.pk]),
+                open_positions=counts[agent.pk],
+                brier=mean_brier(scores=[s for s, _ in agent_scores]),
+                resolved_bets=len(agent_scores),
+                wins=sum(1 for _, won in agent_scores if won),
+            )
+        )
+    return sorted(standings, key=lambda s: (s.agent.model.is_baseline, -s.total_value))
+
+
+@dataclass
+class ModelRow:
+    model: BenchmarkModel
+    cohorts: int = 0
+    returns: list[Decimal] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    wins: int = 0
+    bankrupt: int = 0
+
+    @property
+    def avg_return(self) -> Decimal | None:
+        return sum(self.returns, Decimal(0)) / len(self.returns) if self.returns else None
+
+    @property
+    def brier(self) -> float | None:
+        return mean_brier(scores=self.scores)
+
+    @property
+    def resolved_bets(self) -> int:
+        return len(self.scores)
+
+    @property
+    def win_rate(self) -> float | None:
+        return win_rate(wins=self.wins, resolved=len(self.scores))
+
+
+def leaderboard(*, sort: str = "brier") -> tuple[list[ModelRow], list[ModelRow]]:
+    """Return (LLM rows ranked, baseline rows) across every cohort.
+
+    Ranked by pooled Brier (lower first; models with no resolved bet last), or by average
+    return with sort="return". Baselines are never ranked among the LLMs.
+    """
+    rows: dict[int, ModelRow] = {}
+    for model in BenchmarkModel.objects.all():
+        rows[model.pk] = ModelRow(model=model)
+    for standing in agent_standings(agents=Agent.objects.all()):
+        row = rows[standing.agent.model_id]
+        row.cohorts += 1
+        row.returns.append(standing.return_percent)
+        row.bankrupt += int(standing.agent.status == Agent.Status.BANKRUPT)
+    for agent_id, model_id, score, won in Trade.objects.filter(
+        kind=Trade.Kind.BUY, status=Trade.Status.EXECUTED, brier_score__isnull=False
+    ).values_list("agent_id", "agent__model_id", "brier_score", "side_won"):
+        rows[model_id].scores.append(score)
+        rows[model_id].wins += int(bool(won))
+    visible = [r for r in rows.values() if r.cohorts or r.model.active]
+    llms = [r for r in visible if not r.model.is_baseline]
+    baselines = [r for r in visible if r.model.is_baseline]
+    if sort == "return":
+        llms.sort(key=lambda r: (r.avg_return is None, -(r.avg_return or 0), r.model.display_order))
+    else:
+        llms.sort(key=lambda r: (r.brier is None, r.brier or 0, r.model.display_order))
+    return llms, baselines
+
+
+def cohort_list() -> QuerySet[Cohort]:
+    return Cohort.objects.annotate(
+        agent_count=Count("agents", distinct=True),
+        open_positions=Count(
+            "agents__positions", filter=Q(agents__positions__status="open"), distinct=True
+        ),
+    ).order_by("-week_start")
+
+
+@dataclass
+class Curve:
+    label: str
+    kind: str
+    points: list[tuple[datetime, Decimal]]
+
+
+MAX_POINTS = 400
+
+
+def value_curves(*, agents: list[Agent], since: datetime | None = None) -> list[Curve]:
+    """Return each agent's total-value curve from its snapshots, thinned to MAX_POINTS.
+
+    One indexed range scan over (agent, snapshot_timestamp)."""
+    snapshots = PortfolioSnapshot.objects.filter(agent__in=agents)
+    if since is not None:
+        snapshots = snapshots.filter(snapshot_timestamp__gte=since)
+    series: dict[int, list[tuple[datetime, Decimal]]] = defaultdict(list)
+    for agent_id, ts, total in snapshots.order_by("agent_id", "snapshot_timestamp").values_list(
+        "agent_id", "snapshot_timestamp", "total_value"
+    ):
+        series[agent_id].append((ts, total))
+    curves = []
+    for agent in agents:
+        points = series.get(agent.pk, [])
+        if len(points) > MAX_POINTS:
+            step = len(points) / MAX_POINTS
+            points = [points[int(i * step)] for i in range(MAX_POINTS)] + [points[-1]]
+        curves.append(Curve(agent.model.display_name, agent.model.kind, points))
+    return curves
+
+
+def agent_decisions(*, agent: Agent) -> QuerySet[Decision]:
+    return agent.decisions.order_by("-week_start").annotate(
+        executed=Count("trades", filter=Q(trades__status="executed")),
+        rejected=Count("trades", filter=Q(trades__status="rejected")),
+    )
+
+
+def agent_positions(*, agent: Agent) -> QuerySet[Position]:
+    return agent.positions.select_related("market").order_by("status", "-opened_at")
+
+
+def agent_trades(*, agent: Agent) -> QuerySet[Trade]:
+    return agent.trades.select_related("market", "decision").order_by("-created_at", "order_index")
+
+
+def decision_detail(*, decision_id: int) -> Decision:
+    return (
+        Decision.objects.select_related("agent__model", "agent__cohort", "run")
+        .prefetch_related(
+            "attempts",
+            Prefetch("trades", queryset=Trade.objects.select_related("market", "position")),
+        )
+        .get(pk=decision_id)
+    )

@@ -1,0 +1,83 @@
+"""Public pages of the arena: leaderboard, cohorts, agents, decisions."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from arena import charts, selectors
+from arena.models import Agent, Cohort, Decision
+
+
+def _get_cohort(number: int) -> Cohort:
+    return get_object_or_404(Cohort, number=number)
+
+
+def _get_agent(number: int, agent_id: int) -> Agent:
+    return get_object_or_404(
+        Agent.objects.select_related("model", "cohort"), pk=agent_id, cohort__number=number
+    )
+
+
+def leaderboard(request: HttpRequest) -> HttpResponse:
+    sort = "return" if request.GET.get("sort") == "return" else "brier"
+    llms, baselines = selectors.leaderboard(sort=sort)
+    return render(
+        request,
+        "arena/leaderboard.html",
+        {
+            "llms": llms,
+            "baselines": baselines,
+            "sort": sort,
+            "definitions": selectors.METRIC_DEFINITIONS,
+            "cohorts": selectors.cohort_list()[:5],
+        },
+    )
+
+
+def cohort_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "arena/cohort_list.html", {"cohorts": selectors.cohort_list()})
+
+
+def cohort_detail(request: HttpRequest, number: int) -> HttpResponse:
+    cohort = _get_cohort(number)
+    standings = selectors.agent_standings(agents=cohort.agents.all())
+    curves = selectors.value_curves(agents=[s.agent for s in standings])
+    return render(
+        request,
+        "arena/cohort_detail.html",
+        {
+            "cohort": cohort,
+            "standings": standings,
+            "chart": charts.value_chart(curves),
+            "decisions": cohort.decisions.select_related("agent__model").order_by(
+                "-week_start", "agent__model__kind", "agent__model__display_order"
+            ),
+            "definitions": selectors.METRIC_DEFINITIONS,
+        },
+    )
+
+
+def agent_detail(request: HttpRequest, number: int, agent_id: int) -> HttpResponse:
+    agent = _get_agent(number, agent_id)
+    (standing,) = selectors.agent_standings(agents=Agent.objects.filter(pk=agent.pk))
+    return render(
+        request,
+        "arena/agent_detail.html",
+        {
+            "agent": agent,
+            "standing": standing,
+            "chart": charts.value_chart(selectors.value_curves(agents=[agent])),
+            "positions": selectors.agent_positions(agent=agent),
+            "trades": selectors.agent_trades(agent=agent)[:200],
+            "decisions": selectors.agent_decisions(agent=agent),
+        },
+    )
+
+
+def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
+    try:
+        decision = selectors.decision_detail(decision_id=decision_id)
+    except Decision.DoesNotExist:
+        return render(request, "404.html", status=404)
+    return render(request, "arena/decision_detail.html", {"decision": decision})
