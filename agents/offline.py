@@ -126,7 +126,7 @@ def offline_agent_reply(*, model_id: str, context: DecisionContext) -> OfflineRe
             edge = estimate - float(price)
             candidates.append((edge, market.market_id, side, estimate))
     candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
-    bets = []
+    bets: list[dict[str, object]] = []
     seen: set[str] = set()
     cash = portfolio.cash
     for edge, market_id, side, estimate in candidates:
@@ -186,7 +186,7 @@ def random_baseline_reply(*, seed: str, context: DecisionContext) -> OfflineRepl
 def market_baseline_reply(*, context: DecisionContext, count: int = 3) -> OfflineReply:
     """A market follower: backs the favourite of the highest-volume tradable markets, sized so
     its implied confidence equals the favourite's price (it forecasts exactly the market)."""
-    bets = []
+    bets: list[dict[str, object]] = []
     cash = context.portfolio.cash
     held = {p.market_id for p in context.portfolio.positions}
     for market in context.markets:

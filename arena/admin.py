@@ -82,13 +82,35 @@ class AgentAdmin(ReadOnlyAdmin):
 
 class AttemptInline(ReadOnlyInline):
     model = DecisionAttempt
-    fields = ("number", "responder", "response_model", "upstream_provider", "valid", "parse_error", "api_error", "latency_ms")  # fmt: skip
+    fields = (
+        "number",
+        "responder",
+        "response_model",
+        "upstream_provider",
+        "valid",
+        "parse_error",
+        "api_error",
+        "latency_ms",
+    )
 
 
 class TradeInline(ReadOnlyInline):
     model = Trade
     fk_name = "decision"
-    fields = ("order_index", "try_number", "kind", "status", "side", "market", "requested_amount", "price", "shares", "amount", "implied_confidence", "reject_reason")  # fmt: skip
+    fields = (
+        "order_index",
+        "try_number",
+        "kind",
+        "status",
+        "side",
+        "market",
+        "requested_amount",
+        "price",
+        "shares",
+        "amount",
+        "implied_confidence",
+        "reject_reason",
+    )
 
 
 @admin.register(Decision)
@@ -109,11 +131,31 @@ class DecisionAdmin(ReadOnlyAdmin):
     actions = ["retry"]
     inlines = [AttemptInline, TradeInline]
     fields = (
-        "agent", "cohort", "week_start", "run", "status", "action", "parse_failed", "error",
-        "reasoning", "parsed_payload", "responder", "requested_model", "response_model",
-        "upstream_provider", "prompt_version", "prompt_tokens", "completion_tokens", "cost_usd",
-        "latency_ms", "tries", "claimed_at", "finished_at", "system_prompt_text", "user_prompt_text",
-    )  # fmt: skip
+        "agent",
+        "cohort",
+        "week_start",
+        "run",
+        "status",
+        "action",
+        "parse_failed",
+        "error",
+        "reasoning",
+        "parsed_payload",
+        "responder",
+        "requested_model",
+        "response_model",
+        "upstream_provider",
+        "prompt_version",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "latency_ms",
+        "tries",
+        "claimed_at",
+        "finished_at",
+        "system_prompt_text",
+        "user_prompt_text",
+    )
     readonly_fields = fields
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -148,12 +190,28 @@ class DecisionAttemptAdmin(ReadOnlyAdmin):
     list_filter = ("valid", "responder")
     list_select_related = ("decision__agent__model", "decision__agent__cohort")
     fields = (
-        "decision", "number", "run", "responder", "requested_model", "response_model",
-        "upstream_provider", "finish_reason", "used_reasoning", "prompt_tokens",
-        "completion_tokens", "reasoning_tokens", "cost_usd", "latency_ms", "api_error",
-        "parse_error", "valid", "started_at", "messages_sent", "raw_response_text",
+        "decision",
+        "number",
+        "run",
+        "responder",
+        "requested_model",
+        "response_model",
+        "upstream_provider",
+        "finish_reason",
+        "used_reasoning",
+        "prompt_tokens",
+        "completion_tokens",
+        "reasoning_tokens",
+        "cost_usd",
+        "latency_ms",
+        "api_error",
+        "parse_error",
+        "valid",
+        "started_at",
+        "messages_sent",
+        "raw_response_text",
         "parsed_text",
-    )  # fmt: skip
+    )
     readonly_fields = fields
 
     @admin.display(description="Request messages")
@@ -191,7 +249,19 @@ class PositionAdmin(ReadOnlyAdmin):
 
 @admin.register(Trade)
 class TradeAdmin(ReadOnlyAdmin):
-    list_display = ("id", "agent", "kind", "status", "side", "market", "amount", "price", "shares", "implied_confidence", "brier_score")  # fmt: skip
+    list_display = (
+        "id",
+        "agent",
+        "kind",
+        "status",
+        "side",
+        "market",
+        "amount",
+        "price",
+        "shares",
+        "implied_confidence",
+        "brier_score",
+    )
     list_filter = ("kind", "status")
     list_select_related = ("agent__model", "agent__cohort", "market")
     search_fields = ("reject_reason", "requested_market_id")
@@ -206,4 +276,11 @@ class SnapshotMarketInline(ReadOnlyInline):
 @admin.register(DecisionRun)
 class DecisionRunAdmin(ReadOnlyAdmin):
     list_display = ("id", "week_start", "started_at", "finished_at", "source", "universe_size")
-    readonly_fields = ("week_start", "started_at", "finished_at", "source", "universe_size", "sync_summary")  # fmt: skip
+    readonly_fields = (
+        "week_start",
+        "started_at",
+        "finished_at",
+        "source",
+        "universe_size",
+        "sync_summary",
+    )

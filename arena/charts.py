@@ -9,8 +9,19 @@ from django.utils.safestring import SafeString
 
 from arena.selectors import Curve
 
-PALETTE = ["#2a5bd7", "#d7263d", "#1b998b", "#f49d37", "#6f2dbd", "#3d405b", "#c1a100",
-           "#e56399", "#0f7173", "#8d6a9f", "#5c946e"]  # fmt: skip
+PALETTE = [
+    "#2a5bd7",
+    "#d7263d",
+    "#1b998b",
+    "#f49d37",
+    "#6f2dbd",
+    "#3d405b",
+    "#c1a100",
+    "#e56399",
+    "#0f7173",
+    "#8d6a9f",
+    "#5c946e",
+]
 WIDTH, HEIGHT, PAD_LEFT, PAD_RIGHT, PAD_Y = 860, 320, 64, 150, 24
 
 
@@ -57,7 +68,8 @@ def value_chart(curves: list[Curve], *, baseline: Decimal = Decimal("10000")) ->
         '<line x1="{pl}" x2="{pr}" y1="{by}" y2="{by}" stroke="#999" stroke-dasharray="2 4"/>'
         "{paths}{labels}"
         '<text x="{pl}" y="{h}" dy="-4" font-size="11" fill="#677084">{start}</text>'
-        '<text x="{pr}" y="{h}" dy="-4" font-size="11" fill="#677084" text-anchor="end">{end}</text>'
+        '<text x="{pr}" y="{h}" dy="-4" font-size="11" fill="#677084" '
+        'text-anchor="end">{end}</text>'
         "</svg>",
         w=WIDTH,
         h=HEIGHT,

@@ -406,3 +406,26 @@ class SnapshotTick(models.Model):
 
     def __str__(self) -> str:
         return f"tick {self.slot:%Y-%m-%d %H:%M}"
+
+
+class DeterminismCheck(models.Model):
+    """A stored prompt re-sent to the same model at temperature 0: did the decision repeat?"""
+
+    decision = models.ForeignKey(
+        Decision, on_delete=models.CASCADE, related_name="determinism_checks"
+    )
+    requested_model = models.CharField(max_length=200)
+    response_model = models.CharField(max_length=200, blank=True)
+    matches = models.BooleanField(null=True, help_text="Null when the call or the parse failed.")
+    original = models.JSONField(null=True)
+    repeated = models.JSONField(null=True)
+    raw_response = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    checked_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-checked_at"]
+
+    def __str__(self) -> str:
+        return f"determinism check of decision {self.decision_id}: {self.matches}"

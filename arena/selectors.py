@@ -34,10 +34,10 @@ from scoring.aggregates import mean_brier, win_rate
 METRIC_DEFINITIONS = [
     ("Total value", "cash + open positions marked to market at side-correct prices"),
     ("Return", "(total value − $10,000) ÷ $10,000; a model's is the mean over its cohorts"),
-    ("Brier", "mean over every resolved bet of (implied confidence − side won)², pooled; lower is better"),
+    ("Brier", "mean over every resolved bet of (implied confidence − side won)², pooled"),
     ("Implied confidence", "bet ÷ (25% of cash at bet time), capped at 1"),
     ("Win rate", "resolved bets whose side won ÷ resolved bets"),
-]  # fmt: skip
+]
 
 
 @dataclass
@@ -56,7 +56,7 @@ class AgentStanding:
 
     @property
     def return_percent(self) -> Decimal:
-        start = self.agent.cohort.starting_balance
+        start: Decimal = self.agent.cohort.starting_balance
         return (self.total_value - start) / start * 100
 
     @property
@@ -72,7 +72,7 @@ def _bet_scores(agent_filter: Q) -> dict[int, list[tuple[float, bool]]]:
         status=Trade.Status.EXECUTED,
         brier_score__isnull=False,
     ).values_list("agent_id", "brier_score", "side_won"):
-        scores[agent_id].append((score, bool(won)))
+        scores[agent_id].append((float(score or 0.0), bool(won)))
     return scores
 
 
@@ -83,15 +83,39 @@ def agent_standings(*, agents: QuerySet[Agent]) -> list[AgentStanding]:
     values: dict[int, Decimal] = defaultdict(Decimal)
     counts: dict[int, int] = defaultdict(int)
     for (
-        agent_id, side, index, shares, cost, last_price, outcomes, prices, last_open, closed,
+        agent_id,
+        side,
+        index,
+        shares,
+        cost,
+        last_price,
+        outcomes,
+        prices,
+        last_open,
+        closed,
     ) in Position.objects.filter(agent_id__in=ids, status=Position.Status.OPEN).values_list(
-        "agent_id", "side", "outcome_index", "shares", "cost_basis", "last_price",
-        "market__outcomes", "market__outcome_prices", "market__last_open_prices", "market__closed",
-    ):  # fmt: skip
+        "agent_id",
+        "side",
+        "outcome_index",
+        "shares",
+        "cost_basis",
+        "last_price",
+        "market__outcomes",
+        "market__outcome_prices",
+        "market__last_open_prices",
+        "market__closed",
+    ):
         price = position_mark(
-            side=side, index=index, outcomes=outcomes, prices=prices, last_open_prices=last_open,
-            closed=closed, last_price=last_price, shares=shares, cost_basis=cost,
-        )  # fmt: skip
+            side=side,
+            index=index,
+            outcomes=outcomes,
+            prices=prices,
+            last_open_prices=last_open,
+            closed=closed,
+            last_price=last_price,
+            shares=shares,
+            cost_basis=cost,
+        )
         values[agent_id] += shares * price
         counts[agent_id] += 1
     scores = _bet_scores(Q(agent_id__in=ids))
@@ -152,10 +176,10 @@ def leaderboard(*, sort: str = "brier") -> tuple[list[ModelRow], list[ModelRow]]
         row.cohorts += 1
         row.returns.append(standing.return_percent)
         row.bankrupt += int(standing.agent.status == Agent.Status.BANKRUPT)
-    for agent_id, model_id, score, won in Trade.objects.filter(
+    for model_id, score, won in Trade.objects.filter(
         kind=Trade.Kind.BUY, status=Trade.Status.EXECUTED, brier_score__isnull=False
-    ).values_list("agent_id", "agent__model_id", "brier_score", "side_won"):
-        rows[model_id].scores.append(score)
+    ).values_list("agent__model_id", "brier_score", "side_won"):
+        rows[model_id].scores.append(float(score or 0.0))
         rows[model_id].wins += int(bool(won))
     visible = [r for r in rows.values() if r.cohorts or r.model.active]
     llms = [r for r in visible if not r.model.is_baseline]

@@ -129,7 +129,10 @@ class SimulatedSource:
         while len(path) <= steps:
             path.append([x + rng.gauss(0, VOLATILITY) for x in path[-1]])
         raw = [_sigmoid(x) for x in path[steps]]
-        if len(raw) == 2 and [o.lower() for o in json.loads(plan.record["outcomes"])] == ["yes", "no"]:
+        if len(raw) == 2 and [o.lower() for o in json.loads(plan.record["outcomes"])] == [
+            "yes",
+            "no",
+        ]:
             return [raw[0], 1 - raw[0]]
         total = sum(raw)
         return [p / total for p in raw]
@@ -165,9 +168,10 @@ class SimulatedSource:
             record = self._record_at(pid, self.now)
             if record is not None and not record.get("closed"):
                 open_records.append(record)
-        open_records.sort(key=lambda r: float(r.get("volumeNum") or r.get("volume") or 0), reverse=True)
+        open_records.sort(
+            key=lambda r: float(r.get("volumeNum") or r.get("volume") or 0), reverse=True
+        )
         return open_records[:limit]
 
     def fetch_markets_by_ids(self, ids: list[str]) -> list[Any]:
         return [r for r in (self._record_at(pid, self.now) for pid in ids) if r is not None]
-

@@ -125,6 +125,10 @@ def markets_upsert(
         # A closed market keeps the prices it had when last open (the valuation fallback).
         for closed in (False, True):
             rows = [_market_row(m, now) for m in markets if m.closed is closed]
+            if not closed and not include_raw:
+                for row in rows:  # the stored record stays; don't ship 5 KB a row for nothing
+                    if row.polymarket_id in existing:
+                        row.raw = {}
             fields = SYNCED_FIELDS + ([] if closed else ["last_open_prices"])
             if not closed and not include_raw:
                 fields = [f for f in fields if f != "raw"]

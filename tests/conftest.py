@@ -11,6 +11,12 @@ from tests.replay import ReplayServer
 
 
 @pytest.fixture(autouse=True)
+def _fast_hashing(settings: Any) -> None:
+    """Staff logins in tests need no slow key stretching."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def _fast_http(settings: Any) -> None:
     """Keep the real retry logic but make its waits short, so the suite stays fast."""
     settings.HTTP_BACKOFF_SECONDS = 0.01
