@@ -46,6 +46,7 @@ class AgentStanding:
     cash: Decimal
     positions_value: Decimal
     open_positions: int
+    offline: bool = False
     brier: float | None = None
     resolved_bets: int = 0
     wins: int = 0
@@ -119,6 +120,11 @@ def agent_standings(*, agents: QuerySet[Agent]) -> list[AgentStanding]:
         values[agent_id] += shares * price
         counts[agent_id] += 1
     scores = _bet_scores(Q(agent_id__in=ids))
+    offline = set(
+        Decision.objects.filter(agent_id__in=ids, responder=Decision.Responder.OFFLINE)
+        .values_list("agent_id", flat=True)
+        .distinct()
+    )
     standings = []
     for agent in agent_list:
         agent_scores = scores.get(agent.pk, [])
@@ -128,6 +134,7 @@ def agent_standings(*, agents: QuerySet[Agent]) -> list[AgentStanding]:
                 cash=agent.cash,
                 positions_value=money.cents_down(values[agent.pk]),
                 open_positions=counts[agent.pk],
+                offline=agent.pk in offline,
                 brier=mean_brier(scores=[s for s, _ in agent_scores]),
                 resolved_bets=len(agent_scores),
                 wins=sum(1 for _, won in agent_scores if won),
@@ -144,6 +151,7 @@ class ModelRow:
     scores: list[float] = field(default_factory=list)
     wins: int = 0
     bankrupt: int = 0
+    offline: bool = False
 
     @property
     def avg_return(self) -> Decimal | None:
@@ -176,6 +184,7 @@ def leaderboard(*, sort: str = "brier") -> tuple[list[ModelRow], list[ModelRow]]
         row.cohorts += 1
         row.returns.append(standing.return_percent)
         row.bankrupt += int(standing.agent.status == Agent.Status.BANKRUPT)
+        row.offline = row.offline or standing.offline
     for model_id, score, won in Trade.objects.filter(
         kind=Trade.Kind.BUY, status=Trade.Status.EXECUTED, brier_score__isnull=False
     ).values_list("agent__model_id", "brier_score", "side_won"):
