@@ -29,7 +29,7 @@ def value_chart(curves: list[Curve], *, baseline: Decimal = Decimal("10000")) ->
     """Return an SVG line chart of total value over time, with a dashed $10,000 line."""
     points = [p for c in curves for p in c.points]
     if not points:
-        return format_html('<p class="muted">No snapshots yet.</p>')
+        return format_html('<p class="muted">{}</p>', "No snapshots yet.")
     t0 = min(p[0] for p in points).timestamp()
     t1 = max(p[0] for p in points).timestamp()
     lo = float(min(min(p[1] for p in points), baseline))

@@ -194,7 +194,7 @@ class FrozenMarkets:
         """Return the run's snapshot; a run's snapshot never changes, so it is read once per
         process and shared by the run's decisions."""
         cached = _FROZEN_CACHE.get(run.pk)
-        if cached is not None:
+        if cached is not None and cached.run.started_at == run.started_at:
             return cached
         rows = {r.polymarket_id: r for r in run.markets.all()}
         views = {pid: _view(row) for pid, row in rows.items()}
@@ -212,7 +212,7 @@ def side_price(view: MarketView, side: str) -> Decimal | None:
     """Return the side-correct price: YES the stored price, NO 1 − it, an outcome its own."""
     if view.is_binary:
         yes = view.yes_price
-        if yes is None:
+        if yes is None or side not in ("YES", "NO"):
             return None
         return yes if side == "YES" else money.price(Decimal(1) - yes)
     for outcome, price in zip(view.outcomes, view.prices, strict=False):
@@ -688,8 +688,10 @@ def trade_buy(
         if shares <= 0:
             raise TradeRejected("bet buys no shares")
         cash_before = agent.cash
+        # Plain values computed from the locked row, never F() arithmetic: SQLite would do
+        # it in binary floating point and drift off the cent.
         debited = Agent.objects.filter(pk=agent.pk, cash__gte=amount).update(
-            cash=F("cash") - amount
+            cash=cash_before - amount
         )
         if debited != 1:
             raise TradeRejected(f"bet ${amount} is more than the cash left")
@@ -700,7 +702,9 @@ def trade_buy(
         )
         if position:
             Position.objects.filter(pk=position.pk).update(
-                shares=F("shares") + shares, cost_basis=F("cost_basis") + amount, last_price=price
+                shares=position.shares + shares,
+                cost_basis=position.cost_basis + amount,
+                last_price=price,
             )
         else:
             position = Position.objects.create(
@@ -780,12 +784,12 @@ def trade_sell(
         realized = proceeds - released
         agent = Agent.objects.select_for_update().get(pk=decision.agent_id)
         cash_before = agent.cash
-        Agent.objects.filter(pk=agent.pk).update(cash=F("cash") + proceeds)
+        Agent.objects.filter(pk=agent.pk).update(cash=cash_before + proceeds)
         remaining = position.shares - shares_sold
         Position.objects.filter(pk=position.pk).update(
             shares=remaining,
-            cost_basis=F("cost_basis") - released,
-            realized_pnl=F("realized_pnl") + realized,
+            cost_basis=position.cost_basis - released,
+            realized_pnl=position.realized_pnl + realized,
             last_price=price,
             status=Position.Status.OPEN if remaining > 0 else Position.Status.CLOSED,
             closed_at=None if remaining > 0 else now,
@@ -1113,9 +1117,9 @@ def market_settle(*, polymarket_id: str, verdict: Verdict, now: datetime | None 
         Position.objects.bulk_update(
             positions, ["status", "settlement_value", "realized_pnl", "closed_at"]
         )
-        for agent_id, payout in payouts.items():
-            if payout:
-                Agent.objects.filter(pk=agent_id).update(cash=F("cash") + payout)
+        for agent in Agent.objects.select_for_update().filter(pk__in=payouts):
+            if payouts[agent.pk]:
+                Agent.objects.filter(pk=agent.pk).update(cash=agent.cash + payouts[agent.pk])
         if resolved:
             bets = list(
                 Trade.objects.select_related("position").filter(
