@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from agents.types import MarketView
+from arena import services as arena_services
 from arena.models import Agent, Cohort, Decision, DecisionRun, SnapshotMarket
 from arena.services import FrozenMarkets, cohort_start, decision_claim, run_prepare
 from markets.models import Market, MarketSyncRun
@@ -30,6 +31,21 @@ def _offline(settings: Any) -> None:
     asks for a replay server."""
     settings.OPENROUTER_API_KEY = ""
     settings.MARKET_SOURCE = "demo"
+
+
+def snapshot_cache_clear() -> None:
+    """Forget the snapshots FrozenMarkets.load keeps per process (by run id). Tests roll runs
+    back, and SQLite then hands the same id to the next run: a kept snapshot would be stale."""
+    cache = getattr(arena_services, "_FROZEN_CACHE", None)
+    if cache is not None:
+        cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_snapshots() -> Iterator[None]:
+    snapshot_cache_clear()
+    yield
+    snapshot_cache_clear()
 
 
 @dataclass(frozen=True)
@@ -120,7 +136,7 @@ def binary(frozen: FrozenMarkets) -> MarketView:
         if view.is_binary
         and view.yes_price is not None
         and Decimal("0.2") < view.yes_price < Decimal("0.8")
-        and view.yes_price.normalize().as_tuple().exponent < -2  # several digits: rounding shows
+        and view.yes_price != view.yes_price.quantize(Decimal("0.01"))  # 3+ digits: rounding shows
     )
 
 
@@ -144,13 +160,14 @@ def multi(frozen: FrozenMarkets) -> MarketView:
 
 @pytest.fixture
 def reprice(run: DecisionRun) -> Reprice:
-    """Set a snapshot market's stored outcome prices and return the reloaded snapshot."""
+    """Set a snapshot market's stored outcome prices and return the snapshot reloaded."""
 
     def set_prices(market_id: str, prices: Sequence[str | None]) -> FrozenMarkets:
         updated = SnapshotMarket.objects.filter(run=run, polymarket_id=market_id).update(
             outcome_prices=list(prices)
         )
         assert updated == 1
+        snapshot_cache_clear()  # the test rewrote a snapshot that never changes in production
         return FrozenMarkets.load(run)
 
     return set_prices

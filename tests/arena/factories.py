@@ -1,3 +1,5 @@
+# factory_boy's declarations are untyped; the factories' create()/build() return typed objects.
+# mypy: allow-untyped-calls
 """factory_boy factories of the arena: cohorts and agents, and the orders a decision carries."""
 
 from __future__ import annotations
@@ -5,7 +7,9 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 
-import factory
+from factory.base import Factory
+from factory.declarations import LazyAttribute, LazyFunction, Sequence, SubFactory
+from factory.django import DjangoModelFactory
 
 from agents.models import BenchmarkModel
 from agents.types import BetOrder, ParsedDecision, SellOrder
@@ -19,27 +23,27 @@ def _week(n: int) -> date:
     return FACTORY_FIRST_WEEK + timedelta(weeks=n)
 
 
-class CohortFactory(factory.django.DjangoModelFactory):
+class CohortFactory(DjangoModelFactory[Cohort]):
     class Meta:
         model = Cohort
 
-    number = factory.Sequence(lambda n: 1000 + n)
-    week_start = factory.Sequence(_week)
-    started_at = factory.LazyAttribute(lambda o: datetime.combine(o.week_start, time(), UTC))
+    number = Sequence(lambda n: 1000 + n)
+    week_start = Sequence(_week)
+    started_at = LazyAttribute(lambda o: datetime.combine(o.week_start, time(), UTC))
 
 
-class AgentFactory(factory.django.DjangoModelFactory):
+class AgentFactory(DjangoModelFactory[Agent]):
     """An agent of the lineup model `gpt-5.1` (seeded by agents/0002) in a new cohort."""
 
     class Meta:
         model = Agent
 
-    cohort = factory.SubFactory(CohortFactory)
-    model = factory.LazyFunction(lambda: BenchmarkModel.objects.get(internal_id="gpt-5.1"))
+    cohort = SubFactory(CohortFactory)
+    model = LazyFunction(lambda: BenchmarkModel.objects.get(internal_id="gpt-5.1"))
     cash = STARTING_BALANCE
 
 
-class BetOrderFactory(factory.Factory):
+class BetOrderFactory(Factory[BetOrder]):
     class Meta:
         model = BetOrder
 
@@ -48,7 +52,7 @@ class BetOrderFactory(factory.Factory):
     amount = Decimal("500")
 
 
-class SellOrderFactory(factory.Factory):
+class SellOrderFactory(Factory[SellOrder]):
     class Meta:
         model = SellOrder
 

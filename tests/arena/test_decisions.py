@@ -17,6 +17,7 @@ from agents.prompts import PROMPT_VERSION, build_messages, system_prompt
 from agents.types import DecisionContext, MarketView
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, DecisionRun, Position, Trade
 from arena.services import (
+    DecisionOutcome,
     FrozenMarkets,
     agent_is_bankrupt,
     decision_claim,
@@ -67,8 +68,13 @@ def bet_json(market_id: str, side: str = "YES", amount: str = "500") -> str:
     )
 
 
-def attempts_of(decision_id: int | None) -> list[DecisionAttempt]:
-    return list(DecisionAttempt.objects.filter(decision_id=decision_id).order_by("number"))
+def decision_of(outcome: DecisionOutcome) -> Decision:
+    assert outcome.decision_id is not None, outcome
+    return Decision.objects.get(pk=outcome.decision_id)
+
+
+def attempts_of(decision: Decision) -> list[DecisionAttempt]:
+    return list(DecisionAttempt.objects.filter(decision=decision).order_by("number"))
 
 
 # ------------------------------------------------------------------------ the offline path
@@ -82,7 +88,7 @@ def test_offline_decision_stores_prompts_raw_response_and_parsed_payload(
 
     outcome = decision_run(agent_id=agent.pk, run_id=run.pk, now=RUN_AT)
 
-    decision = Decision.objects.get(pk=outcome.decision_id)
+    decision = decision_of(outcome)
     assert decision.status == Decision.Status.DONE
     assert decision.run_id == run.pk
     assert decision.responder == Decision.Responder.OFFLINE
@@ -101,12 +107,14 @@ def test_offline_decision_stores_prompts_raw_response_and_parsed_payload(
     assert "$10,000.00" in decision.user_prompt
     assert all(view.market_id in decision.user_prompt for view in frozen.universe)
 
-    [attempt] = attempts_of(decision.pk)
+    [attempt] = attempts_of(decision)
     assert attempt.responder == "offline"
     assert attempt.request_messages == messages
     expected_raw = offline_agent_reply(model_id="gpt-5.1", context=context).text
     assert attempt.raw_response == attempt.response_text == expected_raw
-    assert attempt.valid and not attempt.parse_error and not attempt.api_error
+    assert attempt.valid
+    assert not attempt.parse_error
+    assert not attempt.api_error
 
     # This stand-in bets in this week (deterministic): its payload is stored and executed.
     assert decision.action == "BET"
@@ -160,11 +168,12 @@ def test_bet_in_which_no_trade_executes_is_retryable_and_the_next_run_retries_th
 
     failed = decision_run(agent_id=agent.pk, run_id=run.pk, now=RUN_AT)
 
-    decision = Decision.objects.get(pk=failed.decision_id)
+    decision = decision_of(failed)
     assert decision.action == "BET"
     assert decision.status == Decision.Status.RETRYABLE
     assert "no trade of this BET/SELL executed" in decision.error
-    assert failed.executed == 0 and failed.rejected > 0
+    assert failed.executed == 0
+    assert failed.rejected > 0
     assert set(Trade.objects.filter(decision=decision).values_list("status", flat=True)) == {
         Trade.Status.REJECTED
     }
@@ -197,7 +206,7 @@ def test_bankrupt_agent_is_marked_bankrupt_and_skipped_without_a_prompt(
 
     agent.refresh_from_db()
     assert agent.status == Agent.Status.BANKRUPT
-    decision = Decision.objects.get(pk=outcome.decision_id)
+    decision = decision_of(outcome)
     assert decision.status == Decision.Status.SKIPPED
     assert decision.user_prompt == ""
     assert "bankrupt" in decision.error
@@ -234,10 +243,10 @@ def test_baselines_answer_as_baseline(cohort: Cohort, run: DecisionRun, internal
 
     outcome = decision_run(agent_id=agent.pk, run_id=run.pk, now=RUN_AT)
 
-    decision = Decision.objects.get(pk=outcome.decision_id)
+    decision = decision_of(outcome)
     assert decision.responder == Decision.Responder.BASELINE
     assert decision.status == Decision.Status.DONE
-    [attempt] = attempts_of(decision.pk)
+    [attempt] = attempts_of(decision)
     assert attempt.responder == "baseline"
     assert attempt.valid
 
@@ -248,7 +257,7 @@ def test_baselines_answer_as_baseline_even_with_an_api_key(
 ) -> None:
     for internal_id in ("baseline-random", "baseline-market"):
         outcome = decision_run(agent_id=agent_of(cohort, internal_id).pk, run_id=run.pk, now=RUN_AT)
-        decision = Decision.objects.get(pk=outcome.decision_id)
+        decision = decision_of(outcome)
         assert decision.responder == Decision.Responder.BASELINE
     assert openrouter_server.requests_to(COMPLETIONS) == []
 
@@ -267,7 +276,7 @@ def test_openrouter_bet_executes_and_the_attempt_records_model_provider_tokens_a
     outcome = decision_run(agent_id=agent.pk, run_id=run.pk, now=RUN_AT)
 
     assert outcome.status == Decision.Status.DONE
-    decision = Decision.objects.get(pk=outcome.decision_id)
+    decision = decision_of(outcome)
     assert decision.responder == Decision.Responder.OPENROUTER
     assert decision.action == "BET"
     trade = Trade.objects.get(decision=decision)
@@ -278,7 +287,7 @@ def test_openrouter_bet_executes_and_the_attempt_records_model_provider_tokens_a
         Decimal("500.00"),
     )
 
-    [attempt] = attempts_of(decision.pk)
+    [attempt] = attempts_of(decision)
     assert attempt.responder == "openrouter"
     assert attempt.requested_model == "openai/gpt-5.2"
     assert attempt.response_model == "google/gemini-3-flash-preview"  # as recorded
@@ -323,10 +332,11 @@ def test_an_invalid_answer_is_retried_with_the_validation_error(
 
     outcome = decision_run(agent_id=agent.pk, run_id=run.pk, now=RUN_AT)
 
-    first, second = attempts_of(outcome.decision_id)
+    first, second = attempts_of(decision_of(outcome))
     assert not first.valid
     assert "is not one of the listed markets" in first.parse_error
-    assert second.valid and not second.parse_error
+    assert second.valid
+    assert not second.parse_error
     requests = openrouter_server.requests_to(COMPLETIONS)
     assert len(requests) == 2
     retry_message = requests[1].json()["messages"][-1]
@@ -334,7 +344,7 @@ def test_an_invalid_answer_is_retried_with_the_validation_error(
     assert first.parse_error in retry_message["content"]
     assert invalid in retry_message["content"]  # the start of the invalid response
     assert requests[1].json()["messages"] == second.request_messages
-    decision = Decision.objects.get(pk=outcome.decision_id)
+    decision = decision_of(outcome)
     assert decision.status == Decision.Status.DONE
     assert decision.parse_failed is False
     assert Trade.objects.get(decision=decision).status == Trade.Status.EXECUTED
@@ -352,11 +362,11 @@ def test_two_invalid_answers_become_a_hold_with_the_failure_recorded(
 
     outcome = decision_run(agent_id=agent.pk, run_id=run.pk, now=RUN_AT)
 
-    decision = Decision.objects.get(pk=outcome.decision_id)
+    decision = decision_of(outcome)
     assert decision.status == Decision.Status.DONE
     assert decision.action == "HOLD"
     assert decision.parse_failed is True
-    attempts = attempts_of(decision.pk)
+    attempts = attempts_of(decision)
     assert len(attempts) == 2
     assert all(not a.valid and a.parse_error for a in attempts)
     assert attempts[-1].parse_error in decision.error
@@ -375,10 +385,10 @@ def test_402_insufficient_credits_leaves_the_decision_retryable_with_the_error(
     outcome = decision_run(agent_id=agent.pk, run_id=run.pk, now=RUN_AT)
 
     assert outcome.status == Decision.Status.RETRYABLE
-    decision = Decision.objects.get(pk=outcome.decision_id)
+    decision = decision_of(outcome)
     assert decision.status == Decision.Status.RETRYABLE
     assert "Insufficient credits" in decision.error
-    [attempt] = attempts_of(decision.pk)
+    [attempt] = attempts_of(decision)
     assert "OpenRouterCreditsError" in attempt.api_error
     assert not attempt.valid
     assert not Trade.objects.filter(decision=decision).exists()
@@ -389,9 +399,7 @@ def test_402_insufficient_credits_leaves_the_decision_retryable_with_the_error(
 def test_pinned_provider_order_is_sent_without_fallbacks(
     cohort: Cohort, run: DecisionRun, binary: MarketView, openrouter_server: ReplayServer
 ) -> None:
-    BenchmarkModel.objects.filter(internal_id="gpt-5.1").update(
-        provider_order=["Azure", "OpenAI"]
-    )
+    BenchmarkModel.objects.filter(internal_id="gpt-5.1").update(provider_order=["Azure", "OpenAI"])
     openrouter_server.route("POST", COMPLETIONS, completion_body(bet_json(binary.market_id)))
     agent = agent_of(cohort, "gpt-5.1")
 

@@ -10,7 +10,10 @@ import pytest
 from arena.models import Cohort, Decision, PortfolioSnapshot
 from arena.tasks import run_decisions, start_cohort, take_snapshots
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.celery_worker]
+pytestmark = [
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.celery_worker,
+]
 
 
 def _wait_for(predicate: Any, timeout: float = 60) -> None:
@@ -38,7 +41,8 @@ def test_weekly_tasks_start_a_cohort_run_every_agent_in_turn_and_snapshot(
     # Agents of a cohort are processed one after another: claims never overlap.
     decisions = list(Decision.objects.order_by("claimed_at"))
     for earlier, later in zip(decisions, decisions[1:], strict=False):
-        assert earlier.finished_at is not None and later.claimed_at is not None
+        assert earlier.finished_at is not None
+        assert later.claimed_at is not None
         assert earlier.finished_at <= later.claimed_at
     # A second run for the same week finds nothing due: no duplicate decision.
     assert run_decisions.delay().get(timeout=60) == "no decision is due: no run"

@@ -39,14 +39,12 @@ def run(shared_run: DecisionRun) -> DecisionRun:
 
 def bet(market: MarketView | str, side: str, amount: str | Decimal) -> BetOrder:
     market_id = market if isinstance(market, str) else market.market_id
-    order: BetOrder = BetOrderFactory(market_id=market_id, side=side, amount=Decimal(amount))
-    return order
+    return BetOrderFactory.build(market_id=market_id, side=side, amount=Decimal(amount))
 
 
 def sell(position: Position | str, percentage: str | int) -> SellOrder:
     position_id = position if isinstance(position, str) else str(position.pk)
-    order: SellOrder = SellOrderFactory(position_id=position_id, percentage=Decimal(percentage))
-    return order
+    return SellOrderFactory.build(position_id=position_id, percentage=Decimal(percentage))
 
 
 def run_bets(decision: Decision, frozen: FrozenMarkets, *orders: BetOrder) -> DecisionOutcome:
@@ -58,7 +56,8 @@ def run_sells(decision: Decision, frozen: FrozenMarkets, *orders: SellOrder) -> 
 
 
 def cash_of(agent: Agent) -> Decimal:
-    return Agent.objects.get(pk=agent.pk).cash
+    cash: Decimal = Agent.objects.get(pk=agent.pk).cash
+    return cash
 
 
 def only_trade(decision: Decision) -> Trade:
@@ -77,7 +76,8 @@ def assert_rejected(decision: Decision, outcome: DecisionOutcome, reason: str) -
     trade = only_trade(decision)
     assert trade.status == Trade.Status.REJECTED
     assert reason in trade.reject_reason
-    assert trade.shares is None and trade.amount is None
+    assert trade.shares is None
+    assert trade.amount is None
     assert cash_of(decision.agent) == Decimal("10000.00")
     assert not Position.objects.filter(agent=decision.agent, status=Position.Status.OPEN).exists()
     return trade
@@ -156,9 +156,9 @@ def test_three_bets_of_25_percent_of_the_starting_cash_only_the_first_executes(
 
     assert (outcome.executed, outcome.rejected) == (1, 2)
     statuses = list(
-        Trade.objects.filter(decision=decision).order_by("order_index").values_list(
-            "status", flat=True
-        )
+        Trade.objects.filter(decision=decision)
+        .order_by("order_index")
+        .values_list("status", flat=True)
     )
     assert statuses == ["executed", "rejected", "rejected"]
     assert cash_of(decision.agent) == Decimal("7500.00")
@@ -275,7 +275,9 @@ def test_multi_outcome_bet_at_a_price_of_0_or_1_is_rejected(
     assert_rejected(decision, outcome, "(0 or 1)")
 
 
-@pytest.mark.parametrize(("prices", "side"), [([None, None], "YES"), ([None, None], "NO"), ([], "YES")])
+@pytest.mark.parametrize(
+    ("prices", "side"), [([None, None], "YES"), ([None, None], "NO"), ([], "YES")]
+)
 def test_binary_bet_without_a_price_is_rejected(
     decision: Decision, binary: MarketView, reprice: Reprice, prices: list[None], side: str
 ) -> None:
@@ -436,6 +438,30 @@ def test_selling_100_percent_closes_the_position(
     assert cash_of(decision.agent) == Decimal("9875.00")
 
 
+def test_selling_the_rest_of_a_partly_sold_position_closes_it(
+    decision: Decision, binary: MarketView, reprice: Reprice
+) -> None:
+    # $50 at 0.50 → 100 shares. Selling 95.75% releases 47.88 of cost basis (rounded up) for
+    # 47.87 of proceeds; the rest, 4.25 shares and 2.12 of cost basis, is then sold whole.
+    frozen = reprice(binary.market_id, ["0.5", "0.5"])
+    position = trade_buy(
+        decision=decision, order=bet(binary, "YES", "50"), frozen=frozen, index=0
+    ).position
+    assert position is not None
+    trade_sell(decision=decision, order=sell(position, "95.75"), frozen=frozen, index=1)
+
+    rest = trade_sell(decision=decision, order=sell(position, 100), frozen=frozen, index=2)
+
+    assert rest.shares == Decimal("4.25")
+    assert rest.amount == Decimal("2.12")
+    assert rest.cost_basis_released == Decimal("2.12")
+    position.refresh_from_db()
+    assert position.status == Position.Status.CLOSED
+    assert position.cost_basis == Decimal("0")
+    assert position.realized_pnl == Decimal("-0.01")
+    assert cash_of(decision.agent) == Decimal("9999.99")
+
+
 def test_a_bet_after_a_full_sell_opens_a_new_position(
     decision: Decision, frozen: FrozenMarkets, binary: MarketView
 ) -> None:
@@ -508,10 +534,9 @@ def test_every_rejected_trade_is_stored_with_its_reason(
         Decimal("100.00"),
     ]
     reasons = [t.reject_reason for t in rejected]
-    for reason, expected in zip(
-        reasons, ["minimum", "over 25% of cash", "not in this run's snapshot", "closed"], strict=True
-    ):
-        assert expected in reason
+    expected = ["minimum", "over 25% of cash", "not in this run's snapshot", "closed"]
+    for reason, words in zip(reasons, expected, strict=True):
+        assert words in reason
     assert outcome.notes == reasons
     assert all(t.try_number == decision.tries == 1 for t in rejected)
 
