@@ -28,7 +28,7 @@ from arena.models import (
     Position,
     Trade,
 )
-from arena.services import position_mark
+from arena.services import positions_value_by_agent
 from scoring.aggregates import mean_brier, win_rate
 
 METRIC_DEFINITIONS = [
@@ -81,44 +81,14 @@ def agent_standings(*, agents: QuerySet[Agent]) -> list[AgentStanding]:
     """Return each agent's standing now (a constant number of queries, whatever the count)."""
     agent_list = list(agents.select_related("model", "cohort"))
     ids = [a.pk for a in agent_list]
-    values: dict[int, Decimal] = defaultdict(Decimal)
-    counts: dict[int, int] = defaultdict(int)
-    for (
-        agent_id,
-        side,
-        index,
-        shares,
-        cost,
-        last_price,
-        outcomes,
-        prices,
-        last_open,
-        closed,
-    ) in Position.objects.filter(agent_id__in=ids, status=Position.Status.OPEN).values_list(
-        "agent_id",
-        "side",
-        "outcome_index",
-        "shares",
-        "cost_basis",
-        "last_price",
-        "market__outcomes",
-        "market__outcome_prices",
-        "market__last_open_prices",
-        "market__closed",
-    ):
-        price = position_mark(
-            side=side,
-            index=index,
-            outcomes=outcomes,
-            prices=prices,
-            last_open_prices=last_open,
-            closed=closed,
-            last_price=last_price,
-            shares=shares,
-            cost_basis=cost,
-        )
-        values[agent_id] += shares * price
-        counts[agent_id] += 1
+    open_positions = Position.objects.filter(agent_id__in=ids, status=Position.Status.OPEN)
+    values = positions_value_by_agent(open_positions)
+    counts: dict[int, int] = dict(
+        open_positions.order_by()
+        .values_list("agent_id")
+        .annotate(n=Count("pk"))
+        .values_list("agent_id", "n")
+    )
     scores = _bet_scores(Q(agent_id__in=ids))
     offline = set(
         Decision.objects.filter(agent_id__in=ids, responder=Decision.Responder.OFFLINE)
@@ -132,8 +102,8 @@ def agent_standings(*, agents: QuerySet[Agent]) -> list[AgentStanding]:
             AgentStanding(
                 agent=agent,
                 cash=agent.cash,
-                positions_value=money.cents_down(values[agent.pk]),
-                open_positions=counts[agent.pk],
+                positions_value=money.cents_down(values.get(agent.pk, Decimal(0))),
+                open_positions=counts.get(agent.pk, 0),
                 offline=agent.pk in offline,
                 brier=mean_brier(scores=[s for s, _ in agent_scores]),
                 resolved_bets=len(agent_scores),
@@ -220,25 +190,34 @@ MAX_POINTS = 400
 
 
 def value_curves(*, agents: list[Agent], since: datetime | None = None) -> list[Curve]:
-    """Return each agent's total-value curve from its snapshots, thinned to MAX_POINTS.
-
-    One indexed range scan over (agent, snapshot_timestamp)."""
-    snapshots = PortfolioSnapshot.objects.filter(agent__in=agents)
+    """Return each agent's total-value curve, thinned in the database to about MAX_POINTS
+    evenly spaced snapshots (first and last kept): a year of 10-minute snapshots is 52,560
+    rows an agent, and only a few hundred can be drawn."""
+    ids = [a.pk for a in agents]
+    if not ids:
+        return []
+    table = PortfolioSnapshot._meta.db_table
+    where = "agent_id IN (" + ", ".join(["%s"] * len(ids)) + ")"
+    params: list[object] = list(ids)
     if since is not None:
-        snapshots = snapshots.filter(snapshot_timestamp__gte=since)
+        where += " AND snapshot_timestamp >= %s"
+        params.append(since)
+    sql = f"""
+        WITH numbered AS (
+            SELECT id, agent_id, snapshot_timestamp, total_value,
+                   ROW_NUMBER() OVER (PARTITION BY agent_id ORDER BY snapshot_timestamp) AS rn,
+                   COUNT(*) OVER (PARTITION BY agent_id) AS n
+            FROM {table} WHERE {where}
+        )
+        SELECT id, agent_id, snapshot_timestamp, total_value FROM numbered
+        WHERE (rn - 1) %% ((n + %s - 1) / %s) = 0 OR rn = n
+        ORDER BY agent_id, snapshot_timestamp
+    """  # noqa: S608 — the table name is ours, every value is a parameter
+    params += [MAX_POINTS, MAX_POINTS]
     series: dict[int, list[tuple[datetime, Decimal]]] = defaultdict(list)
-    for agent_id, ts, total in snapshots.order_by("agent_id", "snapshot_timestamp").values_list(
-        "agent_id", "snapshot_timestamp", "total_value"
-    ):
-        series[agent_id].append((ts, total))
-    curves = []
-    for agent in agents:
-        points = series.get(agent.pk, [])
-        if len(points) > MAX_POINTS:
-            step = len(points) / MAX_POINTS
-            points = [points[int(i * step)] for i in range(MAX_POINTS)] + [points[-1]]
-        curves.append(Curve(agent.model.display_name, agent.model.kind, points))
-    return curves
+    for snapshot in PortfolioSnapshot.objects.raw(sql, params):
+        series[snapshot.agent_id].append((snapshot.snapshot_timestamp, snapshot.total_value))
+    return [Curve(a.model.display_name, a.model.kind, series.get(a.pk, [])) for a in agents]
 
 
 def agent_decisions(*, agent: Agent) -> QuerySet[Decision]:

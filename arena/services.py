@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Avg, Count, F, Max, Q, Sum
+from django.db.models import Avg, Count, F, Max, Q, QuerySet, Sum
 
 from agents import offline
 from agents.clients import OpenRouterClient, OpenRouterError
@@ -108,6 +108,7 @@ def _held_market_ids() -> set[str]:
     return set(
         Position.objects.filter(status=Position.Status.OPEN, agent__cohort__status="active")
         .values_list("market__polymarket_id", flat=True)
+        .order_by()  # the model's default ordering would widen the DISTINCT to every row
         .distinct()
     )
 
@@ -144,7 +145,9 @@ def run_prepare(
             universe_size=len(universe_ids),
             sync_summary=summary,
         )
-        markets = Market.objects.in_bulk(set(universe_ids) | held, field_name="polymarket_id")
+        markets = Market.objects.defer("raw", "description").in_bulk(
+            set(universe_ids) | held, field_name="polymarket_id"
+        )
         rank = {pid: i for i, pid in enumerate(universe_ids, start=1)}
         SnapshotMarket.objects.bulk_create(
             [
@@ -959,6 +962,34 @@ def position_mark(
     return cost_basis / shares if shares else Decimal(0)
 
 
+def positions_value_by_agent(positions: QuerySet[Position]) -> dict[int, Decimal]:
+    """Return Σ shares × side-correct mark price per agent for `positions` (two queries:
+    the positions, then each of their markets once)."""
+    rows = list(
+        positions.order_by().values_list(
+            "agent_id", "market_id", "outcome_index", "side", "shares", "cost_basis", "last_price"
+        )
+    )
+    markets = {
+        pk: (outcomes, prices, last_open, closed)
+        for pk, outcomes, prices, last_open, closed in Market.objects.filter(
+            pk__in={row[1] for row in rows}
+        )
+        .order_by()
+        .values_list("pk", "outcomes", "outcome_prices", "last_open_prices", "closed")
+    }
+    values: dict[int, Decimal] = {}
+    for agent_id, market_id, index, side, shares, cost, last_price in rows:
+        outcomes, prices, last_open, closed = markets[market_id]
+        price = position_mark(
+            side=side, index=index, outcomes=outcomes, prices=prices,
+            last_open_prices=last_open, closed=closed, last_price=last_price,
+            shares=shares, cost_basis=cost,
+        )  # fmt: skip
+        values[agent_id] = values.get(agent_id, Decimal(0)) + shares * price
+    return values
+
+
 @dataclass
 class TickReport:
     slot: datetime
@@ -1008,23 +1039,11 @@ def snapshots_take(
                 "pk", "cash", "cohort__starting_balance"
             )
         )
-        values: dict[int, Decimal] = {}
-        for (
-            agent_id, side, index, shares, cost, last_price,
-            outcomes, prices, last_open, closed,
-        ) in Position.objects.filter(
-            status=Position.Status.OPEN, agent__cohort__status=Cohort.Status.ACTIVE
-        ).values_list(
-            "agent_id", "side", "outcome_index", "shares", "cost_basis", "last_price",
-            "market__outcomes", "market__outcome_prices", "market__last_open_prices",
-            "market__closed",
-        ).iterator(chunk_size=5000):  # fmt: skip
-            price = position_mark(
-                side=side, index=index, outcomes=outcomes, prices=prices,
-                last_open_prices=last_open, closed=closed, last_price=last_price,
-                shares=shares, cost_basis=cost,
-            )  # fmt: skip
-            values[agent_id] = values.get(agent_id, Decimal(0)) + shares * price
+        values = positions_value_by_agent(
+            Position.objects.filter(
+                status=Position.Status.OPEN, agent__cohort__status=Cohort.Status.ACTIVE
+            )
+        )
         brier = {
             row["agent_id"]: (row["mean"], row["n"])
             for row in Trade.objects.filter(
@@ -1177,7 +1196,10 @@ def resolutions_check(
         set(
             Position.objects.filter(
                 status=Position.Status.OPEN, market__resolution=Market.Resolution.OPEN
-            ).values_list("market__polymarket_id", flat=True)
+            )
+            .values_list("market__polymarket_id", flat=True)
+            .order_by()
+            .distinct()
         )
     )
     report.checked = len(ids)
