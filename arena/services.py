@@ -946,16 +946,23 @@ def position_mark(
 ) -> Decimal:
     """Return a position's side-correct valuation price.
 
-    YES: the YES price; NO: 1 − YES; an outcome: its own price. On a closed market that has
-    not resolved, a missing or zero price does not wipe the position out: it keeps the price
-    the market had when last open, else its last trade price, else its average entry (002).
+    YES: the YES price; NO: 1 − YES; an outcome: its own price. When the market has no
+    usable price — none reported, or closed and unresolved with a price at 0 — the
+    position keeps the price the market had when last open, else its last trade price, else
+    its average entry, rather than collapsing to zero (002).
     """
     binary = [str(o).lower() for o in outcomes] == ["yes", "no"]
-    price = _price_at(prices, side=side, index=index, binary=binary)
-    if price is not None and (not closed or price > 0):
+    # Usable or not is decided for the whole market, so both sides of a pair stay
+    # consistent: a closed, unresolved market with a missing or zero price has none (a
+    # zero would wipe a position out before the resolution says so).
+    usable = bool(prices) and not (
+        closed and any(p is None or Decimal(str(p)) == 0 for p in prices)
+    )
+    price = _price_at(prices, side=side, index=index, binary=binary) if usable else None
+    if price is not None:
         return price
     fallback = _price_at(last_open_prices, side=side, index=index, binary=binary)
-    if fallback is not None and fallback > 0:
+    if fallback is not None:
         return fallback
     if last_price is not None:
         return last_price
@@ -1008,6 +1015,57 @@ class TickReport:
         )
 
 
+def portfolio_snapshots_write(
+    *, cohorts: QuerySet[Cohort], at: datetime, stale: bool = False
+) -> int:
+    """Write one snapshot per agent of `cohorts` stamped `at`, valued at the stored prices;
+    return how many. A constant number of queries whatever the number of agents or
+    positions. An (agent, timestamp) already written is left as it is."""
+    from arena.models import PortfolioSnapshot
+
+    agents = list(
+        Agent.objects.filter(cohort__in=cohorts)
+        .order_by()
+        .values_list("pk", "cash", "cohort__starting_balance")
+    )
+    values = positions_value_by_agent(
+        Position.objects.filter(status=Position.Status.OPEN, agent__cohort__in=cohorts)
+    )
+    brier = {
+        row["agent_id"]: (row["mean"], row["n"])
+        for row in Trade.objects.filter(
+            kind=Trade.Kind.BUY,
+            status=Trade.Status.EXECUTED,
+            brier_score__isnull=False,
+            agent__cohort__in=cohorts,
+        )
+        .values("agent_id")
+        .annotate(mean=Avg("brier_score"), n=Count("pk"))
+        .order_by()
+    }
+    snapshots = []
+    for agent_id, cash, starting in agents:
+        positions_value = money.cents_down(values.get(agent_id, Decimal(0)))
+        total = cash + positions_value
+        mean, count = brier.get(agent_id, (None, 0))
+        snapshots.append(
+            PortfolioSnapshot(
+                agent_id=agent_id,
+                snapshot_timestamp=at,
+                cash=cash,
+                positions_value=positions_value,
+                total_value=total,
+                total_pnl=total - starting,
+                total_pnl_percent=((total - starting) / starting * 100).quantize(Decimal("0.0001")),
+                brier_score=mean,
+                resolved_bets=count,
+                prices_stale=stale,
+            )
+        )
+    PortfolioSnapshot.objects.bulk_create(snapshots, ignore_conflicts=True, batch_size=2000)
+    return len(snapshots)
+
+
 def snapshots_take(
     *, now: datetime | None = None, source: MarketSource | None = None, refresh: bool = True
 ) -> TickReport:
@@ -1015,7 +1073,7 @@ def snapshots_take(
     cohort at this 10-minute slot. A repeat for the same slot writes nothing. A failed
     refresh still snapshots, at the last known prices, and says so. Queries do not grow
     with the number of agents or positions."""
-    from arena.models import PortfolioSnapshot, SnapshotTick
+    from arena.models import SnapshotTick
 
     now = now or clock.now()
     report = TickReport(slot=snapshot_slot(now))
@@ -1029,56 +1087,17 @@ def snapshots_take(
         report.refresh_error = result.error
     with transaction.atomic():
         _, created = SnapshotTick.objects.get_or_create(
-            slot=report.slot, defaults={"refresh_error": report.refresh_error}
+            slot=report.slot,
+            defaults={"refresh_error": report.refresh_error, "markets_refreshed": report.refreshed},
         )
         if not created:
             report.skipped = True
             return report
-        agents = list(
-            Agent.objects.filter(cohort__status=Cohort.Status.ACTIVE).values_list(
-                "pk", "cash", "cohort__starting_balance"
-            )
+        report.written = portfolio_snapshots_write(
+            cohorts=Cohort.objects.filter(status=Cohort.Status.ACTIVE),
+            at=report.slot,
+            stale=bool(report.refresh_error),
         )
-        values = positions_value_by_agent(
-            Position.objects.filter(
-                status=Position.Status.OPEN, agent__cohort__status=Cohort.Status.ACTIVE
-            )
-        )
-        brier = {
-            row["agent_id"]: (row["mean"], row["n"])
-            for row in Trade.objects.filter(
-                kind=Trade.Kind.BUY,
-                status=Trade.Status.EXECUTED,
-                brier_score__isnull=False,
-                agent__cohort__status=Cohort.Status.ACTIVE,
-            )
-            .values("agent_id")
-            .annotate(mean=Avg("brier_score"), n=Count("pk"))
-            .order_by()
-        }
-        snapshots = []
-        for agent_id, cash, starting in agents:
-            positions_value = money.cents_down(values.get(agent_id, Decimal(0)))
-            total = cash + positions_value
-            mean, count = brier.get(agent_id, (None, 0))
-            snapshots.append(
-                PortfolioSnapshot(
-                    agent_id=agent_id,
-                    snapshot_timestamp=report.slot,
-                    cash=cash,
-                    positions_value=positions_value,
-                    total_value=total,
-                    total_pnl=total - starting,
-                    total_pnl_percent=((total - starting) / starting * 100).quantize(
-                        Decimal("0.0001")
-                    ),
-                    brier_score=mean,
-                    resolved_bets=count,
-                    prices_stale=bool(report.refresh_error),
-                )
-            )
-        PortfolioSnapshot.objects.bulk_create(snapshots, ignore_conflicts=True, batch_size=2000)
-        report.written = len(snapshots)
         SnapshotTick.objects.filter(slot=report.slot).update(snapshots_written=report.written)
     return report
 
@@ -1176,9 +1195,13 @@ def cohorts_complete(*, now: datetime | None = None) -> list[int]:
         .values_list("pk", "number")
     )
     if done:
-        Cohort.objects.filter(pk__in=[pk for pk, _ in done], status=Cohort.Status.ACTIVE).update(
-            status=Cohort.Status.COMPLETED, completed_at=now
-        )
+        with transaction.atomic():
+            finishing = Cohort.objects.filter(
+                pk__in=[pk for pk, _ in done], status=Cohort.Status.ACTIVE
+            )
+            # The curve ends at the final, all-cash value: later ticks skip completed cohorts.
+            portfolio_snapshots_write(cohorts=finishing, at=now)
+            finishing.update(status=Cohort.Status.COMPLETED, completed_at=now)
     return [number for _, number in done]
 
 

@@ -1,0 +1,189 @@
+"""The embedded demo (issue 5, "Done when"): two simulated weeks of the real engine over the
+recorded markets produce cohorts with value curves over time, resolved markets with Brier
+scores, a cancelled market refunded and a completed cohort — all rows written by the engine
+(decisions with their attempts, trades, settlements, ticks), none inserted by hand.
+
+The demo runs once for the module inside a transaction rolled back at the end. `until` is
+fixed so the simulated world is the same whatever day the suite runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.db import transaction
+from django.db.models import Count, Q, Sum
+from django.test.utils import override_settings
+
+from arena.demo import DemoReport, demo_run
+from arena.models import (
+    STARTING_BALANCE,
+    Agent,
+    Cohort,
+    Decision,
+    PortfolioSnapshot,
+    Position,
+    SnapshotTick,
+    Trade,
+)
+from markets.models import Market
+from tests.arena.conftest import snapshot_cache_clear
+
+UNTIL = datetime(2026, 9, 16, 12, 0, tzinfo=UTC)  # a Wednesday
+WEEKS = 2
+
+
+@pytest.fixture(scope="module")
+def demo(django_db_setup: None, django_db_blocker: Any) -> Iterator[DemoReport]:
+    snapshot_cache_clear()
+    with (
+        django_db_blocker.unblock(),
+        override_settings(OPENROUTER_API_KEY="", MARKET_SOURCE="demo"),
+    ):
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            yield demo_run(weeks=WEEKS, tick=timedelta(hours=12), until=UNTIL)
+        finally:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+            snapshot_cache_clear()
+
+
+@pytest.fixture
+def report(demo: DemoReport, db: None) -> DemoReport:
+    return demo
+
+
+def test_one_cohort_a_week_each_deciding_through_the_engine(report: DemoReport) -> None:
+    assert report.cohorts == WEEKS
+    cohorts = list(Cohort.objects.order_by("week_start"))
+    assert len(cohorts) == WEEKS
+    assert [c.week_start.weekday() for c in cohorts] == [6] * WEEKS
+    assert [c.number for c in cohorts] == list(range(1, WEEKS + 1))
+    for cohort in cohorts:
+        decisions = Decision.objects.filter(cohort=cohort)
+        assert decisions.filter(week_start=cohort.week_start).count() == cohort.agents.count()
+        # every decision of the engine was claimed in a run; prompted ones kept their attempts
+        assert not decisions.filter(run__isnull=True).exists()
+        prompted = decisions.exclude(status=Decision.Status.SKIPPED)
+        assert not prompted.annotate(n=Count("attempts")).filter(n=0).exists()
+        assert not prompted.filter(system_prompt="").exists()
+
+
+def test_every_cohort_has_a_value_curve_over_time(report: DemoReport) -> None:
+    assert report.ticks > 2 * WEEKS
+    for cohort in Cohort.objects.all():
+        for agent in cohort.agents.all():
+            times = list(
+                PortfolioSnapshot.objects.filter(agent=agent).values_list(
+                    "snapshot_timestamp", flat=True
+                )
+            )
+            assert len(times) >= 2, f"{agent} has no curve"
+            assert all(t.minute % 10 == 0 and t.second == 0 for t in times)
+    slots = set(PortfolioSnapshot.objects.values_list("snapshot_timestamp", flat=True))
+    assert slots <= set(SnapshotTick.objects.values_list("slot", flat=True))
+    first = Cohort.objects.order_by("week_start").first()
+    assert first is not None
+    span = PortfolioSnapshot.objects.filter(agent__cohort=first).values_list(
+        "snapshot_timestamp", flat=True
+    )
+    assert max(span) - min(span) >= timedelta(days=3)
+    # values move: the curve is not flat
+    assert PortfolioSnapshot.objects.values("total_value").distinct().count() > 10
+    for cash, positions, total, pnl in PortfolioSnapshot.objects.values_list(
+        "cash", "positions_value", "total_value", "total_pnl"
+    ):
+        assert total == cash + positions
+        assert pnl == total - STARTING_BALANCE
+
+
+def test_markets_resolved_and_every_bet_in_them_has_its_brier_score(report: DemoReport) -> None:
+    resolved = Market.objects.filter(resolution=Market.Resolution.RESOLVED)
+    held = resolved.filter(positions__isnull=False).distinct()
+    assert report.resolved >= 1
+    assert held.exists()
+    bets = Trade.objects.filter(
+        kind=Trade.Kind.BUY, status=Trade.Status.EXECUTED, market__in=resolved
+    ).select_related("market", "position")
+    assert bets.exists()
+    for bet in bets:
+        assert bet.market is not None
+        assert bet.position is not None
+        assert bet.implied_confidence is not None
+        outcomes = [str(o) for o in bet.market.outcomes]
+        won = bet.position.outcome_index == outcomes.index(bet.market.winning_outcome)
+        assert bet.side_won is won
+        assert bet.brier_score == pytest.approx((bet.implied_confidence - won) ** 2)
+    for position in Position.objects.filter(market__in=resolved).exclude(status="closed"):
+        assert position.status == Position.Status.SETTLED
+        outcomes = [str(o) for o in position.market.outcomes]
+        won = position.outcome_index == outcomes.index(position.market.winning_outcome)
+        expected = position.shares.quantize(Decimal("0.01"), rounding="ROUND_DOWN")
+        assert position.settlement_value == (expected if won else Decimal("0.00"))
+    # no bet outside a resolved market is scored
+    assert not Trade.objects.filter(brier_score__isnull=False).exclude(market__in=resolved).exists()
+
+
+def test_a_cancelled_market_was_refunded(report: DemoReport) -> None:
+    cancelled = Market.objects.filter(resolution=Market.Resolution.CANCELLED)
+    refunded = Position.objects.filter(market__in=cancelled, status=Position.Status.CANCELLED)
+    counts = {
+        "report.cancelled": report.cancelled,
+        "cancelled markets": cancelled.count(),
+        "refunded positions": refunded.count(),
+    }
+    assert report.cancelled >= 1, counts
+    assert refunded.exists(), counts
+    for position in refunded:
+        assert position.settlement_value == position.cost_basis
+    assert not Position.objects.filter(market__in=cancelled, status="open").exists()
+    assert not Trade.objects.filter(market__in=cancelled, brier_score__isnull=False).exists()
+    assert all(m.resolution_note for m in cancelled)
+
+
+def test_a_cohort_completed_and_its_result_is_fixed(report: DemoReport) -> None:
+    completed = Cohort.objects.filter(status=Cohort.Status.COMPLETED)
+    assert report.completed >= 1
+    assert completed.exists(), dict(Cohort.objects.values_list("number", "status"))
+    for cohort in completed:
+        assert cohort.completed_at is not None
+        agents = Agent.objects.filter(cohort=cohort)
+        assert not Position.objects.filter(agent__in=agents, status="open").exists()
+        # no snapshot and no decision after it completed
+        assert not PortfolioSnapshot.objects.filter(
+            agent__in=agents, snapshot_timestamp__gt=cohort.completed_at
+        ).exists()
+        assert not Decision.objects.filter(
+            cohort=cohort, week_start__gt=cohort.completed_at.date()
+        ).exists()
+        # after the last settlement, cash alone is $10,000 + realized P/L
+        for agent in agents.annotate(realized=Sum("positions__realized_pnl", default=Decimal(0))):
+            assert agent.cash == STARTING_BALANCE + agent.realized
+    # the last cohort is still running when the demo stops
+    assert Cohort.objects.filter(status=Cohort.Status.ACTIVE).exists()
+
+
+def test_the_ledger_is_the_engines_own(report: DemoReport) -> None:
+    """Every position was opened by an executed bet of a decision, and each agent's cash
+    reconciles with its trades and settlements to the cent."""
+    assert (
+        not Position.objects.annotate(
+            bets=Count("trades", filter=Q(trades__kind="BUY", trades__status="executed"))
+        )
+        .filter(bets=0)
+        .exists()
+    )
+    for agent in Agent.objects.all():
+        trades = Trade.objects.filter(agent=agent, status=Trade.Status.EXECUTED)
+        spent = trades.filter(kind="BUY").aggregate(s=Sum("amount", default=Decimal(0)))["s"]
+        received = trades.filter(kind="SELL").aggregate(s=Sum("amount", default=Decimal(0)))["s"]
+        paid = Position.objects.filter(agent=agent).aggregate(
+            s=Sum("settlement_value", default=Decimal(0))
+        )["s"]
+        assert agent.cash == STARTING_BALANCE - spent + received + paid, agent
