@@ -23,8 +23,8 @@ def run_decisions(cohort_id: int | None = None) -> str:
         return "no decision is due: no run"
     steps = [run_agent_decision.si(agent_id, run.pk) for agent_id in agent_ids]
     steps.append(finish_run.si(run.pk))
-    chain(*steps).apply_async()
-    return f"run {run.pk}: queued {len(agent_ids)} agent decisions"
+    last = chain(*steps).apply_async()
+    return f"run {run.pk}: queued {len(agent_ids)} agent decisions (last task {last.id})"
 
 
 @shared_task(name="arena.run_agent_decision", acks_late=True, soft_time_limit=900, time_limit=960)

@@ -28,7 +28,7 @@ from markets.sources import RECORDINGS, demo_records
 
 STEP = timedelta(hours=4)
 VOLATILITY = 0.12  # log-odds per 4-hour step
-AMBIGUOUS_SHARE = 0.03
+AMBIGUOUS_SHARE = 0.05
 NEW_MARKET_SHARE = 0.25
 RECORDED_OUTCOMES = (
     "market_resolved_yes.json",

@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
+from celery.result import AsyncResult
 
 from arena.models import Cohort, Decision, PortfolioSnapshot
 from arena.tasks import run_decisions, start_cohort, take_snapshots
+from forecaster.celery import app as celery_app
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.celery_worker,
 ]
-
-
-def _wait_for(predicate: Any, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("the worker did not finish in time")
-        time.sleep(0.2)
 
 
 def test_weekly_tasks_start_a_cohort_run_every_agent_in_turn_and_snapshot(
@@ -37,7 +30,11 @@ def test_weekly_tasks_start_a_cohort_run_every_agent_in_turn_and_snapshot(
 
     queued = run_decisions.delay().get(timeout=60)
     assert f"queued {agents} agent decisions" in queued
-    _wait_for(lambda: Decision.objects.filter(status="done").count() == agents)
+    # Wait on the chain's last task through Redis, not by polling the database: SQLite's
+    # shared in-memory test database locks tables against a concurrent reader.
+    last_task = queued.rsplit("last task ", 1)[1].rstrip(")")
+    assert AsyncResult(last_task, app=celery_app).get(timeout=120).startswith("run ")
+    assert Decision.objects.filter(status="done").count() == agents
     # Agents of a cohort are processed one after another: claims never overlap.
     decisions = list(Decision.objects.order_by("claimed_at"))
     for earlier, later in zip(decisions, decisions[1:], strict=False):
