@@ -31,11 +31,14 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/uv
 	$(call install,-e '.[dev]')
 	touch $@ $(VENV)/.installed-run
 
+# The site is served at once while the demo fills in a second process (SQLite in WAL mode
+# lets pages read while it writes); stopping the server stops the fill too.
 run: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput -v0
-	$(BIN)/python manage.py demo_fill --weeks $(DEMO_WEEKS)
-	@echo "Serving Forecaster Arena (demo data) at http://127.0.0.1:8000"
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	@$(BIN)/python manage.py demo_fill --weeks $(DEMO_WEEKS) & fill=$$!; \
+	trap 'kill $$fill 2>/dev/null' EXIT INT TERM; \
+	echo "Serving Forecaster Arena (demo data) at http://127.0.0.1:8000 — the demo fills for about half a minute"; \
+	$(BIN)/python manage.py runserver --noreload 127.0.0.1:8000
 
 superuser: $(VENV)/.installed-run
 	$(BIN)/python manage.py createsuperuser

@@ -40,7 +40,7 @@ def demo_run(
     *,
     weeks: int = 6,
     seed: int = 7,
-    tick: timedelta = timedelta(hours=6),
+    tick: timedelta = timedelta(hours=8),
     until: datetime | None = None,
 ) -> DemoReport:
     """Simulate `weeks` weekly cohorts ending with this week's, from `weeks - 1` Sundays ago

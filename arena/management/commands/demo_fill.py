@@ -19,7 +19,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--weeks", type=int, default=6, help="weekly cohorts to simulate")
-        parser.add_argument("--tick-hours", type=int, default=6, help="simulated hours a tick")
+        parser.add_argument("--tick-hours", type=int, default=8, help="simulated hours a tick")
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--reset", action="store_true", help="flush the database first")
 
