@@ -58,9 +58,14 @@ def value_chart(curves: list[Curve], *, baseline: Decimal = Decimal("10000")) ->
         labels.append((y(float(last_v)), color, curve.label, f"${float(last_v):,.0f}"))
     labels.sort()
     placed: list[tuple[float, str, str, str]] = []
-    for label in labels:  # keep end labels from overlapping
+    for label in labels:  # keep end labels from overlapping …
         ly = max(label[0], placed[-1][0] + 13) if placed else label[0]
         placed.append((ly, *label[1:]))
+    limit = HEIGHT - 18.0
+    for i in range(len(placed) - 1, -1, -1):  # … and inside the chart
+        ly = min(placed[i][0], limit)
+        placed[i] = (ly, *placed[i][1:])
+        limit = ly - 13
     ticks = [lo + (hi - lo) * k / 4 for k in range(5)]
     return format_html(
         '<svg class="chart" viewBox="0 0 {w} {h}" role="img" aria-label="Total value over time">'
