@@ -1,0 +1,56 @@
+"""The model lineup of 002, seeded by a data migration, with stable internal ids."""
+
+from __future__ import annotations
+
+import pytest
+
+from agents.models import BenchmarkModel
+
+pytestmark = pytest.mark.django_db
+
+LINEUP_002 = {
+    "gpt-5.1": ("GPT-5.2", "openai/gpt-5.2"),
+    "gemini-2.5-flash": ("Gemini 3 Pro", "google/gemini-3-pro-preview"),
+    "grok-4": ("Grok 4.1", "x-ai/grok-4.1-fast"),
+    "claude-opus-4.5": ("Claude Opus 4.5", "anthropic/claude-opus-4.5"),
+    "deepseek-v3.1": ("DeepSeek V3.2", "deepseek/deepseek-v3.2"),
+    "kimi-k2": ("Kimi K2", "moonshotai/kimi-k2-thinking"),
+    "qwen-3-next": ("Qwen 3", "qwen/qwen3-235b-a22b-2507"),
+}
+
+
+def test_the_seven_models_of_002_are_seeded_with_their_stable_ids() -> None:
+    llms = BenchmarkModel.objects.filter(kind=BenchmarkModel.Kind.LLM)
+    assert {m.internal_id: (m.display_name, m.openrouter_id) for m in llms} == LINEUP_002
+    assert [m.internal_id for m in llms.order_by("display_order")] == list(LINEUP_002)
+
+
+def test_two_baselines_are_seeded_and_labelled_as_baselines() -> None:
+    baselines = BenchmarkModel.objects.filter(kind=BenchmarkModel.Kind.BASELINE)
+    assert sorted(b.internal_id for b in baselines) == ["baseline-market", "baseline-random"]
+    assert all(b.is_baseline for b in baselines)
+
+
+def test_a_new_release_changes_the_display_name_and_route_but_not_the_internal_id(
+    admin_client: object,
+) -> None:
+    model = BenchmarkModel.objects.get(internal_id="gpt-5.1")
+    response = admin_client.post(  # type: ignore[attr-defined]
+        f"/admin/agents/benchmarkmodel/{model.pk}/change/",
+        {
+            "internal_id": "renamed",
+            "display_name": "GPT-5.3",
+            "provider": "OpenAI",
+            "openrouter_id": "openai/gpt-5.3",
+            "active": "on",
+            "display_order": "1",
+            "provider_order": "[]",
+        },
+    )
+    assert response.status_code == 302
+    model.refresh_from_db()
+    assert (model.internal_id, model.display_name, model.openrouter_id) == (
+        "gpt-5.1",
+        "GPT-5.3",
+        "openai/gpt-5.3",
+    )
