@@ -648,7 +648,7 @@ def trade_reject(
         requested_position_id=order.position_id if isinstance(order, SellOrder) else "",
         side=order.side if isinstance(order, BetOrder) else (position.side if position else ""),
         requested_amount=money.cents_down(order.amount)
-        if isinstance(order, BetOrder) and order.amount < Decimal("1e12")
+        if isinstance(order, BetOrder) and order.amount <= money.MAX_STORABLE
         else None,
         requested_percentage=order.percentage if isinstance(order, SellOrder) else None,
         created_at=clock.now(),
