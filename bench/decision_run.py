@@ -34,7 +34,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +41,8 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+import harness
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: make the project (and tests.replay) importable
@@ -287,39 +288,11 @@ def child() -> dict[str, Any]:
 
 
 def run_child(database_url: str) -> dict[str, Any]:
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "DJANGO_SETTINGS_MODULE": "forecaster.settings",
-        "LOG_LEVEL": "ERROR",  # the sync logs one warning per refused record
-    }
-    done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), CHILD_FLAG],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        sys.stderr.write(done.stderr)
-        raise SystemExit(f"benchmark on {database_url} failed (exit {done.returncode})")
-    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return figures
+    return harness.run_child(__file__, database_url, CHILD_FLAG)
 
 
 def postgres_database(action: str) -> None:
-    """Create or drop the benchmark's own PostgreSQL database (never someone else's)."""
-    import psycopg
-    from psycopg import sql
-
-    base, _, name = POSTGRES_URL.rpartition("/")
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
-        if action == "create":
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    harness.postgres_database(POSTGRES_URL, action)
 
 
 def _ms(seconds: float) -> str:
