@@ -28,6 +28,7 @@ def shares_down(value: Decimal) -> Decimal:
 def price(value: Decimal) -> Decimal:
     return value.quantize(PRICE, rounding=ROUND_HALF_EVEN)
 
+
 # The largest amount a money column (14 digits, 2 places) holds: a model may ask for more,
 # and its rejected order is then stored without the figure rather than crash the run.
 MAX_STORABLE = Decimal("999999999999.99")
