@@ -71,13 +71,27 @@ def _wrap(payload: dict[str, object], style: int) -> str:
     return f"After weighing the markets against my own estimates, here is my decision.\n\n{body}\n"
 
 
-def offline_agent_reply(*, model_id: str, context: DecisionContext) -> OfflineReply:
+def offline_agent_reply(
+    *, model_id: str, context: DecisionContext, attempt: int = 1
+) -> OfflineReply:
     """Answer as the offline stand-in of lineup model `model_id`.
 
     Each model gets a fixed temperament from its id: how many bets it places, how far its
-    own estimate strays from the market price, how boldly it sizes. It bets where its
+    own estimate strays from the market price, how boldly it sizes, how often its first
+    answer is malformed (cut off mid-object, as real models sometimes are — the engine then
+    sends the error back, and the second attempt answers properly). It bets where its
     estimate differs most from the price, and sells positions that have run up or down.
     """
+    reply = _offline_decision(model_id=model_id, context=context)
+    sloppiness = _rng("sloppiness", model_id).uniform(0.0, 0.3)
+    slip = _rng("slip", model_id, context.cohort_number, context.week_start.isoformat())
+    if attempt == 1 and slip.random() < sloppiness:
+        cut = reply.text[: max(20, len(reply.text) * 2 // 3)]
+        return OfflineReply(cut, reply.responder, reply.model)
+    return reply
+
+
+def _offline_decision(*, model_id: str, context: DecisionContext) -> OfflineReply:
     temperament = _rng("temperament", model_id)
     max_bets = temperament.randint(1, 4)
     noise = temperament.uniform(0.05, 0.2)

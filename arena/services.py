@@ -298,7 +298,12 @@ def responder_kind(model: BenchmarkModel) -> str:
 
 
 def _respond(
-    *, model: BenchmarkModel, kind: str, context: DecisionContext, messages: list[dict[str, str]]
+    *,
+    model: BenchmarkModel,
+    kind: str,
+    context: DecisionContext,
+    messages: list[dict[str, str]],
+    attempt: int = 1,
 ) -> Reply:
     """Ask whoever answers for `model`. Raises OpenRouterError when the API fails."""
     if kind == Decision.Responder.OPENROUTER:
@@ -330,7 +335,9 @@ def _respond(
         else:
             answer = offline.random_baseline_reply(seed=model.internal_id, context=context)
     else:
-        answer = offline.offline_agent_reply(model_id=model.internal_id, context=context)
+        answer = offline.offline_agent_reply(
+            model_id=model.internal_id, context=context, attempt=attempt
+        )
     return Reply(
         text=answer.text,
         raw=answer.text,
@@ -470,7 +477,13 @@ def decision_run(*, agent_id: int, run_id: int, now: datetime | None = None) -> 
     for attempt in range(settings.DECISION_PARSE_RETRIES + 1):
         started = clock.now()
         try:
-            reply = _respond(model=agent.model, kind=kind, context=context, messages=messages)
+            reply = _respond(
+                model=agent.model,
+                kind=kind,
+                context=context,
+                messages=messages,
+                attempt=attempt + 1,
+            )
         except OpenRouterError as exc:
             _attempt_record(
                 decision=decision, run=run, messages=messages, reply=None,
