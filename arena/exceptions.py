@@ -5,9 +5,5 @@ class TradeRejected(Exception):
     """An order that cannot execute; the message is the reason recorded on the trade."""
 
 
-class CohortExists(Exception):
-    """A cohort for that week already exists."""
-
-
 class DecisionNotRetryable(Exception):
     """The decision is final or held by a running claim."""

@@ -43,8 +43,10 @@ from arena.models import (
     DecisionAttempt,
     DecisionRun,
     DeterminismCheck,
+    PortfolioSnapshot,
     Position,
     SnapshotMarket,
+    SnapshotTick,
     Trade,
 )
 from markets import services as market_services
@@ -1034,8 +1036,6 @@ def portfolio_snapshots_write(
     """Write one snapshot per agent of `cohorts` stamped `at`, valued at the stored prices;
     return how many. A constant number of queries whatever the number of agents or
     positions. An (agent, timestamp) already written is left as it is."""
-    from arena.models import PortfolioSnapshot
-
     agents = list(
         Agent.objects.filter(cohort__in=cohorts)
         .order_by()
@@ -1086,8 +1086,6 @@ def snapshots_take(
     cohort at this 10-minute slot. A repeat for the same slot writes nothing. A failed
     refresh still snapshots, at the last known prices, and says so. Queries do not grow
     with the number of agents or positions."""
-    from arena.models import SnapshotTick
-
     now = now or clock.now()
     report = TickReport(slot=snapshot_slot(now))
     if SnapshotTick.objects.filter(slot=report.slot).exists():
@@ -1295,8 +1293,6 @@ def determinism_cost_estimate(*, decisions: list[Decision]) -> Decimal:
 def determinism_check(*, decision: Decision) -> DeterminismCheck:
     """Re-send the decision's first prompt to the same OpenRouter model at temperature 0 and
     record whether the parsed decision matches the stored one (action, bets and sells)."""
-    from arena.models import DeterminismCheck
-
     first = decision.attempts.order_by("number").first()
     messages = list(first.request_messages) if first else []
     run = decision.run
