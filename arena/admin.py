@@ -11,7 +11,6 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
-from arena import services
 from arena.exceptions import DecisionNotRetryable
 from arena.models import (
     Agent,
@@ -23,6 +22,7 @@ from arena.models import (
     SnapshotMarket,
     Trade,
 )
+from arena.services.decisions import decision_retry
 
 
 def _pre(text: str) -> str:
@@ -177,7 +177,7 @@ class DecisionAdmin(ReadOnlyAdmin):
     def retry(self, request: HttpRequest, queryset: QuerySet[Decision]) -> None:
         for decision in queryset:
             try:
-                outcome = services.decision_retry(decision_id=decision.pk)
+                outcome = decision_retry(decision_id=decision.pk)
             except DecisionNotRetryable as exc:
                 self.message_user(request, str(exc), messages.WARNING)
             else:

@@ -13,7 +13,11 @@ from datetime import UTC, datetime, time, timedelta
 
 from django.utils import timezone
 
-from arena import clock, services
+from arena import clock
+from arena.services.cohorts import cohort_start, cohort_week_start
+from arena.services.decisions import decisions_run_all
+from arena.services.marking import snapshots_take
+from arena.services.settlement import resolutions_check
 from markets.demo import SimulatedSource
 
 logger = logging.getLogger(__name__)
@@ -48,7 +52,7 @@ def demo_run(
     if weeks < 1:
         raise ValueError("the demo needs at least one week")
     until = until or timezone.now()
-    last_sunday = datetime.combine(services.cohort_week_start(until), time(0), UTC)
+    last_sunday = datetime.combine(cohort_week_start(until), time(0), UTC)
     start = last_sunday - timedelta(weeks=weeks - 1)
     source = SimulatedSource(start=start, last_sunday=last_sunday, seed=seed)
     report = DemoReport()
@@ -58,17 +62,17 @@ def demo_run(
         source.now = moment
         with clock.simulated(moment):
             if moment in sundays:
-                _, created = services.cohort_start(week_start=moment.date(), now=moment)
+                _, created = cohort_start(week_start=moment.date(), now=moment)
                 report.cohorts += int(created)
                 decision_time = moment + timedelta(minutes=5)
                 source.now = decision_time
                 with clock.simulated(decision_time):
-                    run = services.decisions_run_all(now=decision_time, source=source)
+                    run = decisions_run_all(now=decision_time, source=source)
                     report.decision_runs += int(run.run_id is not None)
                 source.now = moment
             # The resolution check re-reads every held market, so the tick need not.
-            check = services.resolutions_check(now=moment, source=source)
-            services.snapshots_take(now=moment, source=source, refresh=False)
+            check = resolutions_check(now=moment, source=source)
+            snapshots_take(now=moment, source=source, refresh=False)
             report.ticks += 1
             report.resolved += len(check.resolved)
             report.cancelled += len(check.cancelled)

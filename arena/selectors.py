@@ -28,7 +28,7 @@ from arena.models import (
     Position,
     Trade,
 )
-from arena.services import positions_value_by_agent
+from arena.services.marking import positions_value_by_agent
 from scoring.aggregates import mean_brier, win_rate
 
 METRIC_DEFINITIONS = [

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from celery import chain, shared_task
 
-from arena import services
+from arena.services.cohorts import cohort_start
+from arena.services.decisions import decision_run, run_finish, run_open
+from arena.services.marking import snapshots_take
+from arena.services.settlement import resolutions_check
 
 
 @shared_task(name="arena.start_cohort", acks_late=True, soft_time_limit=120, time_limit=150)
 def start_cohort() -> str:
     """Start this week's cohort (Sunday 00:00 UTC). Safe to deliver twice."""
-    cohort, created = services.cohort_start()
+    cohort, created = cohort_start()
     return f"started {cohort}" if created else f"{cohort} already exists"
 
 
@@ -18,7 +21,7 @@ def start_cohort() -> str:
 def run_decisions(cohort_id: int | None = None) -> str:
     """Freeze this run's market snapshot, then queue every due agent's decision as a chain:
     agents run one after another (002), each in its own short task."""
-    run, agent_ids = services.run_open(cohort_id=cohort_id)
+    run, agent_ids = run_open(cohort_id=cohort_id)
     if run is None:
         return "no decision is due: no run"
     steps = [run_agent_decision.si(agent_id, run.pk) for agent_id in agent_ids]
@@ -30,23 +33,23 @@ def run_decisions(cohort_id: int | None = None) -> str:
 @shared_task(name="arena.run_agent_decision", acks_late=True, soft_time_limit=900, time_limit=960)
 def run_agent_decision(agent_id: int, run_id: int) -> str:
     """Run one agent's weekly decision. Safe to deliver twice: the claim makes a repeat a no-op."""
-    outcome = services.decision_run(agent_id=agent_id, run_id=run_id)
+    outcome = decision_run(agent_id=agent_id, run_id=run_id)
     return f"agent {agent_id}: {outcome.status}"
 
 
 @shared_task(name="arena.finish_run", soft_time_limit=60, time_limit=90)
 def finish_run(run_id: int) -> str:
-    services.run_finish(run_id=run_id)
+    run_finish(run_id=run_id)
     return f"run {run_id} finished"
 
 
 @shared_task(name="arena.take_snapshots", acks_late=True, soft_time_limit=240, time_limit=270)
 def take_snapshots() -> str:
     """Mark every active portfolio to market at this 10-minute slot. Safe to deliver twice."""
-    return services.snapshots_take().summary()
+    return snapshots_take().summary()
 
 
 @shared_task(name="arena.check_resolutions", acks_late=True, soft_time_limit=600, time_limit=660)
 def check_resolutions() -> str:
     """Settle the markets that resolved upstream; complete finished cohorts."""
-    return services.resolutions_check().summary()
+    return resolutions_check().summary()

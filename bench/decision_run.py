@@ -122,8 +122,10 @@ def child() -> dict[str, Any]:
     from agents.parsing import parse_decision
     from agents.prompts import build_messages
     from agents.types import DecisionContext
-    from arena import services
     from arena.models import Agent, Decision, Position, SnapshotMarket, Trade
+    from arena.services.cohorts import cohort_start, cohort_week_start
+    from arena.services.decisions import decision_run, portfolio_view
+    from arena.services.frozen import _FROZEN_CACHE, FrozenMarkets, run_prepare
     from markets.sources import RecordedSource, demo_records
     from tests.replay import ReplayServer, Reply
 
@@ -134,13 +136,13 @@ def child() -> dict[str, Any]:
 
     # run_prepare: once per run. Empty catalogue first, then a re-sync.
     prepare: list[dict[str, Any]] = []
-    first, seconds, queries = _timed(lambda: services.run_prepare(now=NOW, source=source))
+    first, seconds, queries = _timed(lambda: run_prepare(now=NOW, source=source))
     prepare.append({"label": "empty catalogue, nothing held", "s": seconds, "q": queries})
-    _, seconds, queries = _timed(lambda: services.run_prepare(now=NOW, source=source))
+    _, seconds, queries = _timed(lambda: run_prepare(now=NOW, source=source))
     prepare.append({"label": "full catalogue, nothing held", "s": seconds, "q": queries})
 
     # Markets to bet on and to hold: tradable binary markets of the snapshot's universe.
-    frozen_first = services.FrozenMarkets.load(first)
+    frozen_first = FrozenMarkets.load(first)
     tradable = [v.market_id for v in frozen_first.universe if _tradable(v)]
     bet_ids = tradable[:BET_MARKETS]
     held_ids = tradable[BET_MARKETS : BET_MARKETS + max(POSITION_COUNTS)]
@@ -157,12 +159,12 @@ def child() -> dict[str, Any]:
             "display_order"
         )
     )
-    week = services.cohort_week_start(NOW)
+    week = cohort_week_start(NOW)
     cases: list[tuple[str, int, list[int]]] = []
     for number, (responder, count) in enumerate(
         (r, c) for r in RESPONDERS for c in POSITION_COUNTS
     ):
-        cohort, _ = services.cohort_start(
+        cohort, _ = cohort_start(
             week_start=week - timedelta(weeks=number + 1), now=NOW - timedelta(weeks=number + 1)
         )
         agents = list(
@@ -194,7 +196,7 @@ def child() -> dict[str, Any]:
         cases.append((responder, count, [a.pk for a in agents]))
 
     # The run the decisions see: now the held markets are refreshed too.
-    run, seconds, queries = _timed(lambda: services.run_prepare(now=NOW, source=source))
+    run, seconds, queries = _timed(lambda: run_prepare(now=NOW, source=source))
     held_count = SnapshotMarket.objects.filter(run=run, rank__isnull=True).count()
     prepare.append(
         {
@@ -209,12 +211,12 @@ def child() -> dict[str, Any]:
     figures["held_outside_universe"] = held_count
 
     # The cold read of the snapshot: once per worker process per run.
-    services._FROZEN_CACHE.clear()
-    frozen, seconds, queries = _timed(lambda: services.FrozenMarkets.load(run))
+    _FROZEN_CACHE.clear()
+    frozen, seconds, queries = _timed(lambda: FrozenMarkets.load(run))
     figures["frozen_load"] = {"s": seconds, "q": queries}
 
     # The pure-Python parts, for scale: the 500-market prompt, and parsing the model's answer.
-    empty = services.portfolio_view(
+    empty = portfolio_view(
         agent=Agent.objects.select_related("cohort").get(pk=cases[0][2][0]), frozen=frozen
     )
     context = DecisionContext(
@@ -254,7 +256,7 @@ def child() -> dict[str, Any]:
             measured: list[dict[str, Any]] = []
             for agent_id in agent_ids:
                 outcome, seconds, queries = _timed(
-                    lambda agent_id=agent_id: services.decision_run(
+                    lambda agent_id=agent_id: decision_run(
                         agent_id=agent_id, run_id=run.pk, now=NOW
                     )
                 )

@@ -359,13 +359,13 @@ def diagnostics(repeat: int) -> dict[str, Any]:
     """Two reads of the tick (100 active cohorts) as arena/services.py writes them, next to the
     same reads as the README suggests; both versions are replicated here, labelled."""
     from arena.models import Cohort, Position
-    from arena.services import position_mark
+    from arena.services.marking import position_mark
     from markets.models import Market
 
     open_active = Position.objects.filter(
         status=Position.Status.OPEN, agent__cohort__status=Cohort.Status.ACTIVE
     )
-    # _held_market_ids(): DISTINCT, but Position's default ordering (agent → cohort week,
+    # held_market_ids(): DISTINCT, but Position's default ordering (agent → cohort week,
     # model kind and order; opened_at) is added to the SELECT DISTINCT.
     held_as_written = open_active.values_list("market__polymarket_id", flat=True).distinct()
     held_unordered = held_as_written.order_by()
@@ -471,9 +471,9 @@ def child(repeat: int) -> dict[str, Any]:
     from django.core.management import call_command
     from django.db import connection
 
-    from arena import services
     from arena.models import Agent, PortfolioSnapshot, Position, SnapshotTick
     from arena.selectors import value_curves
+    from arena.services.marking import held_market_ids, snapshots_take
     from markets.parsing import parse_markets
     from markets.services import markets_refresh, markets_upsert
     from markets.sources import GammaSource, demo_records
@@ -487,7 +487,7 @@ def child(repeat: int) -> dict[str, Any]:
 
     def tick(refresh: bool) -> Callable[[], dict[str, Any]]:
         def run() -> dict[str, Any]:
-            report = services.snapshots_take(now=next(slots), refresh=refresh)
+            report = snapshots_take(now=next(slots), refresh=refresh)
             assert not report.skipped, report.summary()
             assert not report.refresh_error, report.summary()
             return {"written": report.written, "refreshed": report.refreshed}
@@ -522,13 +522,13 @@ def child(repeat: int) -> dict[str, Any]:
         figures["scales"] = scales
 
         # The refresh at 100 cohorts, taken apart.
-        held: set[str] = services._held_market_ids()
+        held: set[str] = held_market_ids()
         ids = sorted(held)
         source = GammaSource()
         records = source.fetch_markets_by_ids(ids)
         batch = parse_markets(records)
         parts = {
-            "held": _measure(services._held_market_ids, repeat=repeat),
+            "held": _measure(held_market_ids, repeat=repeat),
             "fetch": _measure(lambda: source.fetch_markets_by_ids(ids), repeat=repeat),
             "parse": _measure(lambda: parse_markets(records), repeat=repeat),
             "upsert": _measure(

@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from agents.types import MarketView
-from arena import services as arena_services
 from arena.models import Agent, Cohort, Decision, DecisionRun, SnapshotMarket
-from arena.services import FrozenMarkets, cohort_start, decision_claim, run_prepare
+from arena.services import frozen as frozen_services
+from arena.services.cohorts import cohort_start
+from arena.services.decisions import decision_claim
+from arena.services.frozen import FrozenMarkets, run_prepare
 from markets.models import Market, MarketSyncRun
 from markets.sources import RecordedSource
 
@@ -36,7 +38,7 @@ def _offline(settings: Any) -> None:
 def snapshot_cache_clear() -> None:
     """Forget the snapshots FrozenMarkets.load keeps per process (by run id). Tests roll runs
     back, and SQLite then hands the same id to the next run: a kept snapshot would be stale."""
-    cache = getattr(arena_services, "_FROZEN_CACHE", None)
+    cache = getattr(frozen_services, "_FROZEN_CACHE", None)
     if cache is not None:
         cache.clear()
 

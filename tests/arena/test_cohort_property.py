@@ -40,14 +40,11 @@ from arena.models import (
     Position,
     Trade,
 )
-from arena.services import (
-    FrozenMarkets,
-    cohorts_complete,
-    market_settle,
-    snapshots_take,
-    trade_buy,
-    trade_sell,
-)
+from arena.services.cohorts import cohorts_complete
+from arena.services.frozen import FrozenMarkets
+from arena.services.marking import snapshots_take
+from arena.services.settlement import market_settle
+from arena.services.trades import trade_buy, trade_sell
 from markets.models import Market
 from markets.parsing import parse_market
 from markets.resolution import Verdict

@@ -18,7 +18,8 @@ from django.db import connection, connections
 from django.db.models import Count, Sum
 
 from arena.models import Agent, Cohort, Decision, Position, Trade
-from arena.services import RunReport, cohort_start, decisions_run_all
+from arena.services.cohorts import cohort_start
+from arena.services.decisions import RunReport, decisions_run_all
 from markets.sources import RecordedSource
 from tests.arena.conftest import COHORT_AT, RUN_AT, WEEK
 

@@ -16,15 +16,15 @@ from agents.offline import offline_agent_reply
 from agents.prompts import PROMPT_VERSION, build_messages, system_prompt
 from agents.types import DecisionContext, MarketView
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, DecisionRun, Position, Trade
-from arena.services import (
+from arena.services.decisions import (
     DecisionOutcome,
-    FrozenMarkets,
     agent_is_bankrupt,
     decision_claim,
     decision_run,
     decisions_run_all,
     portfolio_view,
 )
+from arena.services.frozen import FrozenMarkets
 from markets.models import Market
 from markets.sources import RecordedSource
 from tests.arena.conftest import RUN_AT, WEEK

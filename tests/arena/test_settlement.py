@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from agents.types import BetOrder, SellOrder
-from arena import services
 from arena.models import (
     STARTING_BALANCE,
     Agent,
@@ -29,17 +28,11 @@ from arena.models import (
     Position,
     Trade,
 )
-from arena.services import (
-    FrozenMarkets,
-    decision_claim,
-    decision_run,
-    decisions_run_all,
-    resolutions_check,
-    run_prepare,
-    snapshots_take,
-    trade_buy,
-    trade_sell,
-)
+from arena.services.decisions import decision_claim, decision_run, decisions_run_all
+from arena.services.frozen import FrozenMarkets, run_prepare
+from arena.services.marking import snapshots_take
+from arena.services.settlement import ResolutionReport, market_settle, resolutions_check
+from arena.services.trades import trade_buy, trade_sell
 from markets.models import Market
 from markets.resolution import Verdict
 from markets.sources import RecordedSource
@@ -129,7 +122,7 @@ def bet(
     return trade_buy(decision=decision, order=order, frozen=frozen, index=index)
 
 
-def settle_with(gamma: Gamma, name: str, *, now: datetime = SETTLE_AT) -> services.ResolutionReport:
+def settle_with(gamma: Gamma, name: str, *, now: datetime = SETTLE_AT) -> ResolutionReport:
     """Serve the real recorded final record of `name` and run the resolution check."""
     gamma.serve(gamma_json(name))
     return resolutions_check(now=now)
@@ -247,7 +240,7 @@ def test_a_repeated_resolution_check_settles_nothing_twice(
     assert again.resolved == []
     assert cash(yes_agent) == Decimal("13000.00")
     assert (
-        services.market_settle(
+        market_settle(
             polymarket_id="522900",
             verdict=Verdict("resolved", "Yes", 0, "again"),
             now=SETTLE_AT,

@@ -9,7 +9,6 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from agents.models import BenchmarkModel
-from arena import services
 from arena.models import (
     Agent,
     Cohort,
@@ -20,7 +19,9 @@ from arena.models import (
     SnapshotTick,
     Trade,
 )
-from arena.services import cohort_start, decisions_run_all, snapshots_take
+from arena.services.cohorts import cohort_start, cohort_week_start
+from arena.services.decisions import decisions_run_all
+from arena.services.marking import snapshots_take
 from markets.sources import RecordedSource
 
 SUNDAY = date(2026, 3, 8)
@@ -50,7 +51,7 @@ def test_saturday_to_sunday_one_cohort_one_decision_per_agent_then_snapshots(
 
     # Saturday 23:59:59: nothing has started; a tick or a run finds nobody to serve
     time_machine.move_to(SATURDAY_LAST_SECOND, tick=False)
-    assert services.cohort_week_start() == date(2026, 3, 1)
+    assert cohort_week_start() == date(2026, 3, 1)
     assert decisions_run_all(source=source).run_id is None
     assert snapshots_take(source=source).written == 0
     assert counts()["cohorts"] == 0

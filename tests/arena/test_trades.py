@@ -14,7 +14,9 @@ import pytest
 from agents.types import BetOrder, MarketView, SellOrder
 from arena.exceptions import TradeRejected
 from arena.models import Agent, Cohort, Decision, DecisionRun, Position, Trade
-from arena.services import DecisionOutcome, FrozenMarkets, decision_execute, trade_buy, trade_sell
+from arena.services.decisions import DecisionOutcome, decision_execute
+from arena.services.frozen import FrozenMarkets
+from arena.services.trades import trade_buy, trade_sell
 from markets.models import Market
 from tests.arena.conftest import Reprice
 from tests.arena.factories import (

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from arena import services
 from arena.models import Decision, DecisionRun, PortfolioSnapshot, SnapshotMarket, Trade
+from arena.services.cohorts import cohort_start
+from arena.services.decisions import decisions_run_all
+from arena.services.marking import snapshots_take
 from tests.markets.conftest import TOP_500, by_id_handler, gamma_json
 from tests.replay import GAMMA_RECORDINGS, OPENROUTER_RECORDINGS, ReplayServer, Reply, Request
 
@@ -59,8 +61,8 @@ def test_weekly_run_freezes_one_snapshot_calls_every_model_and_executes(
     upstreams: tuple[ReplayServer, ReplayServer], settings: Any
 ) -> None:
     gamma, openrouter = upstreams
-    cohort, _ = services.cohort_start()
-    report = services.decisions_run_all()
+    cohort, _ = cohort_start()
+    report = decisions_run_all()
 
     run = DecisionRun.objects.get()
     assert run.universe_size == 500
@@ -90,7 +92,7 @@ def test_weekly_run_freezes_one_snapshot_calls_every_model_and_executes(
     assert trade.price == Decimal("0.991500")  # NO at 1 − 0.0085, the frozen price
     assert trade.implied_confidence == pytest.approx(0.2)  # $500 of a $2,500 maximum
 
-    tick = services.snapshots_take()
+    tick = snapshots_take()
     assert tick.written == cohort.agents.count()
     assert not tick.refresh_error
     assert PortfolioSnapshot.objects.count() == cohort.agents.count()

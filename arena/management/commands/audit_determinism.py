@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from arena import services
+from arena.services.audit import determinism_check, determinism_cost_estimate, determinism_sample
 
 
 class Command(BaseCommand):
@@ -23,14 +23,14 @@ class Command(BaseCommand):
         parser.add_argument("--yes", action="store_true", help="spend the money and run it")
 
     def handle(self, *args: Any, sample: int, seed: int, yes: bool, **options: Any) -> None:
-        decisions = services.determinism_sample(size=sample, seed=seed)
+        decisions = determinism_sample(size=sample, seed=seed)
         if not decisions:
             self.stdout.write(
                 "no decision answered by OpenRouter to audit (offline agents are "
                 "deterministic by construction)"
             )
             return
-        cost = services.determinism_cost_estimate(decisions=decisions)
+        cost = determinism_cost_estimate(decisions=decisions)
         self.stdout.write(
             f"{len(decisions)} prompts to re-send; they cost ${cost:.4f} the first time"
         )
@@ -41,7 +41,7 @@ class Command(BaseCommand):
             raise CommandError("OPENROUTER_API_KEY is not set")
         matches = 0
         for decision in decisions:
-            check = services.determinism_check(decision=decision)
+            check = determinism_check(decision=decision)
             matches += int(bool(check.matches))
             verdict = {True: "match", False: "differs"}.get(check.matches, check.error)  # type: ignore[arg-type]
             self.stdout.write(f"decision {decision.pk} ({decision.requested_model}): {verdict}")

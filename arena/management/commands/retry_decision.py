@@ -2,8 +2,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from arena import services
 from arena.exceptions import DecisionNotRetryable
+from arena.services.decisions import decision_retry
 
 
 class Command(BaseCommand):
@@ -14,7 +14,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, decision_id: int, **options: Any) -> None:
         try:
-            outcome = services.decision_retry(decision_id=decision_id)
+            outcome = decision_retry(decision_id=decision_id)
         except DecisionNotRetryable as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(

@@ -2,8 +2,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from arena import services
 from arena.models import Cohort
+from arena.services.decisions import decisions_run_all
 
 
 class Command(BaseCommand):
@@ -19,5 +19,5 @@ class Command(BaseCommand):
             if found is None:
                 raise CommandError(f"no cohort number {cohort}")
             cohort_id = found.pk
-        report = services.decisions_run_all(cohort_id=cohort_id)
+        report = decisions_run_all(cohort_id=cohort_id)
         self.stdout.write(report.summary())

@@ -3,7 +3,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from arena import services
+from arena.services.cohorts import cohort_start
 
 
 class Command(BaseCommand):
@@ -14,7 +14,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, week: date | None, **options: Any) -> None:
         try:
-            cohort, created = services.cohort_start(week_start=week)
+            cohort, created = cohort_start(week_start=week)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         if created:

@@ -1,0 +1,147 @@
+"""The frozen snapshot: the markets every decision of a run sees."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+
+from agents.types import (
+    MarketView,
+)
+from arena import clock, money
+from arena.models import (
+    DecisionRun,
+    SnapshotMarket,
+)
+from arena.services.cohorts import cohort_week_start
+from arena.services.marking import held_market_ids
+from markets import services as market_services
+from markets.models import Market
+from markets.sources import MarketSource, market_source
+
+logger = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------- the frozen snapshot
+
+
+def run_prepare(
+    *,
+    now: datetime | None = None,
+    source: MarketSource | None = None,
+    week_start: date | None = None,
+) -> DecisionRun:
+    """Refresh the top markets and the markets agents hold, then freeze them as one snapshot
+    that every decision of the run sees. A failed refresh freezes the catalogue as it stands
+    and says so in `sync_summary`."""
+    now = now or clock.now()
+    source = source or market_source()
+    limit = settings.MARKET_UNIVERSE_SIZE
+    result = market_services.markets_sync_top(limit=limit, source=source)  # network, no txn
+    held = held_market_ids()
+    refresh = market_services.markets_refresh(polymarket_ids=held, source=source)
+    summary = result.summary() + ("" if refresh.ok else f"; held refresh failed: {refresh.error}")
+    if result.ok:
+        universe_ids = [m.polymarket_id for m in result.markets[:limit]]
+    else:
+        universe_ids = list(
+            Market.objects.filter(resolution=Market.Resolution.OPEN, closed=False, active=True)
+            .order_by("-volume")
+            .values_list("polymarket_id", flat=True)[:limit]
+        )
+    with transaction.atomic():
+        run = DecisionRun.objects.create(
+            week_start=week_start or cohort_week_start(now),
+            started_at=now,
+            source=source.name,
+            universe_size=len(universe_ids),
+            sync_summary=summary,
+        )
+        markets = Market.objects.defer("raw", "description").in_bulk(
+            set(universe_ids) | held, field_name="polymarket_id"
+        )
+        rank = {pid: i for i, pid in enumerate(universe_ids, start=1)}
+        SnapshotMarket.objects.bulk_create(
+            [
+                SnapshotMarket(
+                    run=run,
+                    market=market,
+                    rank=rank.get(pid),
+                    polymarket_id=pid,
+                    question=market.question,
+                    category=market.category,
+                    outcomes=market.outcomes,
+                    outcome_prices=market.outcome_prices,
+                    volume=market.volume,
+                    close_date=market.close_date,
+                    closed=market.closed or market.resolution != Market.Resolution.OPEN,
+                )
+                for pid, market in markets.items()
+            ],
+            batch_size=1000,
+        )
+    return run
+
+
+def _view(row: SnapshotMarket) -> MarketView:
+    return MarketView(
+        market_id=row.polymarket_id,
+        question=row.question,
+        category=row.category,
+        outcomes=tuple(str(o) for o in row.outcomes),
+        prices=tuple(Decimal(p) if p is not None else None for p in row.outcome_prices),
+        volume=row.volume,
+        close_date=row.close_date,
+    )
+
+
+@dataclass
+class FrozenMarkets:
+    """A run's snapshot in memory: views by Polymarket id, the universe in rank order."""
+
+    run: DecisionRun
+    rows: dict[str, SnapshotMarket]
+    views: dict[str, MarketView]
+    universe: tuple[MarketView, ...]
+
+    @classmethod
+    def load(cls, run: DecisionRun) -> FrozenMarkets:
+        """Return the run's snapshot; a run's snapshot never changes, so it is read once per
+        process and shared by the run's decisions."""
+        cached = _FROZEN_CACHE.get(run.pk)
+        if cached is not None and cached.run.started_at == run.started_at:
+            return cached
+        rows = {r.polymarket_id: r for r in run.markets.all()}
+        views = {pid: _view(row) for pid, row in rows.items()}
+        ranked = sorted((r for r in rows.values() if r.rank), key=lambda r: r.rank or 0)
+        frozen = cls(run, rows, views, tuple(views[r.polymarket_id] for r in ranked))
+        _FROZEN_CACHE.clear()  # keep one run: a process works through one run at a time
+        _FROZEN_CACHE[run.pk] = frozen
+        return frozen
+
+
+_FROZEN_CACHE: dict[int, FrozenMarkets] = {}
+
+
+def side_price(view: MarketView, side: str) -> Decimal | None:
+    """Return the side-correct price: YES the stored price, NO 1 − it, an outcome its own."""
+    if view.is_binary:
+        yes = view.yes_price
+        if yes is None or side not in ("YES", "NO"):
+            return None
+        return yes if side == "YES" else money.price(Decimal(1) - yes)
+    for outcome, price in zip(view.outcomes, view.prices, strict=False):
+        if outcome == side:
+            return price
+    return None
+
+
+def outcome_index(view: MarketView, side: str) -> int:
+    if view.is_binary:
+        return 0 if side == "YES" else 1
+    return list(view.outcomes).index(side)

@@ -1,0 +1,225 @@
+"""Mark to market (002): 10-minute portfolio snapshots."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Avg, Count, QuerySet
+
+from arena import clock, money
+from arena.models import (
+    Agent,
+    Cohort,
+    PortfolioSnapshot,
+    Position,
+    SnapshotTick,
+    Trade,
+)
+from markets import services as market_services
+from markets.models import Market
+from markets.sources import MarketSource
+
+logger = logging.getLogger(__name__)
+
+
+def held_market_ids() -> set[str]:
+    """Return the Polymarket ids of every market in which an agent holds an open position."""
+    return set(
+        Position.objects.filter(status=Position.Status.OPEN, agent__cohort__status="active")
+        .values_list("market__polymarket_id", flat=True)
+        .order_by()  # the model's default ordering would widen the DISTINCT to every row
+        .distinct()
+    )
+
+
+# ------------------------------------------------------------------ mark to market (002)
+
+SNAPSHOT_SLOT = timedelta(minutes=10)
+
+
+def snapshot_slot(now: datetime) -> datetime:
+    """Return the 10-minute slot `now` falls in (UTC, floored)."""
+    moment = now.astimezone(UTC)
+    return moment.replace(minute=moment.minute - moment.minute % 10, second=0, microsecond=0)
+
+
+def _price_at(prices: list[Any], *, side: str, index: int, binary: bool) -> Decimal | None:
+    if binary:
+        if not prices or prices[0] is None:
+            return None
+        yes = Decimal(str(prices[0]))
+        return yes if index == 0 else Decimal(1) - yes
+    if index >= len(prices) or prices[index] is None:
+        return None
+    return Decimal(str(prices[index]))
+
+
+def position_mark(
+    *,
+    side: str,
+    index: int,
+    outcomes: list[Any],
+    prices: list[Any],
+    last_open_prices: list[Any],
+    closed: bool,
+    last_price: Decimal | None,
+    shares: Decimal,
+    cost_basis: Decimal,
+) -> Decimal:
+    """Return a position's side-correct valuation price.
+
+    YES: the YES price; NO: 1 − YES; an outcome: its own price. When the market has no
+    usable price — none reported, or closed and unresolved with a price at 0 — the
+    position keeps the price the market had when last open, else its last trade price, else
+    its average entry, rather than collapsing to zero (002).
+    """
+    binary = [str(o).lower() for o in outcomes] == ["yes", "no"]
+    # Usable or not is decided for the whole market, so both sides of a pair stay
+    # consistent: a closed, unresolved market with a missing or zero price has none (a
+    # zero would wipe a position out before the resolution says so).
+    usable = bool(prices) and not (
+        closed and any(p is None or Decimal(str(p)) == 0 for p in prices)
+    )
+    price = _price_at(prices, side=side, index=index, binary=binary) if usable else None
+    if price is not None:
+        return price
+    fallback = _price_at(last_open_prices, side=side, index=index, binary=binary)
+    if fallback is not None:
+        return fallback
+    if last_price is not None:
+        return last_price
+    return cost_basis / shares if shares else Decimal(0)
+
+
+def positions_value_by_agent(positions: QuerySet[Position]) -> dict[int, Decimal]:
+    """Return Σ shares × side-correct mark price per agent for `positions` (two queries:
+    the positions, then each of their markets once)."""
+    rows = list(
+        positions.order_by().values_list(
+            "agent_id", "market_id", "outcome_index", "side", "shares", "cost_basis", "last_price"
+        )
+    )
+    markets = {
+        pk: (outcomes, prices, last_open, closed)
+        for pk, outcomes, prices, last_open, closed in Market.objects.filter(
+            pk__in={row[1] for row in rows}
+        )
+        .order_by()
+        .values_list("pk", "outcomes", "outcome_prices", "last_open_prices", "closed")
+    }
+    values: dict[int, Decimal] = {}
+    for agent_id, market_id, index, side, shares, cost, last_price in rows:
+        outcomes, prices, last_open, closed = markets[market_id]
+        price = position_mark(
+            side=side, index=index, outcomes=outcomes, prices=prices,
+            last_open_prices=last_open, closed=closed, last_price=last_price,
+            shares=shares, cost_basis=cost,
+        )  # fmt: skip
+        values[agent_id] = values.get(agent_id, Decimal(0)) + shares * price
+    return values
+
+
+@dataclass
+class TickReport:
+    slot: datetime
+    written: int = 0
+    refreshed: int = 0
+    refresh_error: str = ""
+    skipped: bool = False
+
+    def summary(self) -> str:
+        if self.skipped:
+            return f"slot {self.slot:%Y-%m-%d %H:%M} already snapshotted: nothing written"
+        stale = f" (price refresh failed: {self.refresh_error})" if self.refresh_error else ""
+        return (
+            f"slot {self.slot:%Y-%m-%d %H:%M}: {self.written} snapshots, "
+            f"{self.refreshed} markets refreshed{stale}"
+        )
+
+
+def portfolio_snapshots_write(
+    *, cohorts: QuerySet[Cohort], at: datetime, stale: bool = False
+) -> int:
+    """Write one snapshot per agent of `cohorts` stamped `at`, valued at the stored prices;
+    return how many. A constant number of queries whatever the number of agents or
+    positions. An (agent, timestamp) already written is left as it is."""
+    agents = list(
+        Agent.objects.filter(cohort__in=cohorts)
+        .order_by()
+        .values_list("pk", "cash", "cohort__starting_balance")
+    )
+    values = positions_value_by_agent(
+        Position.objects.filter(status=Position.Status.OPEN, agent__cohort__in=cohorts)
+    )
+    brier = {
+        row["agent_id"]: (row["mean"], row["n"])
+        for row in Trade.objects.filter(
+            kind=Trade.Kind.BUY,
+            status=Trade.Status.EXECUTED,
+            brier_score__isnull=False,
+            agent__cohort__in=cohorts,
+        )
+        .values("agent_id")
+        .annotate(mean=Avg("brier_score"), n=Count("pk"))
+        .order_by()
+    }
+    snapshots = []
+    for agent_id, cash, starting in agents:
+        positions_value = money.cents_down(values.get(agent_id, Decimal(0)))
+        total = cash + positions_value
+        mean, count = brier.get(agent_id, (None, 0))
+        snapshots.append(
+            PortfolioSnapshot(
+                agent_id=agent_id,
+                snapshot_timestamp=at,
+                cash=cash,
+                positions_value=positions_value,
+                total_value=total,
+                total_pnl=total - starting,
+                total_pnl_percent=((total - starting) / starting * 100).quantize(Decimal("0.0001")),
+                brier_score=mean,
+                resolved_bets=count,
+                prices_stale=stale,
+            )
+        )
+    PortfolioSnapshot.objects.bulk_create(snapshots, ignore_conflicts=True, batch_size=2000)
+    return len(snapshots)
+
+
+def snapshots_take(
+    *, now: datetime | None = None, source: MarketSource | None = None, refresh: bool = True
+) -> TickReport:
+    """Refresh the prices of every held market, then snapshot every agent of every active
+    cohort at this 10-minute slot. A repeat for the same slot writes nothing. A failed
+    refresh still snapshots, at the last known prices, and says so. Queries do not grow
+    with the number of agents or positions."""
+    now = now or clock.now()
+    report = TickReport(slot=snapshot_slot(now))
+    if SnapshotTick.objects.filter(slot=report.slot).exists():
+        report.skipped = True
+        return report
+    if refresh:
+        held = held_market_ids()
+        result = market_services.markets_refresh(polymarket_ids=held, source=source)  # network
+        report.refreshed = len(result.markets)
+        report.refresh_error = result.error
+    with transaction.atomic():
+        _, created = SnapshotTick.objects.get_or_create(
+            slot=report.slot,
+            defaults={"refresh_error": report.refresh_error, "markets_refreshed": report.refreshed},
+        )
+        if not created:
+            report.skipped = True
+            return report
+        report.written = portfolio_snapshots_write(
+            cohorts=Cohort.objects.filter(status=Cohort.Status.ACTIVE),
+            at=report.slot,
+            stale=bool(report.refresh_error),
+        )
+        SnapshotTick.objects.filter(slot=report.slot).update(snapshots_written=report.written)
+    return report

@@ -1,0 +1,159 @@
+"""Resolution and settlement: payouts, refunds and Brier scores."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from django.db import transaction
+
+from arena import clock, money
+from arena.models import (
+    Agent,
+    Position,
+    Trade,
+)
+from arena.services.cohorts import cohorts_complete
+from markets import services as market_services
+from markets.exceptions import GammaUnavailable
+from markets.models import Market
+from markets.parsing import parse_markets
+from markets.resolution import Verdict, verdict_for_record
+from markets.sources import MarketSource, market_source
+from scoring.brier import bet_brier_for_outcome
+
+logger = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------- resolution and settlement
+
+
+@dataclass
+class ResolutionReport:
+    checked: int = 0
+    resolved: list[str] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    completed_cohorts: list[int] = field(default_factory=list)
+    error: str = ""
+
+    def summary(self) -> str:
+        if self.error:
+            return f"resolution check failed, nothing settled: {self.error}"
+        return (
+            f"checked {self.checked} markets: {len(self.resolved)} resolved, "
+            f"{len(self.cancelled)} cancelled (refunded), {len(self.failed)} failed to settle; "
+            f"{len(self.completed_cohorts)} cohorts completed"
+        )
+
+
+def market_settle(*, polymarket_id: str, verdict: Verdict, now: datetime | None = None) -> bool:
+    """Settle every open position in the market and mark it resolved or cancelled, in one
+    transaction: the market is marked only if its settlement succeeds (002). Resolved: a
+    winning share pays $1, a losing one $0, and every bet placed in the market gets its Brier
+    score from its implied confidence. Cancelled: each position is refunded its cost basis,
+    no Brier. Return False when there was nothing to do (already settled)."""
+    now = now or clock.now()
+    with transaction.atomic():
+        market = Market.objects.select_for_update().get(polymarket_id=polymarket_id)
+        if market.resolution != Market.Resolution.OPEN:
+            return False
+        resolved = verdict.state == "resolved"
+        positions = list(
+            Position.objects.select_for_update().filter(market=market, status=Position.Status.OPEN)
+        )
+        payouts: dict[int, Decimal] = {}
+        for position in positions:
+            if resolved:
+                won = position.outcome_index == verdict.winning_index
+                payout = money.cents_down(position.shares) if won else Decimal("0.00")
+                position.status = Position.Status.SETTLED
+            else:
+                payout = position.cost_basis
+                position.status = Position.Status.CANCELLED
+            position.settlement_value = payout
+            position.realized_pnl = position.realized_pnl + payout - position.cost_basis
+            position.closed_at = now
+            payouts[position.agent_id] = payouts.get(position.agent_id, Decimal(0)) + payout
+        Position.objects.bulk_update(
+            positions, ["status", "settlement_value", "realized_pnl", "closed_at"]
+        )
+        for agent in Agent.objects.select_for_update().filter(pk__in=payouts):
+            if payouts[agent.pk]:
+                Agent.objects.filter(pk=agent.pk).update(cash=agent.cash + payouts[agent.pk])
+        if resolved:
+            bets = list(
+                Trade.objects.select_related("position").filter(
+                    market=market, kind=Trade.Kind.BUY, status=Trade.Status.EXECUTED
+                )
+            )
+            for bet in bets:
+                won = (
+                    bet.position is not None and bet.position.outcome_index == verdict.winning_index
+                )
+                bet.side_won = won
+                bet.brier_score = bet_brier_for_outcome(
+                    confidence=bet.implied_confidence or 0.0, side_won=won
+                )
+                bet.scored_at = now
+            Trade.objects.bulk_update(bets, ["side_won", "brier_score", "scored_at"])
+        market.resolution = Market.Resolution.RESOLVED if resolved else Market.Resolution.CANCELLED
+        market.winning_outcome = verdict.winning_outcome or "" if resolved else ""
+        market.resolved_at = now
+        market.resolution_note = verdict.reason
+        market.save(
+            update_fields=["resolution", "winning_outcome", "resolved_at", "resolution_note"]
+        )
+    return True
+
+
+def resolutions_check(
+    *, now: datetime | None = None, source: MarketSource | None = None
+) -> ResolutionReport:
+    """Ask the market source about every market in which positions are open; settle those
+    that resolved (or refund those resolved without a determinable winner); then complete
+    the cohorts that hold nothing more. A failed fetch settles nothing and says why; a
+    failed settlement leaves its market open for the next check."""
+    now = now or clock.now()
+    source = source or market_source()
+    report = ResolutionReport()
+    ids = sorted(
+        set(
+            Position.objects.filter(
+                status=Position.Status.OPEN, market__resolution=Market.Resolution.OPEN
+            )
+            .values_list("market__polymarket_id", flat=True)
+            .order_by()
+            .distinct()
+        )
+    )
+    report.checked = len(ids)
+    if ids:
+        try:
+            records = source.fetch_markets_by_ids(ids)  # network, no transaction open
+        except GammaUnavailable as exc:
+            report.error = str(exc)
+            return report
+        batch = parse_markets(records)
+        market_services.markets_upsert(
+            markets=[m for m in batch.markets if m.polymarket_id in ids], include_raw=False
+        )
+        for record in records:
+            if not isinstance(record, dict) or str(record.get("id")) not in ids:
+                continue
+            verdict = verdict_for_record(record, now=now)
+            if verdict.state == "open":
+                continue
+            pid = str(record["id"])
+            try:
+                if market_settle(polymarket_id=pid, verdict=verdict, now=now):
+                    (report.resolved if verdict.state == "resolved" else report.cancelled).append(
+                        pid
+                    )
+            except Exception:  # a failed settlement must not stop the others
+                logger.exception("settling market %s failed; the next check retries it", pid)
+                report.failed.append(pid)
+    report.completed_cohorts = cohorts_complete(now=now)
+    return report

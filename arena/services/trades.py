@@ -1,0 +1,227 @@
+"""Trades: buys and sells at the frozen side-correct price, and rejected orders."""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+
+from django.db import transaction
+
+from agents.types import (
+    BetOrder,
+    SellOrder,
+)
+from arena import clock, money
+from arena.exceptions import TradeRejected
+from arena.models import (
+    Agent,
+    Decision,
+    Position,
+    Trade,
+)
+from arena.services.frozen import FrozenMarkets, outcome_index, side_price
+from markets.models import Market
+from scoring.brier import implied_confidence
+
+logger = logging.getLogger(__name__)
+
+
+def trade_reject(
+    *, decision: Decision, order: BetOrder | SellOrder, reason: str, index: int, try_number: int
+) -> Trade:
+    """Record an order that could not execute, with its reason and inputs."""
+    is_bet = isinstance(order, BetOrder)
+    market = (
+        Market.objects.filter(polymarket_id=order.market_id).first()
+        if isinstance(order, BetOrder)
+        else None
+    )
+    position = (
+        Position.objects.filter(pk=order.position_id, agent_id=decision.agent_id).first()
+        if isinstance(order, SellOrder) and order.position_id.isdigit()
+        else None
+    )
+    return Trade.objects.create(
+        decision=decision,
+        agent_id=decision.agent_id,
+        order_index=index,
+        try_number=try_number,
+        kind=Trade.Kind.BUY if is_bet else Trade.Kind.SELL,
+        status=Trade.Status.REJECTED,
+        reject_reason=reason,
+        market=market or (position.market if position else None),
+        position=position,
+        requested_market_id=order.market_id if isinstance(order, BetOrder) else "",
+        requested_position_id=order.position_id if isinstance(order, SellOrder) else "",
+        side=order.side if isinstance(order, BetOrder) else (position.side if position else ""),
+        requested_amount=money.cents_down(order.amount)
+        if isinstance(order, BetOrder) and order.amount <= money.MAX_STORABLE
+        else None,
+        requested_percentage=order.percentage if isinstance(order, SellOrder) else None,
+        created_at=clock.now(),
+    )
+
+
+def trade_buy(
+    *, decision: Decision, order: BetOrder, frozen: FrozenMarkets, index: int, try_number: int = 1
+) -> Trade:
+    """Buy `order.amount` USD of a side at the frozen side-correct price, or raise TradeRejected.
+
+    Rules (002): amount ≥ $50 and ≤ 25% of cash now; a usable price strictly between 0 and 1;
+    the market open; shares = amount / price (rounded down); one open position per market and
+    side — a second bet adds shares and cost basis. Stores the bet's implied confidence.
+    """
+    view = frozen.views.get(order.market_id)
+    row = frozen.rows.get(order.market_id)
+    if view is None or row is None:
+        raise TradeRejected(f"unknown market {order.market_id}: not in this run's snapshot")
+    amount = money.cents_down(order.amount)
+    if amount < money.MIN_BET:
+        raise TradeRejected(f"bet ${amount} is under the ${money.MIN_BET} minimum")
+    price = side_price(view, order.side)
+    if price is None:
+        raise TradeRejected(f"no price for {order.side} in market {order.market_id}")
+    if price <= 0 or price >= 1:
+        raise TradeRejected(f"price {price} of {order.side} leaves nothing to trade (0 or 1)")
+    now = clock.now()
+    with transaction.atomic():
+        agent = Agent.objects.select_for_update().get(pk=decision.agent_id)
+        market = Market.objects.get(pk=row.market_id)
+        if row.closed or market.closed or market.resolution != Market.Resolution.OPEN:
+            raise TradeRejected(f"market {order.market_id} is closed")
+        max_bet = money.cents_down(agent.cash * money.MAX_BET_FRACTION)
+        if amount > agent.cash:
+            raise TradeRejected(f"bet ${amount} is more than the ${agent.cash} cash left")
+        if amount > max_bet:
+            raise TradeRejected(f"bet ${amount} is over 25% of cash (max ${max_bet})")
+        shares = money.shares_down(amount / price)
+        if shares <= 0:
+            raise TradeRejected("bet buys no shares")
+        cash_before = agent.cash
+        # Plain values computed from the locked row, never F() arithmetic: SQLite would do
+        # it in binary floating point and drift off the cent.
+        debited = Agent.objects.filter(pk=agent.pk, cash__gte=amount).update(
+            cash=cash_before - amount
+        )
+        if debited != 1:
+            raise TradeRejected(f"bet ${amount} is more than the cash left")
+        position = (
+            Position.objects.select_for_update()
+            .filter(agent=agent, market=market, side=order.side, status=Position.Status.OPEN)
+            .first()
+        )
+        if position:
+            Position.objects.filter(pk=position.pk).update(
+                shares=position.shares + shares,
+                cost_basis=position.cost_basis + amount,
+                last_price=price,
+            )
+        else:
+            position = Position.objects.create(
+                agent=agent,
+                market=market,
+                side=order.side,
+                outcome_index=outcome_index(view, order.side),
+                shares=shares,
+                cost_basis=amount,
+                last_price=price,
+                opened_at=now,
+            )
+        return Trade.objects.create(
+            decision=decision,
+            agent=agent,
+            order_index=index,
+            try_number=try_number,
+            kind=Trade.Kind.BUY,
+            status=Trade.Status.EXECUTED,
+            market=market,
+            position=position,
+            requested_market_id=order.market_id,
+            side=order.side,
+            requested_amount=amount,
+            price=price,
+            shares=shares,
+            amount=amount,
+            cash_before=cash_before,
+            cash_after=cash_before - amount,
+            implied_confidence=implied_confidence(
+                amount=float(amount), cash_before=float(cash_before)
+            ),
+            created_at=now,
+        )
+
+
+def trade_sell(
+    *, decision: Decision, order: SellOrder, frozen: FrozenMarkets, index: int, try_number: int = 1
+) -> Trade:
+    """Sell `order.percentage` of a held position at the frozen side-correct price, or raise
+    TradeRejected. Proceeds (rounded down) go to cash; cost basis falls proportionally
+    (released rounded up); 100% closes the position."""
+    now = clock.now()
+    with transaction.atomic():
+        position = (
+            Position.objects.select_for_update()
+            .select_related("market")
+            .filter(
+                pk=order.position_id if order.position_id.isdigit() else -1,
+                agent_id=decision.agent_id,
+            )
+            .first()
+        )
+        if position is None or position.status != Position.Status.OPEN:
+            raise TradeRejected(f"position {order.position_id} is not held by this agent")
+        market = position.market
+        if market.closed or market.resolution != Market.Resolution.OPEN:
+            raise TradeRejected(f"market {market.polymarket_id} is closed")
+        view = frozen.views.get(market.polymarket_id)
+        price = side_price(view, position.side) if view else None
+        if price is None:
+            raise TradeRejected(f"no price for {position.side} in market {market.polymarket_id}")
+        fraction = order.percentage / Decimal(100)
+        full = order.percentage >= 100
+        shares_sold = position.shares if full else money.shares_down(position.shares * fraction)
+        if shares_sold <= 0:
+            raise TradeRejected("sell of 0 shares")
+        proceeds = money.cents_down(shares_sold * price)
+        released = (
+            position.cost_basis
+            if full
+            else min(
+                money.cents_up(position.cost_basis * shares_sold / position.shares),
+                position.cost_basis,
+            )
+        )
+        realized = proceeds - released
+        agent = Agent.objects.select_for_update().get(pk=decision.agent_id)
+        cash_before = agent.cash
+        Agent.objects.filter(pk=agent.pk).update(cash=cash_before + proceeds)
+        remaining = position.shares - shares_sold
+        Position.objects.filter(pk=position.pk).update(
+            shares=remaining,
+            cost_basis=position.cost_basis - released,
+            realized_pnl=position.realized_pnl + realized,
+            last_price=price,
+            status=Position.Status.OPEN if remaining > 0 else Position.Status.CLOSED,
+            closed_at=None if remaining > 0 else now,
+        )
+        return Trade.objects.create(
+            decision=decision,
+            agent=agent,
+            order_index=index,
+            try_number=try_number,
+            kind=Trade.Kind.SELL,
+            status=Trade.Status.EXECUTED,
+            market=market,
+            position=position,
+            requested_position_id=order.position_id,
+            side=position.side,
+            requested_percentage=order.percentage,
+            price=price,
+            shares=shares_sold,
+            amount=proceeds,
+            cash_before=cash_before,
+            cash_after=cash_before + proceeds,
+            cost_basis_released=released,
+            realized_pnl=realized,
+            created_at=now,
+        )
