@@ -11,6 +11,8 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Literal
 
+from scoring.portfolio import max_bet
+
 BINARY_OUTCOMES = ("Yes", "No")
 
 Action = Literal["BET", "SELL", "HOLD"]
@@ -86,7 +88,8 @@ class PortfolioView:
 
     @property
     def max_bet(self) -> Decimal:
-        return self.cash * Decimal("0.25")
+        """The largest bet that executes now: 25% of cash floored to the cent."""
+        return max_bet(self.cash)
 
 
 @dataclass(frozen=True)

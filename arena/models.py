@@ -151,6 +151,8 @@ class Decision(models.Model):
         BASELINE = "baseline", "Baseline"
 
     CLAIMABLE = (Status.PENDING, Status.RETRYABLE)
+    # After these an agent owes nothing more for the week.
+    DECIDED = (Status.DONE, Status.SKIPPED)
 
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="decisions")
     cohort = models.ForeignKey(Cohort, on_delete=models.PROTECT, related_name="decisions")
@@ -177,7 +179,16 @@ class Decision(models.Model):
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
+    traceback = models.TextField(
+        blank=True, help_text="Where an unexpected failure happened (last frames), if one did."
+    )
     tries = models.PositiveSmallIntegerField(default=0, help_text="Times this row was claimed.")
+    parsed_try = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="The claim (try) whose valid answer `parsed` holds: its orders execute once, "
+        "as trades with this try number, and a reclaim after a crash resumes them.",
+    )
     claimed_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -221,6 +232,11 @@ class DecisionAttempt(models.Model):
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     api_error = models.TextField(blank=True)
     parse_error = models.TextField(blank=True)
+    error = models.TextField(
+        blank=True, help_text="An unexpected failure while handling this attempt, if any."
+    )
+    traceback = models.TextField(blank=True)
+    parsed = models.JSONField(null=True, blank=True, help_text="The valid decision it gave.")
     valid = models.BooleanField(default=False)
     started_at = models.DateTimeField()
 
@@ -339,6 +355,11 @@ class Trade(models.Model):
     class Meta:
         ordering = ["created_at", "order_index"]
         constraints = [
+            # Each order of a decision's answer executes (or is rejected) once: the key that
+            # makes a reclaim after a crash unable to execute an order twice.
+            models.UniqueConstraint(
+                fields=["decision", "try_number", "order_index"], name="trade_once_per_order"
+            ),
             models.CheckConstraint(
                 condition=Q(price__isnull=True) | (Q(price__gte=0) & Q(price__lte=1)),
                 name="trade_price_in_unit_interval",
@@ -429,3 +450,59 @@ class DeterminismCheck(models.Model):
 
     def __str__(self) -> str:
         return f"determinism check of decision {self.decision_id}: {self.matches}"
+
+
+class SystemEvent(models.Model):
+    """One thing the system did or suffered, kept for operators and the status page: runs
+    started and finished, an agent's failure with its reason, retries, reclaims,
+    settlements, cancellations, sync failures."""
+
+    class Kind(models.TextChoices):
+        RUN_STARTED = "run_started", "Decision run started"
+        RUN_FINISHED = "run_finished", "Decision run finished"
+        COHORT_STARTED = "cohort_started", "Cohort started"
+        COHORT_COMPLETED = "cohort_completed", "Cohort completed"
+        DECISION_FAILED = "decision_failed", "Decision failed"
+        DECISION_RETRIED = "decision_retried", "Decision retried"
+        DECISION_RECLAIMED = "decision_reclaimed", "Decision reclaimed after a dead claim"
+        MARKET_SETTLED = "market_settled", "Market settled"
+        MARKET_CANCELLED = "market_cancelled", "Market cancelled (refunded)"
+        SETTLEMENT_FAILED = "settlement_failed", "Settlement failed"
+        SYNC_FAILED = "sync_failed", "Market sync failed"
+        RESOLUTION_CHECK_FAILED = "resolution_check_failed", "Resolution check failed"
+
+    class Level(models.TextChoices):
+        INFO = "info", "Info"
+        WARNING = "warning", "Warning"
+        ERROR = "error", "Error"
+
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    level = models.CharField(max_length=8, choices=Level.choices, default=Level.INFO)
+    message = models.TextField()
+    cohort = models.ForeignKey(
+        Cohort, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    agent = models.ForeignKey(
+        Agent, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    decision = models.ForeignKey(
+        Decision, on_delete=models.SET_NULL, null=True, blank=True, related_name="events"
+    )
+    run = models.ForeignKey(
+        DecisionRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    market = models.ForeignKey(
+        Market, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [
+            models.Index(fields=["-created_at"], name="event_recent"),
+            models.Index(fields=["kind", "-created_at"], name="event_kind_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.kind}: {self.message[:80]}"

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_UP, Decimal
 
+# The one rule for the maximum bet lives with the other pure rules; re-exported here.
+from scoring.portfolio import max_bet as max_bet
+
 CENT = Decimal("0.01")
 SHARE = Decimal("0.000001")
 PRICE = Decimal("0.000001")

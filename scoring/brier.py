@@ -9,22 +9,29 @@ for a NO bet, so both readings give the same numbers.
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
-from scoring.portfolio import MAX_BET_FRACTION, NO, YES
+from scoring.portfolio import NO, YES, max_bet
 
 
 def implied_confidence(*, amount: float, cash_before: float) -> float:
-    """Return the confidence a bet implies: min(amount / (25% of cash before it), 1).
+    """Return the confidence a bet implies: min(amount / max_bet(cash before it), 1).
 
-    Both in USD. The result is in (0, 1]; a maximum bet means full confidence, and a
-    bet over the maximum is capped at 1 (001 Appendix A) rather than refused here.
-    Raise ValueError when the amount or the cash before the bet is not positive and finite.
+    Both in USD. The maximum bet is 25% of the cash floored to the cent (`max_bet`, the
+    rule the prompt shows and execution enforces), so a bet of exactly the maximum the
+    prompt showed means full confidence. The result is in (0, 1]; a bet over the maximum
+    is capped at 1 (001 Appendix A) rather than refused here. Raise ValueError when the
+    amount or the cash before the bet is not positive and finite, or the cash allows no bet.
     """
     if not (math.isfinite(amount) and amount > 0.0):
         raise ValueError(f"amount must be positive and finite, got {amount!r}")
     if not (math.isfinite(cash_before) and cash_before > 0.0):
         raise ValueError(f"cash_before must be positive and finite, got {cash_before!r}")
-    return min(amount / (MAX_BET_FRACTION * cash_before), 1.0)
+    # repr gives the shortest decimal that round-trips: a cash figure in cents stays exact.
+    maximum = float(max_bet(Decimal(repr(cash_before))))
+    if maximum <= 0.0:
+        raise ValueError(f"cash_before {cash_before!r} allows no bet")
+    return min(amount / maximum, 1.0)
 
 
 def _check_probability(name: str, value: float) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import ROUND_DOWN, Decimal
 
 # The benchmark's bet constraints (002 "Starting balance and constraints").
 MAX_BET_FRACTION = 0.25
@@ -18,6 +19,17 @@ STARTING_BALANCE = 10_000.0
 
 YES = "YES"
 NO = "NO"
+
+_CENT = Decimal("0.01")
+
+
+def max_bet(cash: Decimal) -> Decimal:
+    """Return the largest bet `cash` allows: 25% of it, floored to the cent (USD).
+
+    The one rule for the maximum: the prompt shows it, execution enforces it, and a bet of
+    exactly it implies full confidence. Floored, so what the prompt shows always executes.
+    """
+    return (cash * Decimal(str(MAX_BET_FRACTION))).quantize(_CENT, rounding=ROUND_DOWN)
 
 
 def _check_price(name: str, price: float) -> None:

@@ -6,7 +6,7 @@ import logging
 from datetime import UTC, date, datetime, timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Exists, F, Max, OuterRef, QuerySet
 
 from agents.models import BenchmarkModel
 from arena import clock
@@ -17,9 +17,12 @@ from arena.models import (
     Decision,
     Position,
 )
+from arena.services.events import Kind, event_record
 from arena.services.marking import portfolio_snapshots_write
 
 logger = logging.getLogger(__name__)
+
+COHORT_NUMBER_TRIES = 20
 
 
 # ---------------------------------------------------------------------------------- cohorts
@@ -42,42 +45,91 @@ def cohort_start(
     week_start = week_start or cohort_week_start(now)
     if week_start.weekday() != 6:
         raise ValueError(f"{week_start} is not a Sunday: cohorts start on Sunday 00:00 UTC")
-    existing = Cohort.objects.filter(week_start=week_start).first()
-    if existing:
-        return existing, False
     started_at = datetime(week_start.year, week_start.month, week_start.day, tzinfo=UTC)
-    try:
-        with transaction.atomic():
-            number = (Cohort.objects.aggregate(n=Max("number"))["n"] or 0) + 1
-            cohort = Cohort.objects.create(
-                number=number, week_start=week_start, started_at=min(started_at, now)
-            )
-            Agent.objects.bulk_create(
-                Agent(cohort=cohort, model=model, cash=STARTING_BALANCE)
-                for model in BenchmarkModel.objects.filter(active=True)
-            )
-    except IntegrityError:
-        return Cohort.objects.get(week_start=week_start), False
-    logger.info("started %s with %d agents", cohort, cohort.agents.count())
-    return cohort, True
+    # Two starts for different weeks can read the same max(number); the loser's INSERT then
+    # fails on the unique number and it tries again with the new max. A failure on the week
+    # means another start of this very week won: its cohort is returned.
+    for _ in range(COHORT_NUMBER_TRIES):
+        existing = Cohort.objects.filter(week_start=week_start).first()
+        if existing:
+            return existing, False
+        try:
+            with transaction.atomic():
+                number = (Cohort.objects.aggregate(n=Max("number"))["n"] or 0) + 1
+                cohort = Cohort.objects.create(
+                    number=number, week_start=week_start, started_at=min(started_at, now)
+                )
+                Agent.objects.bulk_create(
+                    Agent(cohort=cohort, model=model, cash=STARTING_BALANCE)
+                    for model in BenchmarkModel.objects.filter(active=True)
+                )
+        except IntegrityError:
+            continue
+        logger.info("started %s with %d agents", cohort, cohort.agents.count())
+        event_record(
+            kind=Kind.COHORT_STARTED,
+            message=f"{cohort} started with {cohort.agents.count()} agents",
+            cohort_id=cohort.pk,
+        )
+        return cohort, True
+    raise RuntimeError(f"could not number the cohort of {week_start} after retries")
+
+
+def cohorts_completable() -> QuerySet[Cohort]:
+    """Return the active cohorts that may complete now.
+
+    A cohort completes when every one of its agents has decided in its first week (DONE or
+    SKIPPED) or is bankrupt, and no LLM agent holds an open position. Baseline agents never
+    keep a cohort alive — the baselines must not change what the LLMs experience — so a
+    baseline's positions left open stay open, and keep being marked and settled.
+    """
+    first_week_decided = Decision.objects.filter(
+        agent=OuterRef("pk"), week_start=F("cohort__week_start"), status__in=Decision.DECIDED
+    )
+    owing = (
+        Agent.objects.filter(cohort=OuterRef("pk"))
+        .exclude(status=Agent.Status.BANKRUPT)
+        .exclude(Exists(first_week_decided))
+    )
+    llm_open = Position.objects.filter(
+        agent__cohort=OuterRef("pk"),
+        status=Position.Status.OPEN,
+        agent__model__kind=BenchmarkModel.Kind.LLM,
+    )
+    return (
+        Cohort.objects.filter(status=Cohort.Status.ACTIVE)
+        .filter(Exists(Agent.objects.filter(cohort=OuterRef("pk"))))
+        .exclude(Exists(owing))
+        .exclude(Exists(llm_open))
+    )
 
 
 def cohorts_complete(*, now: datetime | None = None) -> list[int]:
-    """Complete every active cohort that has decided at least once and holds no open
-    position; its final return is then fixed. Return the completed cohort numbers."""
+    """Complete every cohort `cohorts_completable` returns; its final return is then fixed
+    (a final snapshot at completion). Return the completed cohort numbers."""
     now = now or clock.now()
-    done = list(
-        Cohort.objects.filter(status=Cohort.Status.ACTIVE, decisions__status=Decision.Status.DONE)
-        .exclude(agents__positions__status=Position.Status.OPEN)
-        .distinct()
-        .values_list("pk", "number")
-    )
+    done = list(cohorts_completable().values_list("pk", "number").order_by("number"))
     if done:
         with transaction.atomic():
             finishing = Cohort.objects.filter(
                 pk__in=[pk for pk, _ in done], status=Cohort.Status.ACTIVE
             )
-            # The curve ends at the final, all-cash value: later ticks skip completed cohorts.
-            portfolio_snapshots_write(cohorts=finishing, at=now)
+            # The curve ends at the final value: later ticks mark only the baselines'
+            # positions still open, never a completed cohort's LLM agents.
+            portfolio_snapshots_write(agents=Agent.objects.filter(cohort__in=finishing), at=now)
             finishing.update(status=Cohort.Status.COMPLETED, completed_at=now)
+        for pk, number in done:
+            baseline_open = Position.objects.filter(
+                agent__cohort_id=pk, status=Position.Status.OPEN
+            ).count()
+            event_record(
+                kind=Kind.COHORT_COMPLETED,
+                message=f"cohort {number} completed"
+                + (
+                    f"; {baseline_open} baseline positions stay open and are marked and settled"
+                    if baseline_open
+                    else ""
+                ),
+                cohort_id=pk,
+            )
     return [number for _, number in done]

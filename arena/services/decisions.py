@@ -1,17 +1,24 @@
-"""The weekly decision run: claim, prompt, call, parse, execute, finish."""
+"""The weekly decision run: claim, prompt, call, parse, execute, finish.
+
+Every agent's decision is a unit of its own: whatever fails inside one is recorded on that
+decision (and the attempt it happened in) and the run goes on to the next agent. A valid
+answer is stored before any of its orders executes, and each order executes at most once
+(a unique trade per decision, try and order index), so a claim reclaimed after a crash
+resumes the stored answer instead of asking again.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError
-from django.db.models import F, Max, Q, Sum
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Exists, F, Max, OuterRef, Sum
 
 from agents import offline
 from agents.clients import OpenRouterClient, OpenRouterError
@@ -28,6 +35,7 @@ from agents.types import (
     SellOrder,
 )
 from arena import clock, money
+from arena.evidence import clipped, error_text, storable_json, storable_text, traceback_summary
 from arena.exceptions import DecisionNotRetryable, TradeRejected
 from arena.models import (
     Agent,
@@ -36,9 +44,12 @@ from arena.models import (
     DecisionAttempt,
     DecisionRun,
     Position,
+    Trade,
 )
-from arena.services.cohorts import cohort_week_start
-from arena.services.frozen import FrozenMarkets, run_prepare, side_price
+from arena.services.cohorts import cohort_start, cohort_week_start
+from arena.services.events import Kind, Level, event_record
+from arena.services.frozen import FrozenMarkets, run_prepare
+from arena.services.marking import position_mark
 from arena.services.trades import trade_buy, trade_reject, trade_sell
 from markets.sources import MarketSource
 
@@ -47,6 +58,9 @@ logger = logging.getLogger(__name__)
 # A claim older than this belongs to a worker that died; the row may be claimed again.
 CLAIM_TTL = timedelta(minutes=30)
 
+# How long after Sunday 00:00 UTC a decision run still starts the week's missing cohort.
+COHORT_START_GRACE = timedelta(days=1)
+
 
 # -------------------------------------------------------------------------------- context
 
@@ -54,7 +68,11 @@ CLAIM_TTL = timedelta(minutes=30)
 def portfolio_view(
     *, agent: Agent, frozen: FrozenMarkets, positions: Iterable[Position] | None = None
 ) -> PortfolioView:
-    """Return the agent's portfolio priced at the frozen snapshot (side-correct prices)."""
+    """Return the agent's portfolio priced at the frozen snapshot (side-correct prices).
+
+    Positions are valued by the one valuation rule (`position_mark`) applied to the frozen
+    prices: a closed, unresolved market with a missing or zero price keeps the price it had
+    when last open, exactly as snapshots and pages value it."""
     views = []
     open_positions = (
         positions
@@ -62,21 +80,29 @@ def portfolio_view(
         else agent.positions.filter(status=Position.Status.OPEN).select_related("market")
     )
     for position in open_positions:
-        view = frozen.views.get(position.market.polymarket_id)
-        price = side_price(view, position.side) if view else None
-        if price is None:
-            price = position.last_price
-        value = money.cents_down(position.shares * price) if price is not None else Decimal("0")
+        market = position.market
+        row = frozen.rows.get(market.polymarket_id)
+        price = position_mark(
+            side=position.side,
+            index=position.outcome_index,
+            outcomes=row.outcomes if row else market.outcomes,
+            prices=row.outcome_prices if row else market.outcome_prices,
+            last_open_prices=market.last_open_prices,
+            closed=row.closed if row else market.closed,
+            last_price=position.last_price,
+            shares=position.shares,
+            cost_basis=position.cost_basis,
+        )
         views.append(
             PositionView(
                 position_id=str(position.pk),
-                market_id=position.market.polymarket_id,
-                question=position.market.question,
+                market_id=market.polymarket_id,
+                question=market.question,
                 side=position.side,
                 shares=position.shares,
                 avg_entry_price=position.avg_entry_price or Decimal("0"),
-                current_price=price,
-                current_value=value,
+                current_price=money.price(price),
+                current_value=money.cents_down(position.shares * price),
                 cost_basis=position.cost_basis,
             )
         )
@@ -166,30 +192,44 @@ def _respond(
     )
 
 
-def decision_claim(*, agent: Agent, week_start: date, now: datetime) -> Decision | None:
-    """Claim the agent's decision row for the week, creating it if needed.
+def _claim(*, agent: Agent, week_start: date, now: datetime) -> tuple[Decision, bool] | None:
+    """Claim the agent's decision row for the week; return (decision, reclaimed) or None.
 
-    Return the claimed decision, or None when another run holds it or it is final. The
-    conditional UPDATE is the lock: of two concurrent runs exactly one gets row count 1.
+    `reclaimed` is True when the row was RUNNING under a claim older than CLAIM_TTL: the
+    worker that held it died. Each claim is a conditional UPDATE, so of two concurrent
+    claimers exactly one gets row count 1.
     """
     try:
-        decision, _ = Decision.objects.get_or_create(
-            agent=agent, cohort_id=agent.cohort_id, week_start=week_start
-        )
+        with transaction.atomic():
+            decision, _ = Decision.objects.get_or_create(
+                agent=agent, cohort_id=agent.cohort_id, week_start=week_start
+            )
     except IntegrityError:
         decision = Decision.objects.get(
             agent=agent, cohort_id=agent.cohort_id, week_start=week_start
         )
-    claimable = Q(status__in=Decision.CLAIMABLE) | Q(
-        status=Decision.Status.RUNNING, claimed_at__lt=now - CLAIM_TTL
-    )
-    claimed = Decision.objects.filter(claimable, pk=decision.pk).update(
-        status=Decision.Status.RUNNING, claimed_at=now, tries=F("tries") + 1
-    )
+    claim = {"status": Decision.Status.RUNNING, "claimed_at": now, "tries": F("tries") + 1}
+    reclaimed = False
+    claimed = Decision.objects.filter(pk=decision.pk, status__in=Decision.CLAIMABLE).update(**claim)
+    if claimed != 1:
+        claimed = Decision.objects.filter(
+            pk=decision.pk, status=Decision.Status.RUNNING, claimed_at__lt=now - CLAIM_TTL
+        ).update(**claim)
+        reclaimed = True
     if claimed != 1:
         return None
     decision.refresh_from_db()
-    return decision
+    return decision, reclaimed
+
+
+def decision_claim(*, agent: Agent, week_start: date, now: datetime) -> Decision | None:
+    """Claim the agent's decision row for the week, creating it if needed.
+
+    Return the claimed decision, or None when another run holds it or it is final. A row
+    RUNNING under a claim older than CLAIM_TTL (a dead worker) is claimed again.
+    """
+    claim = _claim(agent=agent, week_start=week_start, now=now)
+    return claim[0] if claim else None
 
 
 def _attempt_record(
@@ -201,31 +241,38 @@ def _attempt_record(
     api_error: str,
     parse_error: str,
     started_at: datetime,
+    parsed: ParsedDecision | None = None,
 ) -> DecisionAttempt:
+    """Store one attempt whole. Text from the model or provider is made storable (NUL and
+    lone surrogates escaped) and provider strings are clipped to their columns."""
     number = (decision.attempts.aggregate(n=Max("number"))["n"] or 0) + 1
-    return DecisionAttempt.objects.create(
-        decision=decision,
-        number=number,
-        run=run,
-        responder=reply.responder if reply else responder_kind(decision.agent.model),
-        requested_model=reply.requested_model if reply else decision.agent.model.openrouter_id,
-        request_messages=messages,
-        raw_response=reply.raw if reply else "",
-        response_text=reply.text if reply else "",
-        used_reasoning=reply.used_reasoning if reply else False,
-        response_model=reply.response_model if reply else "",
-        upstream_provider=reply.provider if reply else "",
-        finish_reason=reply.finish_reason if reply else "",
-        prompt_tokens=reply.prompt_tokens if reply else None,
-        completion_tokens=reply.completion_tokens if reply else None,
-        reasoning_tokens=reply.reasoning_tokens if reply else None,
-        cost_usd=reply.cost if reply else None,
-        latency_ms=reply.latency_ms if reply else None,
-        api_error=api_error,
-        parse_error=parse_error,
-        valid=reply is not None and not api_error and not parse_error,
-        started_at=started_at,
-    )
+    with transaction.atomic():
+        return DecisionAttempt.objects.create(
+            decision=decision,
+            number=number,
+            run=run,
+            responder=reply.responder if reply else responder_kind(decision.agent.model),
+            requested_model=clipped(
+                reply.requested_model if reply else decision.agent.model.openrouter_id, 200
+            ),
+            request_messages=storable_json(messages),
+            raw_response=storable_text(reply.raw) if reply else "",
+            response_text=storable_text(reply.text) if reply else "",
+            used_reasoning=reply.used_reasoning if reply else False,
+            response_model=clipped(reply.response_model if reply else "", 200),
+            upstream_provider=clipped(reply.provider if reply else "", 100),
+            finish_reason=clipped(reply.finish_reason if reply else "", 32),
+            prompt_tokens=reply.prompt_tokens if reply else None,
+            completion_tokens=reply.completion_tokens if reply else None,
+            reasoning_tokens=reply.reasoning_tokens if reply else None,
+            cost_usd=reply.cost if reply else None,
+            latency_ms=reply.latency_ms if reply else None,
+            api_error=storable_text(api_error),
+            parse_error=storable_text(parse_error),
+            parsed=storable_json(parsed_json(parsed)) if parsed else None,
+            valid=reply is not None and not api_error and not parse_error,
+            started_at=started_at,
+        )
 
 
 @dataclass
@@ -237,14 +284,40 @@ class DecisionOutcome:
     notes: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _Progress:
+    """How far one decision got, so that a failure is recorded where it happened."""
+
+    decision: Decision | None = None
+    run_id: int | None = None
+    messages: list[dict[str, str]] = field(default_factory=list)
+    attempt_started: datetime | None = None
+    attempt_id: int | None = None
+    reply: Reply | None = None
+
+
 def decision_run(*, agent_id: int, run_id: int, now: datetime | None = None) -> DecisionOutcome:
     """Run the agent's decision for the run's week: claim, prompt, call, parse, execute.
+
+    Never raises: an unexpected failure is recorded on the decision (error and traceback)
+    and on the attempt it happened in, and the decision ends RETRYABLE — or DONE when some
+    of its orders had already executed — so the caller goes on to the next agent.
 
     Safe to deliver twice: a repeat finds the row claimed or final and returns. Malformed
     output is retried up to DECISION_PARSE_RETRIES times with the error sent back; still
     invalid → HOLD with the failure recorded. An API failure leaves the row RETRYABLE, and so
     does a BET/SELL in which no trade executed (002).
     """
+    progress = _Progress(run_id=run_id)
+    try:
+        return _decision_run(agent_id=agent_id, run_id=run_id, now=now, progress=progress)
+    except Exception as exc:  # one agent's failure never stops another's
+        return _decision_fail(agent_id=agent_id, progress=progress, exc=exc)
+
+
+def _decision_run(
+    *, agent_id: int, run_id: int, now: datetime | None, progress: _Progress
+) -> DecisionOutcome:
     now = now or clock.now()
     agent = Agent.objects.select_related("model", "cohort").get(pk=agent_id)
     run = DecisionRun.objects.get(pk=run_id)
@@ -252,19 +325,47 @@ def decision_run(*, agent_id: int, run_id: int, now: datetime | None = None) -> 
         return DecisionOutcome(None, "cohort completed")
     if agent.cohort.week_start > run.week_start:
         return DecisionOutcome(None, "cohort starts after this run's week")
-    decision = decision_claim(agent=agent, week_start=run.week_start, now=now)
-    if decision is None:
+    claim = _claim(agent=agent, week_start=run.week_start, now=now)
+    if claim is None:
         return DecisionOutcome(None, "already claimed or final")
+    decision, reclaimed = claim
+    progress.decision = decision
+    if reclaimed:
+        resumes = decision.parsed_try is not None and decision.parsed is not None
+        event_record(
+            kind=Kind.DECISION_RECLAIMED,
+            level=Level.WARNING,
+            message=(
+                f"decision {decision.pk} ({agent}) reclaimed from a dead claim: "
+                + ("resuming its stored answer" if resumes else "asking again")
+            ),
+            cohort_id=agent.cohort_id,
+            agent_id=agent.pk,
+            decision_id=decision.pk,
+            run_id=run.pk,
+        )
+        if resumes:
+            return _decision_resume(decision=decision, progress=progress)
+    elif decision.tries > 1:
+        event_record(
+            kind=Kind.DECISION_RETRIED,
+            message=f"decision {decision.pk} ({agent}) retried: try {decision.tries}",
+            cohort_id=agent.cohort_id,
+            agent_id=agent.pk,
+            decision_id=decision.pk,
+            run_id=run.pk,
+        )
 
     if agent_is_bankrupt(agent=agent):
-        Decision.objects.filter(pk=decision.pk).update(
-            status=Decision.Status.SKIPPED,
-            action=Decision.Action.HOLD,
-            reasoning="",
-            error="Agent is bankrupt (under $50 cash, no open positions): no prompt sent.",
-            run=run,
-            finished_at=clock.now(),
-        )
+        with transaction.atomic():
+            Decision.objects.filter(pk=decision.pk).update(
+                status=Decision.Status.SKIPPED,
+                action=Decision.Action.HOLD,
+                reasoning="",
+                error="Agent is bankrupt (under $50 cash, no open positions): no prompt sent.",
+                run=run,
+                finished_at=clock.now(),
+            )
         return DecisionOutcome(decision.pk, Decision.Status.SKIPPED)
 
     frozen = FrozenMarkets.load(run)
@@ -280,20 +381,32 @@ def decision_run(*, agent_id: int, run_id: int, now: datetime | None = None) -> 
     )
     messages = build_messages(context)
     kind = responder_kind(agent.model)
-    Decision.objects.filter(pk=decision.pk).update(
-        run=run,
-        responder=kind,
-        prompt_version=PROMPT_VERSION,
-        system_prompt=messages[0]["content"],
-        user_prompt=messages[1]["content"],
-        requested_model=agent.model.openrouter_id or agent.model.internal_id,
-    )
+    with transaction.atomic():
+        # A new round: the previous round's answer stays on its attempt rows.
+        Decision.objects.filter(pk=decision.pk).update(
+            run=run,
+            responder=kind,
+            prompt_version=PROMPT_VERSION,
+            system_prompt=messages[0]["content"],
+            user_prompt=messages[1]["content"],
+            requested_model=agent.model.openrouter_id or agent.model.internal_id,
+            parsed=None,
+            parsed_try=None,
+            action="",
+            reasoning="",
+            error="",
+            traceback="",
+            response_model="",
+            upstream_provider="",
+        )
     position_ids = {str(p.pk) for p in positions}
     parsed: ParsedDecision | None = None
     last_error = ""
     reply: Reply | None = None
     for attempt in range(settings.DECISION_PARSE_RETRIES + 1):
         started = clock.now()
+        progress.messages, progress.attempt_started = messages, started
+        progress.attempt_id, progress.reply = None, None
         try:
             reply = _respond(
                 model=agent.model,
@@ -303,34 +416,55 @@ def decision_run(*, agent_id: int, run_id: int, now: datetime | None = None) -> 
                 attempt=attempt + 1,
             )
         except OpenRouterError as exc:
-            _attempt_record(
+            error = error_text(exc)
+            progress.attempt_id = _attempt_record(
                 decision=decision, run=run, messages=messages, reply=None,
-                api_error=f"{type(exc).__name__}: {exc}", parse_error="", started_at=started,
-            )  # fmt: skip
+                api_error=error, parse_error="", started_at=started,
+            ).pk  # fmt: skip
             _decision_finish(
                 decision=decision,
                 status=Decision.Status.RETRYABLE,
-                error=f"model call failed: {type(exc).__name__}: {exc}",
+                error=f"model call failed: {error}",
                 reply=None,
             )
-            return DecisionOutcome(decision.pk, Decision.Status.RETRYABLE, notes=[str(exc)])
+            event_record(
+                kind=Kind.DECISION_FAILED,
+                level=Level.WARNING,
+                message=f"decision {decision.pk} ({agent}): model call failed: {error}",
+                cohort_id=agent.cohort_id,
+                agent_id=agent.pk,
+                decision_id=decision.pk,
+                run_id=run.pk,
+            )
+            return DecisionOutcome(decision.pk, Decision.Status.RETRYABLE, notes=[error])
+        progress.reply = reply
         try:
             parsed = parse_decision(reply.text, markets=frozen.views, position_ids=position_ids)
         except DecisionParseError as exc:
             last_error = exc.message
-            _attempt_record(
+            progress.attempt_id = _attempt_record(
                 decision=decision, run=run, messages=messages, reply=reply,
                 api_error="", parse_error=last_error, started_at=started,
-            )  # fmt: skip
+            ).pk  # fmt: skip
             if attempt < settings.DECISION_PARSE_RETRIES:
                 messages = build_retry_messages(
                     context, invalid_response=reply.text, error=last_error
                 )
             continue
-        _attempt_record(
-            decision=decision, run=run, messages=messages, reply=reply,
-            api_error="", parse_error="", started_at=started,
-        )  # fmt: skip
+        with transaction.atomic():
+            # The answer is stored before any of its orders executes: a reclaim after a crash
+            # resumes these orders (each at most once) and never asks the model again.
+            progress.attempt_id = _attempt_record(
+                decision=decision, run=run, messages=messages, reply=reply,
+                api_error="", parse_error="", started_at=started, parsed=parsed,
+            ).pk  # fmt: skip
+            Decision.objects.filter(pk=decision.pk).update(
+                parsed=storable_json(parsed_json(parsed)),
+                parsed_try=decision.tries,
+                action=parsed.action,
+                reasoning=storable_text(parsed.reasoning),
+            )
+        decision.parsed_try = decision.tries
         break
 
     if parsed is None:
@@ -348,16 +482,114 @@ def decision_run(*, agent_id: int, run_id: int, now: datetime | None = None) -> 
         return DecisionOutcome(decision.pk, Decision.Status.DONE, notes=[last_error])
 
     outcome = decision_execute(decision=decision, parsed=parsed, frozen=frozen)
-    no_trade = parsed.action != "HOLD" and outcome.executed == 0
+    return _decision_conclude(decision=decision, parsed=parsed, outcome=outcome, reply=reply)
+
+
+def _decision_conclude(
+    *,
+    decision: Decision,
+    parsed: ParsedDecision,
+    outcome: DecisionOutcome,
+    reply: Reply | None,
+) -> DecisionOutcome:
+    """Finish a decision whose answer was executed: DONE, or RETRYABLE when it was a BET or
+    SELL of which no order executed in this round (002)."""
+    executed = Trade.objects.filter(
+        decision=decision, try_number=decision.parsed_try or 0, status=Trade.Status.EXECUTED
+    ).count()
+    no_trade = parsed.action != "HOLD" and executed == 0
+    status = Decision.Status.RETRYABLE if no_trade else Decision.Status.DONE
     _decision_finish(
         decision=decision,
-        status=Decision.Status.RETRYABLE if no_trade else Decision.Status.DONE,
+        status=status,
         error="no trade of this BET/SELL executed: " + "; ".join(outcome.notes) if no_trade else "",
         reply=reply,
         parsed=parsed,
     )
-    outcome.status = Decision.Status.RETRYABLE if no_trade else Decision.Status.DONE
+    outcome.status = status
     return outcome
+
+
+def _decision_resume(*, decision: Decision, progress: _Progress) -> DecisionOutcome:
+    """Execute the orders of a reclaimed decision's stored answer that had not executed when
+    its worker died, at the prices of the run it was answered in; then finish it."""
+    parsed = parsed_from_json(decision.parsed or {})
+    run = DecisionRun.objects.get(pk=decision.run_id or 0)
+    progress.run_id = run.pk
+    outcome = decision_execute(decision=decision, parsed=parsed, frozen=FrozenMarkets.load(run))
+    return _decision_conclude(decision=decision, parsed=parsed, outcome=outcome, reply=None)
+
+
+def _decision_fail(*, agent_id: int, progress: _Progress, exc: Exception) -> DecisionOutcome:
+    """Record an unexpected failure on the decision and its attempt; return the outcome.
+
+    The decision ends RETRYABLE, or DONE when orders of its answer had already executed
+    (its trades stand and the answer that explains them is stored). Recording is itself
+    guarded: if even that fails, the row stays RUNNING and is reclaimed after CLAIM_TTL.
+    """
+    error = error_text(exc)
+    trace = traceback_summary(exc)
+    logger.error("decision of agent %s failed: %s\n%s", agent_id, error, trace)
+    decision = progress.decision
+    status = "failed"
+    if decision is not None:
+        try:
+            status = _failure_record(decision=decision, progress=progress, error=error, trace=trace)
+        except Exception:
+            logger.exception("could not record the failure of decision %s", decision.pk)
+    agent = Agent.objects.filter(pk=agent_id).values_list("pk", "cohort_id").first()
+    event_record(
+        kind=Kind.DECISION_FAILED,
+        level=Level.ERROR,
+        message=(
+            f"decision {decision.pk if decision else '(unclaimed)'} of agent {agent_id} "
+            f"failed unexpectedly: {error}"
+        ),
+        cohort_id=agent[1] if agent else None,
+        agent_id=agent[0] if agent else None,
+        decision_id=decision.pk if decision else None,
+        run_id=progress.run_id,
+        data={"traceback": trace},
+    )
+    return DecisionOutcome(decision.pk if decision else None, status, notes=[error])
+
+
+def _failure_record(*, decision: Decision, progress: _Progress, error: str, trace: str) -> str:
+    with transaction.atomic():
+        if progress.attempt_id is not None:
+            DecisionAttempt.objects.filter(pk=progress.attempt_id).update(
+                error=error, traceback=trace
+            )
+        elif progress.attempt_started is not None:
+            # The attempt itself could not be stored (or failed before it was): keep a
+            # minimal one, so the decision page shows where it broke.
+            number = (decision.attempts.aggregate(n=Max("number"))["n"] or 0) + 1
+            DecisionAttempt.objects.create(
+                decision=decision,
+                number=number,
+                run_id=progress.run_id,
+                responder=progress.reply.responder if progress.reply else "",
+                requested_model=clipped(decision.requested_model, 200),
+                request_messages=storable_json(progress.messages),
+                error=error,
+                traceback=trace,
+                valid=False,
+                started_at=progress.attempt_started,
+            )
+        executed = (
+            decision.parsed_try is not None
+            and Trade.objects.filter(
+                decision=decision, try_number=decision.parsed_try, status=Trade.Status.EXECUTED
+            ).exists()
+        )
+        status = Decision.Status.DONE if executed else Decision.Status.RETRYABLE
+        Decision.objects.filter(pk=decision.pk, status=Decision.Status.RUNNING).update(
+            status=status,
+            error=f"unexpected failure: {error}",
+            traceback=trace,
+            finished_at=clock.now(),
+        )
+    return status
 
 
 def parsed_json(parsed: ParsedDecision) -> dict[str, Any]:
@@ -371,6 +603,22 @@ def parsed_json(parsed: ParsedDecision) -> dict[str, Any]:
             {"position_id": s.position_id, "percentage": str(s.percentage)} for s in parsed.sells
         ],
     }
+
+
+def parsed_from_json(stored: dict[str, Any]) -> ParsedDecision:
+    """Return the ParsedDecision a decision stored (the inverse of parsed_json)."""
+    return ParsedDecision(
+        action=stored["action"],
+        reasoning=stored.get("reasoning", ""),
+        bets=tuple(
+            BetOrder(market_id=b["market_id"], side=b["side"], amount=Decimal(b["amount"]))
+            for b in stored.get("bets", [])
+        ),
+        sells=tuple(
+            SellOrder(position_id=s["position_id"], percentage=Decimal(s["percentage"]))
+            for s in stored.get("sells", [])
+        ),
+    )
 
 
 def _decision_finish(
@@ -388,33 +636,47 @@ def _decision_finish(
         cost=Sum("cost_usd"),
         latency=Sum("latency_ms"),
     )
-    Decision.objects.filter(pk=decision.pk).update(
-        status=status,
-        error=error,
-        action=parsed.action if parsed else "",
-        reasoning=parsed.reasoning if parsed else "",
-        parsed=parsed_json(parsed) if parsed else None,
-        parse_failed=parse_failed,
-        response_model=reply.response_model if reply else "",
-        upstream_provider=reply.provider if reply else "",
-        prompt_tokens=totals["prompt"],
-        completion_tokens=totals["completion"],
-        cost_usd=totals["cost"],
-        latency_ms=totals["latency"],
-        finished_at=clock.now(),
-    )
+    fields: dict[str, Any] = {
+        "status": status,
+        "error": storable_text(error),
+        "action": parsed.action if parsed else "",
+        "reasoning": storable_text(parsed.reasoning) if parsed else "",
+        "parsed": storable_json(parsed_json(parsed)) if parsed else None,
+        "parse_failed": parse_failed,
+        "prompt_tokens": totals["prompt"],
+        "completion_tokens": totals["completion"],
+        "cost_usd": totals["cost"],
+        "latency_ms": totals["latency"],
+        "finished_at": clock.now(),
+    }
+    if reply is not None:  # a resumed decision keeps the reply it was answered with
+        fields["response_model"] = clipped(reply.response_model if reply else "", 200)
+        fields["upstream_provider"] = clipped(reply.provider if reply else "", 100)
+    with transaction.atomic():
+        Decision.objects.filter(pk=decision.pk).update(**fields)
 
 
 # -------------------------------------------------------------------------------- trades
 
 
 def decision_execute(
-    *, decision: Decision, parsed: ParsedDecision, frozen: FrozenMarkets
+    *,
+    decision: Decision,
+    parsed: ParsedDecision,
+    frozen: FrozenMarkets,
+    try_number: int | None = None,
 ) -> DecisionOutcome:
-    """Execute the decision's orders in order, one transaction per trade. Each bet is checked
-    against 25% of the cash at that moment, so a later bet can fail after earlier ones spent."""
+    """Execute the decision's orders in order, one transaction per trade, each at most once.
+
+    Each bet is checked against 25% of the cash at that moment, so a later bet can fail after
+    earlier ones spent. Trades carry `try_number` (default: the try whose answer the decision
+    stored, else the current try); an order of that try already executed or rejected is
+    skipped, which makes a repeat — a reclaim after a crash — execute only what is left.
+    An order's unexpected failure is recorded as a rejected trade and the others go on.
+    """
     outcome = DecisionOutcome(decision.pk, "")
-    try_number = decision.tries
+    if try_number is None:
+        try_number = decision.parsed_try if decision.parsed_try is not None else decision.tries
     orders: list[BetOrder | SellOrder] = (
         list(parsed.bets)
         if parsed.action == "BET"
@@ -422,7 +684,14 @@ def decision_execute(
         if parsed.action == "SELL"
         else []
     )
+    done = set(
+        Trade.objects.filter(decision=decision, try_number=try_number).values_list(
+            "order_index", flat=True
+        )
+    )
     for index, order in enumerate(orders):
+        if index in done:
+            continue
         try:
             if isinstance(order, BetOrder):
                 trade_buy(
@@ -444,10 +713,39 @@ def decision_execute(
         except TradeRejected as exc:
             outcome.rejected += 1
             outcome.notes.append(str(exc))
-            trade_reject(
+            _reject(
                 decision=decision, order=order, reason=str(exc), index=index, try_number=try_number
             )
+        except IntegrityError:
+            # The same order of the same try committed elsewhere (two workers on one claim):
+            # it executed once, there; nothing more to do here.
+            logger.warning("order %d of decision %s already executed", index, decision.pk)
+        except Exception as exc:
+            reason = f"engine error: {error_text(exc)}"
+            logger.exception("order %d of decision %s failed", index, decision.pk)
+            outcome.rejected += 1
+            outcome.notes.append(reason)
+            _reject(
+                decision=decision, order=order, reason=reason, index=index, try_number=try_number
+            )
     return outcome
+
+
+def _reject(
+    *, decision: Decision, order: BetOrder | SellOrder, reason: str, index: int, try_number: int
+) -> None:
+    """Record a rejected order; an order already recorded for this try is left as it is."""
+    try:
+        with transaction.atomic():
+            trade_reject(
+                decision=decision,
+                order=order,
+                reason=storable_text(reason),
+                index=index,
+                try_number=try_number,
+            )
+    except IntegrityError:
+        logger.warning("order %d of decision %s already recorded", index, decision.pk)
 
 
 def agent_is_bankrupt(*, agent: Agent) -> bool:
@@ -482,13 +780,17 @@ class RunReport:
 
 def agents_due(*, week_start: date, cohort_id: int | None = None) -> list[int]:
     """Return the agents of active cohorts (started by `week_start`) still owing a decision for
-    the week, cohort by cohort, lineup order within a cohort."""
+    the week, cohort by cohort, lineup order within a cohort.
+
+    An agent owes one unless its decision of *this* week is DONE or SKIPPED; decisions of
+    earlier weeks do not count. A RETRYABLE decision, or a RUNNING one whose claim went
+    stale, is owed: the run claims it again (a live claim is left alone by the claim)."""
+    decided = Decision.objects.filter(
+        agent=OuterRef("pk"), week_start=week_start, status__in=Decision.DECIDED
+    )
     agents = Agent.objects.filter(
         cohort__status=Cohort.Status.ACTIVE, cohort__week_start__lte=week_start
-    ).exclude(
-        decisions__week_start=week_start,
-        decisions__status__in=[Decision.Status.DONE, Decision.Status.SKIPPED],
-    )
+    ).exclude(Exists(decided))
     if cohort_id is not None:
         agents = agents.filter(cohort_id=cohort_id)
     return list(
@@ -501,23 +803,62 @@ def agents_due(*, week_start: date, cohort_id: int | None = None) -> list[int]:
 def run_open(
     *, now: datetime | None = None, cohort_id: int | None = None, source: MarketSource | None = None
 ) -> tuple[DecisionRun | None, list[int]]:
-    """Freeze a snapshot for the agents that owe this week's decision; return the run and
-    those agents in order, or (None, []) when nobody owes one."""
+    """Make sure this week's cohort exists, then freeze a snapshot for the agents that owe
+    this week's decision; return the run and those agents in order, or (None, []) when
+    nobody owes one.
+
+    Starting the cohort here (idempotently) means a cohort-start task that ran late, after
+    the 00:05 run, never leaves the new cohort without its first decision. Only on the
+    cohort's first day (COHORT_START_GRACE): a week whose cohort was missed for longer is not
+    started mid-week behind the operators' backs (`manage.py start_cohort` does that)."""
     now = now or clock.now()
-    if not agents_due(week_start=cohort_week_start(now), cohort_id=cohort_id):
+    week_start = cohort_week_start(now)
+    if now - datetime(week_start.year, week_start.month, week_start.day, tzinfo=UTC) < (
+        COHORT_START_GRACE
+    ):
+        cohort_start(week_start=week_start, now=now)
+    if not agents_due(week_start=week_start, cohort_id=cohort_id):
         return None, []
     run = run_prepare(now=now, source=source)
+    event_record(
+        kind=Kind.RUN_STARTED,
+        message=f"{run} started: {run.universe_size} markets frozen; {run.sync_summary}",
+        run_id=run.pk,
+        data={"universe_size": run.universe_size},
+    )
     return run, agents_due(week_start=run.week_start, cohort_id=cohort_id)
 
 
 def run_finish(*, run_id: int) -> None:
-    DecisionRun.objects.filter(pk=run_id, finished_at__isnull=True).update(finished_at=clock.now())
+    """Mark the run finished and record how its decisions ended. A repeat is a no-op."""
+    with transaction.atomic():
+        finished = DecisionRun.objects.filter(pk=run_id, finished_at__isnull=True).update(
+            finished_at=clock.now()
+        )
+    if not finished:
+        return
+    counts = dict(
+        Decision.objects.filter(run_id=run_id)
+        .values("status")
+        .annotate(n=Count("pk"))
+        .values_list("status", "n")
+        .order_by()
+    )
+    parts = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    event_record(
+        kind=Kind.RUN_FINISHED,
+        level=Level.WARNING if counts.get(Decision.Status.RETRYABLE) else Level.INFO,
+        message=f"run {run_id} finished: {parts or 'no decisions'}",
+        run_id=run_id,
+        data={"decisions": counts},
+    )
 
 
 def decisions_run_all(
     *, now: datetime | None = None, cohort_id: int | None = None, source: MarketSource | None = None
 ) -> RunReport:
-    """Prepare one frozen snapshot, then run every due agent's decision, one after another."""
+    """Prepare one frozen snapshot, then run every due agent's decision, one after another.
+    One agent's failure is recorded on its decision and the run goes on."""
     run, agent_ids = run_open(now=now, cohort_id=cohort_id, source=source)
     if run is None:
         return RunReport(None)
@@ -529,11 +870,22 @@ def decisions_run_all(
 
 
 def decision_retry(*, decision_id: int, source: MarketSource | None = None) -> DecisionOutcome:
-    """Run a RETRYABLE decision again now, on a freshly frozen snapshot for its week.
-    Raise DecisionNotRetryable for a final decision or one a live claim holds."""
+    """Run a RETRYABLE decision again now, on a freshly frozen snapshot for its week; or
+    reclaim one left RUNNING by a dead worker (a claim older than CLAIM_TTL), which resumes
+    its stored answer if it had one. Raise DecisionNotRetryable for a final decision or one
+    a live claim holds."""
     decision = Decision.objects.select_related("agent").get(pk=decision_id)
-    if decision.status != Decision.Status.RETRYABLE:
-        raise DecisionNotRetryable(f"decision {decision_id} is {decision.status}, not retryable")
+    now = clock.now()
+    stale = (
+        decision.status == Decision.Status.RUNNING
+        and decision.claimed_at is not None
+        and decision.claimed_at < now - CLAIM_TTL
+    )
+    if decision.status != Decision.Status.RETRYABLE and not stale:
+        held = " by a live claim" if decision.status == Decision.Status.RUNNING else ""
+        raise DecisionNotRetryable(
+            f"decision {decision_id} is {decision.status}{held}, not retryable"
+        )
     run = run_prepare(source=source, week_start=decision.week_start)
     outcome = decision_run(agent_id=decision.agent_id, run_id=run.pk)
     run_finish(run_id=run.pk)

@@ -9,8 +9,9 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Avg, Count, QuerySet
+from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet
 
+from agents.models import BenchmarkModel
 from arena import clock, money
 from arena.models import (
     Agent,
@@ -28,9 +29,10 @@ logger = logging.getLogger(__name__)
 
 
 def held_market_ids() -> set[str]:
-    """Return the Polymarket ids of every market in which an agent holds an open position."""
+    """Return the Polymarket ids of every market in which an agent holds an open position
+    (a baseline's position outlives its completed cohort, and is marked all the same)."""
     return set(
-        Position.objects.filter(status=Position.Status.OPEN, agent__cohort__status="active")
+        Position.objects.filter(status=Position.Status.OPEN)
         .values_list("market__polymarket_id", flat=True)
         .order_by()  # the model's default ordering would widen the DISTINCT to every row
         .distinct()
@@ -142,19 +144,25 @@ class TickReport:
         )
 
 
-def portfolio_snapshots_write(
-    *, cohorts: QuerySet[Cohort], at: datetime, stale: bool = False
-) -> int:
-    """Write one snapshot per agent of `cohorts` stamped `at`, valued at the stored prices;
+def agents_to_mark() -> QuerySet[Agent]:
+    """Return the agents a tick marks: every agent of an active cohort, and every baseline
+    agent of a completed cohort that still holds an open position (a long-dated bet: the
+    cohort completes without waiting for baselines)."""
+    holding = Position.objects.filter(agent=OuterRef("pk"), status=Position.Status.OPEN)
+    return Agent.objects.filter(
+        Q(cohort__status=Cohort.Status.ACTIVE)
+        | Q(Exists(holding), model__kind=BenchmarkModel.Kind.BASELINE)
+    )
+
+
+def portfolio_snapshots_write(*, agents: QuerySet[Agent], at: datetime, stale: bool = False) -> int:
+    """Write one snapshot per agent of `agents` stamped `at`, valued at the stored prices;
     return how many. A constant number of queries whatever the number of agents or
     positions. An (agent, timestamp) already written is left as it is."""
-    agents = list(
-        Agent.objects.filter(cohort__in=cohorts)
-        .order_by()
-        .values_list("pk", "cash", "cohort__starting_balance")
-    )
+    rows = list(agents.order_by().values_list("pk", "cash", "cohort__starting_balance"))
+    agent_ids = [pk for pk, _, _ in rows]
     values = positions_value_by_agent(
-        Position.objects.filter(status=Position.Status.OPEN, agent__cohort__in=cohorts)
+        Position.objects.filter(status=Position.Status.OPEN, agent_id__in=agent_ids)
     )
     brier = {
         row["agent_id"]: (row["mean"], row["n"])
@@ -162,14 +170,14 @@ def portfolio_snapshots_write(
             kind=Trade.Kind.BUY,
             status=Trade.Status.EXECUTED,
             brier_score__isnull=False,
-            agent__cohort__in=cohorts,
+            agent_id__in=agent_ids,
         )
         .values("agent_id")
         .annotate(mean=Avg("brier_score"), n=Count("pk"))
         .order_by()
     }
     snapshots = []
-    for agent_id, cash, starting in agents:
+    for agent_id, cash, starting in rows:
         positions_value = money.cents_down(values.get(agent_id, Decimal(0)))
         total = cash + positions_value
         mean, count = brier.get(agent_id, (None, 0))
@@ -195,7 +203,8 @@ def snapshots_take(
     *, now: datetime | None = None, source: MarketSource | None = None, refresh: bool = True
 ) -> TickReport:
     """Refresh the prices of every held market, then snapshot every agent of every active
-    cohort at this 10-minute slot. A repeat for the same slot writes nothing. A failed
+    cohort (and every agent still holding a position in a completed one) at this 10-minute
+    slot. A repeat for the same slot writes nothing. A failed
     refresh still snapshots, at the last known prices, and says so. Queries do not grow
     with the number of agents or positions."""
     now = now or clock.now()
@@ -217,7 +226,7 @@ def snapshots_take(
             report.skipped = True
             return report
         report.written = portfolio_snapshots_write(
-            cohorts=Cohort.objects.filter(status=Cohort.Status.ACTIVE),
+            agents=agents_to_mark(),
             at=report.slot,
             stale=bool(report.refresh_error),
         )

@@ -8,14 +8,17 @@ from datetime import datetime
 from decimal import Decimal
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
 
 from arena import clock, money
+from arena.evidence import error_text, traceback_summary
 from arena.models import (
     Agent,
     Position,
     Trade,
 )
 from arena.services.cohorts import cohorts_complete
+from arena.services.events import Kind, Level, event_record
 from markets import services as market_services
 from markets.exceptions import GammaUnavailable
 from markets.models import Market
@@ -112,48 +115,95 @@ def market_settle(*, polymarket_id: str, verdict: Verdict, now: datetime | None 
 def resolutions_check(
     *, now: datetime | None = None, source: MarketSource | None = None
 ) -> ResolutionReport:
-    """Ask the market source about every market in which positions are open; settle those
-    that resolved (or refund those resolved without a determinable winner); then complete
-    the cohorts that hold nothing more. A failed fetch settles nothing and says why; a
-    failed settlement leaves its market open for the next check."""
+    """Ask the market source about every market that has an open position or an executed,
+    unscored bet (`markets_to_check`); settle those that resolved (or refund those resolved
+    without a determinable winner); then complete the cohorts that hold nothing more. A
+    failed fetch settles nothing and says why; a failed settlement leaves its market open
+    for the next check, and the other markets go on."""
     now = now or clock.now()
     source = source or market_source()
     report = ResolutionReport()
-    ids = sorted(
-        set(
-            Position.objects.filter(
-                status=Position.Status.OPEN, market__resolution=Market.Resolution.OPEN
-            )
-            .values_list("market__polymarket_id", flat=True)
-            .order_by()
-            .distinct()
-        )
-    )
+    ids = markets_to_check()
     report.checked = len(ids)
     if ids:
+        wanted = set(ids)
         try:
             records = source.fetch_markets_by_ids(ids)  # network, no transaction open
         except GammaUnavailable as exc:
             report.error = str(exc)
+            event_record(
+                kind=Kind.RESOLUTION_CHECK_FAILED,
+                level=Level.WARNING,
+                message=f"resolution check of {len(ids)} markets failed: {exc}",
+            )
             return report
         batch = parse_markets(records)
         market_services.markets_upsert(
-            markets=[m for m in batch.markets if m.polymarket_id in ids], include_raw=False
+            markets=[m for m in batch.markets if m.polymarket_id in wanted], include_raw=False
         )
         for record in records:
-            if not isinstance(record, dict) or str(record.get("id")) not in ids:
-                continue
-            verdict = verdict_for_record(record, now=now)
-            if verdict.state == "open":
+            if not isinstance(record, dict) or str(record.get("id")) not in wanted:
                 continue
             pid = str(record["id"])
             try:
+                verdict = verdict_for_record(record, now=now)
+                if verdict.state == "open":
+                    continue
                 if market_settle(polymarket_id=pid, verdict=verdict, now=now):
                     (report.resolved if verdict.state == "resolved" else report.cancelled).append(
                         pid
                     )
-            except Exception:  # a failed settlement must not stop the others
+                    _settlement_event(polymarket_id=pid, verdict=verdict)
+            except Exception as exc:  # a failed settlement must not stop the others
                 logger.exception("settling market %s failed; the next check retries it", pid)
                 report.failed.append(pid)
+                event_record(
+                    kind=Kind.SETTLEMENT_FAILED,
+                    level=Level.ERROR,
+                    message=f"settling market {pid} failed; the next check retries it: "
+                    f"{error_text(exc)}",
+                    market_id=Market.objects.filter(polymarket_id=pid)
+                    .values_list("pk", flat=True)
+                    .first(),
+                    data={"traceback": traceback_summary(exc)},
+                )
     report.completed_cohorts = cohorts_complete(now=now)
     return report
+
+
+def markets_to_check() -> list[str]:
+    """Return the Polymarket ids (sorted) of every unresolved market in which a position is
+    open or an executed bet is still unscored. Whether a bet gets its Brier score never
+    depends on what other agents hold: a market every agent sold out of is checked too."""
+    holding = Position.objects.filter(market=OuterRef("pk"), status=Position.Status.OPEN)
+    unscored = Trade.objects.filter(
+        market=OuterRef("pk"),
+        kind=Trade.Kind.BUY,
+        status=Trade.Status.EXECUTED,
+        brier_score__isnull=True,
+    )
+    return sorted(
+        Market.objects.filter(resolution=Market.Resolution.OPEN)
+        .filter(Q(Exists(holding)) | Q(Exists(unscored)))
+        .values_list("polymarket_id", flat=True)
+    )
+
+
+def _settlement_event(*, polymarket_id: str, verdict: Verdict) -> None:
+    market = Market.objects.filter(polymarket_id=polymarket_id).values_list("pk", "question")[0]
+    if verdict.state == "resolved":
+        event_record(
+            kind=Kind.MARKET_SETTLED,
+            message=f"market {polymarket_id} resolved {verdict.winning_outcome!r}: "
+            f"{market[1][:120]}",
+            market_id=market[0],
+            data={"winning_outcome": verdict.winning_outcome, "reason": verdict.reason},
+        )
+    else:
+        event_record(
+            kind=Kind.MARKET_CANCELLED,
+            level=Level.WARNING,
+            message=f"market {polymarket_id} cancelled, positions refunded: {verdict.reason}",
+            market_id=market[0],
+            data={"reason": verdict.reason},
+        )

@@ -85,11 +85,14 @@ def trade_buy(
         raise TradeRejected(f"price {price} of {order.side} leaves nothing to trade (0 or 1)")
     now = clock.now()
     with transaction.atomic():
+        # The market is locked as a settlement locks it, and first, in the settlement's
+        # order (market, then agent): a buy racing the settlement either commits first (and
+        # its position is settled) or sees the market resolved and is rejected.
+        market = Market.objects.select_for_update().get(pk=row.market_id)
         agent = Agent.objects.select_for_update().get(pk=decision.agent_id)
-        market = Market.objects.get(pk=row.market_id)
         if row.closed or market.closed or market.resolution != Market.Resolution.OPEN:
             raise TradeRejected(f"market {order.market_id} is closed")
-        max_bet = money.cents_down(agent.cash * money.MAX_BET_FRACTION)
+        max_bet = money.max_bet(agent.cash)
         if amount > agent.cash:
             raise TradeRejected(f"bet ${amount} is more than the ${agent.cash} cash left")
         if amount > max_bet:

@@ -241,7 +241,13 @@ class Play:
         order = BetOrder(market_id=view.market_id, side=side, amount=amount)
         self.orders += 1
         try:
-            trade_buy(decision=self.decisions[step.agent], order=order, frozen=self.frozen, index=0)
+            # Each order of a decision has its own index (executed at most once).
+            trade_buy(
+                decision=self.decisions[step.agent],
+                order=order,
+                frozen=self.frozen,
+                index=self.orders,
+            )
         except TradeRejected:
             rejected = True
         else:
@@ -259,7 +265,10 @@ class Play:
         self.orders += 1
         try:
             trade_sell(
-                decision=self.decisions[step.agent], order=order, frozen=self.frozen, index=0
+                decision=self.decisions[step.agent],
+                order=order,
+                frozen=self.frozen,
+                index=self.orders,
             )
         except TradeRejected as exc:
             reason = str(exc)

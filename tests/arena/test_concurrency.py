@@ -1,5 +1,7 @@
-"""Overlapping runs (002 "Decision claiming", "Cohorts"): two decision runs of the same week at
-once make one decision per agent and no duplicate trade; two cohort starts make one cohort.
+"""Overlapping runs (002 "Decision claiming", "Cohorts", "Settlement"): two decision runs of the
+same week at once make one decision per agent and no duplicate trade; two cohort starts of a
+week make one cohort, and of two weeks two cohorts with distinct numbers; a buy racing a
+settlement never leaves an open position on a resolved market.
 
 PostgreSQL only: real concurrent writers need a database that runs them concurrently.
 """
@@ -7,6 +9,7 @@ PostgreSQL only: real concurrent writers need a database that runs them concurre
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, timedelta
@@ -14,19 +17,26 @@ from decimal import Decimal
 from typing import TypeVar
 
 import pytest
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from django.db.models import Count, Sum
 
+from agents.types import BetOrder, MarketView
+from arena.exceptions import TradeRejected
 from arena.models import Agent, Cohort, Decision, Position, Trade
 from arena.services.cohorts import cohort_start
 from arena.services.decisions import RunReport, decisions_run_all
+from arena.services.frozen import FrozenMarkets
+from arena.services.settlement import market_settle
+from arena.services.trades import trade_buy
+from markets.models import Market
+from markets.resolution import Verdict
 from markets.sources import RecordedSource
 from tests.arena.conftest import COHORT_AT, RUN_AT, WEEK
 
 pytestmark = [
     pytest.mark.skipif(
         connection.vendor != "postgresql",
-        reason="needs PostgreSQL: SQLite serializes all writers, so two runs cannot overlap",
+        reason="needs PostgreSQL: SQLite serializes all writers, so two connections cannot race",
     ),
     # serialized_rollback: the lineup seeded by agents/0002 is restored even if an earlier
     # transactional test flushed it.
@@ -50,6 +60,71 @@ def at_once(work: Callable[[], T]) -> list[T]:
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = [pool.submit(worker) for _ in range(2)]
         return [future.result(timeout=120) for future in futures]
+
+
+def waits_on(pid: int, *, done: Callable[[], bool], timeout: float = 30) -> bool:
+    """Whether another connection comes to wait on a lock that backend `pid` holds. Polled
+    from this thread's connection (autocommit: each poll sees the locks afresh) until one
+    does, `done()` is true, or `timeout` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    with connection.cursor() as cursor:
+        while not done() and time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_stat_activity"
+                " WHERE %s = ANY(pg_blocking_pids(pid)))",
+                [pid],
+            )
+            row = cursor.fetchone()
+            if row is not None and row[0]:
+                return True
+            time.sleep(0.01)
+    return False
+
+
+def while_held(hold: Callable[[], object], work: Callable[[], T]) -> T:
+    """Run `hold` in a transaction on one connection and leave that transaction open; run
+    `work` on a second connection, and commit the first only once `work` waits on a lock it
+    holds: the race, staged in the one order that loses. Return what `work` returned (or
+    raise what it raised)."""
+    held = threading.Event()
+    release = threading.Event()
+    holder_pid: list[int] = []
+
+    def holder() -> None:
+        try:
+            with transaction.atomic():
+                hold()
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_backend_pid()")
+                    row = cursor.fetchone()
+                    assert row is not None
+                    holder_pid.append(row[0])
+                held.set()
+                release.wait(timeout=60)
+        finally:
+            held.set()
+            connections.close_all()
+
+    def worker() -> T:
+        try:
+            return work()
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        holding = pool.submit(holder)
+        held.wait(timeout=60)
+        if not holder_pid:
+            holding.result(timeout=60)  # raises what `hold` raised
+        working = pool.submit(worker)
+        try:
+            waited = waits_on(holder_pid[0], done=working.done)
+        finally:
+            release.set()
+        holding.result(timeout=60)
+        result = working.result(timeout=60)
+    assert waited, "the second connection never waited on the first: the race was not staged"
+    return result
 
 
 def test_two_decision_runs_at_once_make_one_decision_per_agent_and_no_duplicate_trade() -> None:
@@ -109,3 +184,60 @@ def test_two_cohort_starts_at_once_make_one_cohort() -> None:
         assert Cohort.objects.filter(week_start=week_start).count() == 1
         assert Agent.objects.filter(cohort__week_start=week_start).count() == 9
     assert sorted(Cohort.objects.values_list("number", flat=True)) == [1, 2, 3, 4, 5]
+
+
+def test_two_cohort_starts_for_different_weeks_at_once_both_get_numbers() -> None:
+    first, _ = cohort_start(week_start=WEEK, now=COHORT_AT)
+    n = first.number
+    week_1, week_2 = WEEK + timedelta(weeks=1), WEEK + timedelta(weeks=2)
+
+    # The start of week 1 has taken number n + 1 and not yet committed; the start of week 2
+    # reads the same max(number), and its INSERT waits on that uncommitted number. Week 1
+    # commits: the INSERT fails on the unique number, and the start takes the next one.
+    cohort, created = while_held(
+        lambda: cohort_start(week_start=week_1, now=COHORT_AT + timedelta(weeks=1)),
+        lambda: cohort_start(week_start=week_2, now=COHORT_AT + timedelta(weeks=2)),
+    )
+
+    assert created
+    assert cohort.week_start == week_2
+    numbers = dict(
+        Cohort.objects.filter(week_start__in=[week_1, week_2]).values_list("week_start", "number")
+    )
+    assert numbers == {week_1: n + 1, week_2: n + 2}
+    assert cohort.number == n + 2
+    assert Agent.objects.filter(cohort=cohort).count() == first.agents.count()
+
+
+def test_buy_racing_a_settlement_never_leaves_an_open_position_on_a_resolved_market(
+    decision: Decision, frozen: FrozenMarkets, binary: MarketView
+) -> None:
+    agent = Agent.objects.get(pk=decision.agent_id)
+    cash = agent.cash
+
+    def settle() -> None:
+        """A settlement holding the market row: it marked the market resolved (there was no
+        position to settle yet) and has not committed."""
+        verdict = Verdict("resolved", binary.outcomes[0], 0, "race: resolved during a buy")
+        assert market_settle(polymarket_id=binary.market_id, verdict=verdict, now=RUN_AT)
+
+    def buy() -> Trade | TradeRejected:
+        order = BetOrder(market_id=binary.market_id, side="YES", amount=Decimal("100.00"))
+        try:
+            return trade_buy(decision=decision, order=order, frozen=frozen, index=0)
+        except TradeRejected as rejected:
+            return rejected
+
+    outcome = while_held(settle, buy)
+
+    market = Market.objects.get(polymarket_id=binary.market_id)
+    assert market.resolution == Market.Resolution.RESOLVED
+    assert not Position.objects.filter(
+        market__resolution=Market.Resolution.RESOLVED, status=Position.Status.OPEN
+    ).exists()
+    assert isinstance(outcome, TradeRejected)
+    assert "closed" in str(outcome)
+    assert not Position.objects.filter(agent=agent).exists()
+    assert not Trade.objects.filter(agent=agent, status=Trade.Status.EXECUTED).exists()
+    agent.refresh_from_db()
+    assert agent.cash == cash

@@ -215,7 +215,11 @@ class Ledger:
         return SellOrder(position_id=str(position.pk), percentage=order.percentage)
 
     def execute(self, parsed: ParsedDecision) -> None:
-        outcome = decision_execute(decision=self.decision, parsed=parsed, frozen=self.frozen)
+        # Each call stands for a new try of the decision: an order executes once per try.
+        self.tries = getattr(self, "tries", 0) + 1
+        outcome = decision_execute(
+            decision=self.decision, parsed=parsed, frozen=self.frozen, try_number=self.tries
+        )
         verdict = "executed" if outcome.executed else outcome.notes[0].split(" ")[0]
         event(f"{parsed.action} {verdict}")  # shown by --hypothesis-show-statistics
 

@@ -503,8 +503,17 @@ def test_a_failed_settlement_leaves_the_market_open_and_the_next_check_settles_i
 
 
 def _decided(cohort: Cohort) -> None:
-    """The week's decisions are over (the engine marks them DONE when they finish)."""
+    """Every agent's first-week decision is over (the engine marks them DONE when they
+    finish); agents that did not trade held."""
     Decision.objects.filter(cohort=cohort).update(status=Decision.Status.DONE)
+    for agent in cohort.agents.exclude(decisions__week_start=cohort.week_start):
+        Decision.objects.create(
+            agent=agent,
+            cohort=cohort,
+            week_start=cohort.week_start,
+            status=Decision.Status.DONE,
+            action=Decision.Action.HOLD,
+        )
 
 
 def test_cohort_completes_once_every_position_settled_then_gets_no_decision_or_snapshot(
@@ -544,12 +553,15 @@ def test_cohort_completes_once_every_position_settled_then_gets_no_decision_or_s
     assert tick.written == 0
     assert final.count() == Agent.objects.filter(cohort=cohort).count()
     # … and no decision: neither the next week's run nor a direct call reaches it
-    decisions_before = Decision.objects.count()
+    decisions_before = Decision.objects.filter(cohort=cohort).count()
     next_run_at = datetime.combine(NEXT_WEEK, datetime.min.time(), UTC) + timedelta(minutes=5)
     report = decisions_run_all(now=next_run_at, source=RecordedSource())
-    assert report.run_id is None
+    # the next week's run starts (and serves) only the next week's cohort
+    served = Decision.objects.filter(run_id=report.run_id)
+    assert served.exists()
+    assert set(served.values_list("cohort__week_start", flat=True)) == {NEXT_WEEK}
     assert decision_run(agent_id=yes_agent.pk, run_id=frozen.run.pk).status == "cohort completed"
-    assert Decision.objects.count() == decisions_before
+    assert Decision.objects.filter(cohort=cohort).count() == decisions_before
     # its final return is fixed
     again = resolutions_check(now=SETTLE_AT + timedelta(days=3))
     assert again.completed_cohorts == []

@@ -337,7 +337,8 @@ def test_one_snapshot_per_agent_of_every_active_cohort_and_none_for_completed_on
     done_agents = lineup(done, 3)
     binary = market("9100031", ["0.4", "0.6"])
     hold(active_agents[0], binary, "YES", "100")
-    hold(done_agents[0], binary, "YES", "100")  # cannot happen, but must not be snapshotted
+    llm = next(a for a in done_agents if not a.model.is_baseline)
+    hold(llm, binary, "YES", "100")  # cannot happen, but must not be snapshotted
 
     report = snapshots_take(now=NOW, refresh=False)
 
@@ -350,6 +351,25 @@ def test_one_snapshot_per_agent_of_every_active_cohort_and_none_for_completed_on
     tick = SnapshotTick.objects.get(slot=SLOT)
     assert tick.snapshots_written == 5
     assert tick.refresh_error == ""
+
+
+def test_a_baseline_still_holding_a_position_after_its_cohort_completed_is_marked(
+    db: None,
+) -> None:
+    """Baselines never keep a cohort alive: a baseline's long-dated position stays open after
+    completion, and every tick keeps marking it (and only it) in that cohort."""
+    done = new_cohort(status=Cohort.Status.COMPLETED, completed_at=NOW - timedelta(days=1))
+    baseline, other_baseline, llm = lineup(done, 3)
+    assert baseline.model.is_baseline
+    assert not llm.model.is_baseline
+    binary = market("9100032", ["0.4", "0.6"])
+    hold(baseline, binary, "NO", "100")
+
+    report = snapshots_take(now=NOW, refresh=False)
+
+    assert report.written == 1
+    snapshot = snapshot_of(baseline)
+    assert snapshot.positions_value == Decimal("60.00")  # 100 NO shares at 1 − 0.4
 
 
 def test_a_tick_with_no_active_cohort_writes_no_snapshot(db: None) -> None:
