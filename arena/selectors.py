@@ -7,6 +7,11 @@
 - **Brier** = mean of the Brier scores of all the model's resolved bets, pooled across
   cohorts (not a mean of cohort means) — 001 §1.4. Cancelled markets are not scored.
 - **Win rate** = resolved bets whose side won / resolved bets — 001 §3.
+
+Offline stand-ins are never pooled with the real models: an agent counts as **offline** when
+any of its decisions was answered by an offline agent (a mixed agent is offline as a whole, so
+no real figure ever carries an offline answer), and every per-model figure is kept per (model,
+offline or not), each offline figure labelled "offline".
 """
 
 from __future__ import annotations
@@ -37,6 +42,11 @@ METRIC_DEFINITIONS = [
     ("Brier", "mean over every resolved bet of (implied confidence − side won)², pooled"),
     ("Implied confidence", "bet ÷ (25% of cash at bet time), capped at 1"),
     ("Win rate", "resolved bets whose side won ÷ resolved bets"),
+    (
+        "Offline",
+        "an agent any of whose decisions a deterministic offline stand-in answered, not the "
+        "real model; its figures are never pooled with the real model's",
+    ),
 ]
 
 
@@ -47,9 +57,16 @@ class AgentStanding:
     positions_value: Decimal
     open_positions: int
     offline: bool = False
-    brier: float | None = None
-    resolved_bets: int = 0
+    scores: list[float] = field(default_factory=list)  # Brier of each resolved bet
     wins: int = 0
+
+    @property
+    def brier(self) -> float | None:
+        return mean_brier(scores=self.scores)
+
+    @property
+    def resolved_bets(self) -> int:
+        return len(self.scores)
 
     @property
     def total_value(self) -> Decimal:
@@ -77,8 +94,20 @@ def _bet_scores(agent_filter: Q) -> dict[int, list[tuple[float, bool]]]:
     return scores
 
 
+def _offline_agent_ids(agent_ids: list[int]) -> set[int]:
+    """Return those of `agent_ids` with any decision answered by an offline agent."""
+    return set(
+        Decision.objects.filter(agent_id__in=agent_ids, responder=Decision.Responder.OFFLINE)
+        .values_list("agent_id", flat=True)
+        .distinct()
+    )
+
+
 def agent_standings(*, agents: QuerySet[Agent]) -> list[AgentStanding]:
-    """Return each agent's standing now (a constant number of queries, whatever the count)."""
+    """Return each agent's standing now (a constant number of queries, whatever the count).
+
+    `offline` is set when any of the agent's decisions was answered offline (module docstring).
+    """
     agent_list = list(agents.select_related("model", "cohort"))
     ids = [a.pk for a in agent_list]
     open_positions = Position.objects.filter(agent_id__in=ids, status=Position.Status.OPEN)
@@ -90,11 +119,7 @@ def agent_standings(*, agents: QuerySet[Agent]) -> list[AgentStanding]:
         .values_list("agent_id", "n")
     )
     scores = _bet_scores(Q(agent_id__in=ids))
-    offline = set(
-        Decision.objects.filter(agent_id__in=ids, responder=Decision.Responder.OFFLINE)
-        .values_list("agent_id", flat=True)
-        .distinct()
-    )
+    offline = _offline_agent_ids(ids)
     standings = []
     for agent in agent_list:
         agent_scores = scores.get(agent.pk, [])
@@ -105,8 +130,7 @@ def agent_standings(*, agents: QuerySet[Agent]) -> list[AgentStanding]:
                 positions_value=money.cents_down(values.get(agent.pk, Decimal(0))),
                 open_positions=counts.get(agent.pk, 0),
                 offline=agent.pk in offline,
-                brier=mean_brier(scores=[s for s, _ in agent_scores]),
-                resolved_bets=len(agent_scores),
+                scores=[s for s, _ in agent_scores],
                 wins=sum(1 for _, won in agent_scores if won),
             )
         )
@@ -115,6 +139,9 @@ def agent_standings(*, agents: QuerySet[Agent]) -> list[AgentStanding]:
 
 @dataclass
 class ModelRow:
+    """A model's figures over its agents of one kind: answered by the real model (through
+    OpenRouter, or a baseline's own rule) or, with `offline`, by its offline stand-in."""
+
     model: BenchmarkModel
     cohorts: int = 0
     returns: list[Decimal] = field(default_factory=list)
@@ -143,30 +170,37 @@ class ModelRow:
 def leaderboard(*, sort: str = "brier") -> tuple[list[ModelRow], list[ModelRow]]:
     """Return (LLM rows ranked, baseline rows) across every cohort.
 
-    Ranked by pooled Brier (lower first; models with no resolved bet last), or by average
-    return with sort="return". Baselines are never ranked among the LLMs.
+    A model has a row per kind of agent it has, real and offline (never pooled: see the module
+    docstring); an active model with no agent yet has one empty real row. Ranked by pooled
+    Brier (lower first; rows with no resolved bet last), or by average return with
+    sort="return"; offline rows rank after every real row. Baselines are never ranked among
+    the LLMs.
     """
-    rows: dict[int, ModelRow] = {}
-    for model in BenchmarkModel.objects.all():
-        rows[model.pk] = ModelRow(model=model)
+    models = list(BenchmarkModel.objects.all())
+    lineup_order = {model.pk: number for number, model in enumerate(models)}
+    rows: dict[tuple[int, bool], ModelRow] = {}
     for standing in agent_standings(agents=Agent.objects.all()):
-        row = rows[standing.agent.model_id]
+        key = (standing.agent.model_id, standing.offline)
+        if key not in rows:
+            rows[key] = ModelRow(model=standing.agent.model, offline=standing.offline)
+        row = rows[key]
         row.cohorts += 1
         row.returns.append(standing.return_percent)
         row.bankrupt += int(standing.agent.status == Agent.Status.BANKRUPT)
-        row.offline = row.offline or standing.offline
-    for model_id, score, won in Trade.objects.filter(
-        kind=Trade.Kind.BUY, status=Trade.Status.EXECUTED, brier_score__isnull=False
-    ).values_list("agent__model_id", "brier_score", "side_won"):
-        rows[model_id].scores.append(float(score or 0.0))
-        rows[model_id].wins += int(bool(won))
-    visible = [r for r in rows.values() if r.cohorts or r.model.active]
+        row.scores.extend(standing.scores)
+        row.wins += standing.wins
+    seen = {model_id for model_id, _ in rows}
+    for model in models:
+        if model.active and model.pk not in seen:
+            rows[(model.pk, False)] = ModelRow(model=model)
+    visible = sorted(rows.values(), key=lambda r: (lineup_order[r.model.pk], r.offline))
     llms = [r for r in visible if not r.model.is_baseline]
     baselines = [r for r in visible if r.model.is_baseline]
+    # Stable sorts: ties keep the lineup's order.
     if sort == "return":
-        llms.sort(key=lambda r: (r.avg_return is None, -(r.avg_return or 0), r.model.display_order))
+        llms.sort(key=lambda r: (r.offline, r.avg_return is None, -(r.avg_return or 0)))
     else:
-        llms.sort(key=lambda r: (r.brier is None, r.brier or 0, r.model.display_order))
+        llms.sort(key=lambda r: (r.offline, r.brier is None, r.brier or 0))
     return llms, baselines
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+
 from celery import chain, shared_task
 
 from arena.services.cohorts import cohort_start
 from arena.services.decisions import decision_run, run_finish, run_open
 from arena.services.marking import snapshots_take
 from arena.services.settlement import resolutions_check
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name="arena.start_cohort", acks_late=True, soft_time_limit=120, time_limit=150)
@@ -32,8 +36,15 @@ def run_decisions(cohort_id: int | None = None) -> str:
 
 @shared_task(name="arena.run_agent_decision", acks_late=True, soft_time_limit=900, time_limit=960)
 def run_agent_decision(agent_id: int, run_id: int) -> str:
-    """Run one agent's weekly decision. Safe to deliver twice: the claim makes a repeat a no-op."""
-    outcome = decision_run(agent_id=agent_id, run_id=run_id)
+    """Run one agent's weekly decision. Safe to deliver twice: the claim makes a repeat a no-op.
+
+    Never fails: a failed link would stop the chain and leave every later agent undecided.
+    The service records its own failures; anything escaping it is logged and reported here."""
+    try:
+        outcome = decision_run(agent_id=agent_id, run_id=run_id)
+    except Exception as exc:
+        logger.exception("decision of agent %s in run %s escaped its service", agent_id, run_id)
+        return f"agent {agent_id}: failed ({type(exc).__name__}: {exc})"
     return f"agent {agent_id}: {outcome.status}"
 
 

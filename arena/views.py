@@ -28,6 +28,7 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         {
             "llms": llms,
             "baselines": baselines,
+            "any_offline": any(row.offline for row in llms),
             "sort": sort,
             "definitions": selectors.METRIC_DEFINITIONS,
             "cohorts": selectors.cohort_list()[:5],

@@ -1,7 +1,8 @@
 """Settings for Forecaster Arena, read from the environment.
 
 Every variable is optional for the embedded default (SQLite, no Redis, no network, DEBUG on).
-Production sets DATABASE_URL, REDIS_URL, OPENROUTER_API_KEY, SECRET_KEY and DEBUG=0.
+Production sets DATABASE_URL, REDIS_URL, OPENROUTER_API_KEY, SECRET_KEY and DEBUG=0; with DEBUG=0
+a missing OPENROUTER_API_KEY stops start-up unless OFFLINE_AGENTS=1 asks for offline agents.
 A malformed value stops the process at start-up with the variable's name and the reason.
 """
 
@@ -195,6 +196,15 @@ OPENROUTER_BASE_URL = env_url(
     "OPENROUTER_BASE_URL", "https://openrouter.ai/api/v1", schemes=("http", "https")
 )
 OPENROUTER_API_KEY = os.environ.get("OPENROUTER_API_KEY", "").strip()
+# Without a key, offline stand-ins answer for the LLMs. They are not the models, so outside the
+# embedded default (DEBUG=1) that must be asked for on purpose: OFFLINE_AGENTS=1.
+OFFLINE_AGENTS = env_bool("OFFLINE_AGENTS", DEBUG)
+if not OPENROUTER_API_KEY and not OFFLINE_AGENTS:
+    raise ImproperlyConfigured(
+        "OPENROUTER_API_KEY is not set, so offline stand-in agents would answer for the models "
+        "(OFFLINE_AGENTS is off, its default when DEBUG=0). Set OPENROUTER_API_KEY, or set "
+        "OFFLINE_AGENTS=1 to run offline agents on purpose."
+    )
 
 # Where market data comes from: "gamma" (the real API) or "demo" (the recordings shipped in
 # markets/recordings, moved by a seeded random walk). The embedded default is the demo.

@@ -29,6 +29,7 @@ SETTINGS_VARIABLES = (
     "MARKET_SOURCE",
     "MARKET_UNIVERSE_SIZE",
     "OPENROUTER_API_KEY",
+    "OFFLINE_AGENTS",
     "OPENROUTER_BASE_URL",
     "POLYMARKET_GAMMA_URL",
     "SECURE_SSL_REDIRECT",
@@ -43,6 +44,7 @@ MALFORMED = (
     ("REDIS_URL", "http://x"),
     ("DEBUG", "maybe"),
     ("MARKET_SOURCE", "bogus"),
+    ("OFFLINE_AGENTS", "maybe"),
 )
 PRODUCTION = {
     "DEBUG": "0",
@@ -51,11 +53,31 @@ PRODUCTION = {
     "REDIS_URL": "redis://127.0.0.1:6379/0",
     "OPENROUTER_API_KEY": "x",
 }
+PRODUCTION_WITHOUT_KEY = {k: v for k, v in PRODUCTION.items() if k != "OPENROUTER_API_KEY"}
+DEPLOY_CHECK = ("check", "--deploy", "--fail-level", "WARNING")
+# Prints whether offline agents may answer, and whether a key is set.
+SHOW_RESPONDERS = (
+    "shell",
+    "-c",
+    "from django.conf import settings; "
+    "print('offline agents:', settings.OFFLINE_AGENTS, 'key:', bool(settings.OPENROUTER_API_KEY))",
+)
 # Each case: (manage.py arguments, the settings variables set). They run side by side.
 CASES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     **{f"{name}={value}": (("check",), {name: value}) for name, value in MALFORMED},
-    "dev key": (("check",), {"DEBUG": "0"}),
-    "production": (("check", "--deploy", "--fail-level", "WARNING"), PRODUCTION),
+    "dev key": (("check",), {"DEBUG": "0", "OPENROUTER_API_KEY": "x"}),
+    "production": (DEPLOY_CHECK, PRODUCTION),
+    "production without a key": (DEPLOY_CHECK, PRODUCTION_WITHOUT_KEY),
+    "production offline on purpose": (
+        DEPLOY_CHECK,
+        {**PRODUCTION_WITHOUT_KEY, "OFFLINE_AGENTS": "1"},
+    ),
+    "production OFFLINE_AGENTS=0": (
+        DEPLOY_CHECK,
+        {**PRODUCTION_WITHOUT_KEY, "OFFLINE_AGENTS": "0"},
+    ),
+    "embedded default": (SHOW_RESPONDERS, {}),
+    "debug, offline agents refused": (("check",), {"OFFLINE_AGENTS": "0"}),
 }
 
 
@@ -109,3 +131,33 @@ def test_production_settings_pass_the_deploy_check(runs: dict[str, Run]) -> None
     run = runs["production"]
     assert run.returncode == 0, run.stderr
     assert "System check identified no issues" in run.stdout
+
+
+@pytest.mark.parametrize("case", ["production without a key", "production OFFLINE_AGENTS=0"])
+def test_production_without_an_openrouter_key_refuses_to_start(
+    runs: dict[str, Run], case: str
+) -> None:
+    """Offline stand-ins must never be benchmarked in production by accident."""
+    run = runs[case]
+    assert run.returncode != 0
+    assert "ImproperlyConfigured" in run.stderr
+    assert "OPENROUTER_API_KEY is not set" in run.stderr
+    assert "OFFLINE_AGENTS=1" in run.stderr  # how to opt in
+
+
+def test_production_may_run_offline_agents_when_asked_on_purpose(runs: dict[str, Run]) -> None:
+    run = runs["production offline on purpose"]
+    assert run.returncode == 0, run.stderr
+    assert "System check identified no issues" in run.stdout
+
+
+def test_the_embedded_default_runs_offline_agents_without_a_key(runs: dict[str, Run]) -> None:
+    run = runs["embedded default"]
+    assert run.returncode == 0, run.stderr
+    assert "offline agents: True key: False" in run.stdout
+
+
+def test_offline_agents_can_be_refused_with_debug_on(runs: dict[str, Run]) -> None:
+    run = runs["debug, offline agents refused"]
+    assert run.returncode != 0
+    assert "OPENROUTER_API_KEY is not set" in run.stderr

@@ -137,6 +137,7 @@ def test_leaderboard_ranks_the_llms_and_shows_the_baselines_apart(
     assert [int(m.group(1)) for m in ranks if m] == list(range(1, len(llms) + 1))
     # offline agents answered: every LLM row says so
     assert len(re.findall(BADGE.format("offline"), llm_table)) == len(llms)
+    assert "never pooled" in html  # and the note under the table says what that means
 
 
 def test_leaderboard_ranked_by_return(world: DemoReport, client: Client) -> None:
