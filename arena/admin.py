@@ -20,6 +20,7 @@ from arena.models import (
     DecisionRun,
     Position,
     SnapshotMarket,
+    SystemEvent,
     Trade,
 )
 from arena.services.decisions import decision_retry
@@ -90,6 +91,7 @@ class AttemptInline(ReadOnlyInline):
         "valid",
         "parse_error",
         "api_error",
+        "error",
         "latency_ms",
     )
 
@@ -139,6 +141,7 @@ class DecisionAdmin(ReadOnlyAdmin):
         "action",
         "parse_failed",
         "error",
+        "traceback_text",
         "reasoning",
         "parsed_payload",
         "responder",
@@ -151,6 +154,7 @@ class DecisionAdmin(ReadOnlyAdmin):
         "cost_usd",
         "latency_ms",
         "tries",
+        "parsed_try",
         "claimed_at",
         "finished_at",
         "system_prompt_text",
@@ -160,6 +164,10 @@ class DecisionAdmin(ReadOnlyAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # a stored decision is evidence; nobody edits it
+
+    @admin.display(description="Traceback")
+    def traceback_text(self, obj: Decision) -> str:
+        return _pre(obj.traceback) if obj.traceback else "—"
 
     @admin.display(description="Parsed decision")
     def parsed_payload(self, obj: Decision) -> str:
@@ -206,6 +214,8 @@ class DecisionAttemptAdmin(ReadOnlyAdmin):
         "latency_ms",
         "api_error",
         "parse_error",
+        "error",
+        "traceback_text",
         "valid",
         "started_at",
         "messages_sent",
@@ -229,6 +239,10 @@ class DecisionAttemptAdmin(ReadOnlyAdmin):
     @admin.display(description="Text parsed")
     def parsed_text(self, obj: DecisionAttempt) -> str:
         return _pre(obj.response_text)
+
+    @admin.display(description="Traceback")
+    def traceback_text(self, obj: DecisionAttempt) -> str:
+        return _pre(obj.traceback) if obj.traceback else "—"
 
 
 @admin.register(Position)
@@ -284,3 +298,35 @@ class DecisionRunAdmin(ReadOnlyAdmin):
         "universe_size",
         "sync_summary",
     )
+
+
+@admin.register(SystemEvent)
+class SystemEventAdmin(ReadOnlyAdmin):
+    """The operations record: runs, failures, retries, reclaims, settlements, sync failures."""
+
+    list_display = ("created_at", "level", "kind", "message_short", "cohort", "decision")
+    list_filter = ("level", "kind")
+    search_fields = ("message",)
+    date_hierarchy = "created_at"
+    list_select_related = ("cohort", "decision__agent__model", "decision__agent__cohort")
+    fields = (
+        "created_at",
+        "kind",
+        "level",
+        "message",
+        "cohort",
+        "agent",
+        "decision",
+        "run",
+        "market",
+        "data_text",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="Message")
+    def message_short(self, obj: SystemEvent) -> str:
+        return obj.message if len(obj.message) <= 140 else obj.message[:139] + "…"
+
+    @admin.display(description="Data")
+    def data_text(self, obj: SystemEvent) -> str:
+        return _pre(json.dumps(obj.data, indent=2, ensure_ascii=False))

@@ -16,6 +16,7 @@ from django.utils import timezone
 from markets.exceptions import GammaUnavailable
 from markets.models import Market, MarketSyncRun
 from markets.parsing import GammaMarket, parse_markets
+from markets.signals import market_fetch_failed
 from markets.sources import MarketSource, market_source
 
 logger = logging.getLogger(__name__)
@@ -183,6 +184,13 @@ def markets_sync_top(
     except GammaUnavailable as exc:
         result.error = str(exc)
         logger.error("market sync failed: %s", exc)
+        market_fetch_failed.send(
+            sender=markets_sync_top,
+            operation="sync",
+            source=source.name,
+            error=result.error,
+            requested=limit,
+        )
     else:
         result.fetched = len(records)
         batch = parse_markets(records)
@@ -226,6 +234,13 @@ def markets_refresh(
     except GammaUnavailable as exc:
         result.error = str(exc)
         logger.error("market refresh failed: %s", exc)
+        market_fetch_failed.send(
+            sender=markets_refresh,
+            operation="refresh",
+            source=source.name,
+            error=result.error,
+            requested=len(ids),
+        )
         return result
     result.fetched = len(records)
     batch = parse_markets(records)

@@ -561,21 +561,9 @@ def _failure_record(*, decision: Decision, progress: _Progress, error: str, trac
                 error=error, traceback=trace
             )
         elif progress.attempt_started is not None:
-            # The attempt itself could not be stored (or failed before it was): keep a
-            # minimal one, so the decision page shows where it broke.
-            number = (decision.attempts.aggregate(n=Max("number"))["n"] or 0) + 1
-            DecisionAttempt.objects.create(
-                decision=decision,
-                number=number,
-                run_id=progress.run_id,
-                responder=progress.reply.responder if progress.reply else "",
-                requested_model=clipped(decision.requested_model, 200),
-                request_messages=storable_json(progress.messages),
-                error=error,
-                traceback=trace,
-                valid=False,
-                started_at=progress.attempt_started,
-            )
+            # The attempt was not stored (it failed before, or storing it failed): keep one
+            # with what is known, so the decision page shows where it broke.
+            _failed_attempt_record(decision=decision, progress=progress, error=error, trace=trace)
         executed = (
             decision.parsed_try is not None
             and Trade.objects.filter(
@@ -590,6 +578,37 @@ def _failure_record(*, decision: Decision, progress: _Progress, error: str, trac
             finished_at=clock.now(),
         )
     return status
+
+
+def _failed_attempt_record(
+    *, decision: Decision, progress: _Progress, error: str, trace: str
+) -> None:
+    number = (decision.attempts.aggregate(n=Max("number"))["n"] or 0) + 1
+    reply = progress.reply
+    fields: dict[str, Any] = {
+        "decision": decision,
+        "number": number,
+        "run_id": progress.run_id,
+        "responder": reply.responder if reply else decision.responder,
+        "requested_model": clipped(decision.requested_model, 200),
+        "request_messages": storable_json(progress.messages),
+        "error": error,
+        "traceback": trace,
+        "valid": False,
+        "started_at": progress.attempt_started,
+    }
+    try:
+        with transaction.atomic():
+            DecisionAttempt.objects.create(
+                **fields,
+                raw_response=storable_text(reply.raw) if reply else "",
+                response_text=storable_text(reply.text) if reply else "",
+                response_model=clipped(reply.response_model if reply else "", 200),
+                upstream_provider=clipped(reply.provider if reply else "", 100),
+            )
+    except Exception:  # the reply itself is what cannot be stored: keep the rest
+        with transaction.atomic():
+            DecisionAttempt.objects.create(**fields)
 
 
 def parsed_json(parsed: ParsedDecision) -> dict[str, Any]:

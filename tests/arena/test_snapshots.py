@@ -543,6 +543,13 @@ def test_a_failed_price_refresh_still_snapshots_at_the_last_known_prices(
     tick = SnapshotTick.objects.get(slot=SLOT)
     assert tick.refresh_error == report.refresh_error
     assert tick.snapshots_written == 1
+    # … and the operations record keeps the failure
+    from arena.models import SystemEvent
+
+    event = SystemEvent.objects.get(kind=SystemEvent.Kind.SYNC_FAILED)
+    assert event.level == SystemEvent.Level.WARNING
+    assert "refresh" in event.message
+    assert "500" in event.message
     stored.refresh_from_db()
     assert stored.outcome_prices == ["0.030000", "0.970000"]
 

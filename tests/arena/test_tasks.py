@@ -47,3 +47,35 @@ def test_weekly_tasks_start_a_cohort_run_every_agent_in_turn_and_snapshot(
 
     assert "snapshots" in take_snapshots.delay().get(timeout=60)
     assert PortfolioSnapshot.objects.count() == agents
+
+
+def test_a_decision_task_that_breaks_does_not_stop_the_chain(
+    settings: Any, celery_worker_on_redis: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed link would stop a Celery chain and leave every later agent undecided; the
+    decision task reports the failure instead of raising, and the chain goes on."""
+    import arena.tasks as tasks_module
+    from arena.services.decisions import decision_run
+
+    settings.MARKET_SOURCE = "demo"
+    settings.OPENROUTER_API_KEY = ""
+    start_cohort.delay().get(timeout=30)
+    cohort = Cohort.objects.get()
+    first = cohort.agents.order_by("-model__kind", "model__display_order").first()
+    assert first is not None
+
+    def breaks_for_the_first_agent(*, agent_id: int, run_id: int) -> Any:
+        if agent_id == first.pk:
+            raise RuntimeError("the service itself broke")
+        return decision_run(agent_id=agent_id, run_id=run_id)
+
+    # The worker runs in a thread of this process, so it sees the patched name.
+    monkeypatch.setattr(tasks_module, "decision_run", breaks_for_the_first_agent)
+
+    queued = run_decisions.delay().get(timeout=60)
+    last_task = queued.rsplit("last task ", 1)[1].rstrip(")")
+    assert AsyncResult(last_task, app=celery_app).get(timeout=120).startswith("run ")
+    agents = cohort.agents.count()
+    assert Decision.objects.filter(status="done").count() == agents - 1
+    assert not Decision.objects.filter(agent=first).exists()
+    assert not Decision.objects.filter(status="running").exists()
