@@ -51,6 +51,10 @@ def cohort_detail(request: HttpRequest, number: int) -> HttpResponse:
             "cohort": cohort,
             "standings": standings,
             "chart": charts.value_chart(curves),
+            # Baselines never keep a cohort alive: what they still hold is marked and settled.
+            "open_after_completion": sum(s.open_positions for s in standings)
+            if cohort.completed_at
+            else 0,
             "decisions": cohort.decisions.select_related("agent__model").order_by(
                 "-week_start", "agent__model__kind", "agent__model__display_order"
             ),

@@ -454,3 +454,54 @@ def test_a_run_days_into_a_week_whose_cohort_was_missed_does_not_start_it(
 
     assert report.run_id is None
     assert not Cohort.objects.exists()
+
+
+def test_the_decision_page_shows_an_engine_failure_and_where_it_happened(
+    cohort: Cohort,
+    answers: dict[str, list[Reply]],
+    monkeypatch: pytest.MonkeyPatch,
+    client: Any,
+) -> None:
+    from arena.services import decisions as decisions_module
+
+    def parse_breaks(text: str, **kw: Any) -> ParsedDecision:
+        raise RuntimeError("<b>a defect</b>")
+
+    monkeypatch.setattr(decisions_module, "parse_decision", parse_breaks)
+    run = run_prepare(now=run_time(1), source=RecordedSource())
+    outcome = decision_run(agent_id=agent_of(cohort).pk, run_id=run.pk, now=run_time(1))
+
+    page = client.get(f"/decisions/{outcome.decision_id}/")
+    body = page.content.decode()
+
+    assert page.status_code == 200
+    assert "Engine failure: RuntimeError: &lt;b&gt;a defect&lt;/b&gt;" in body
+    assert "Where it failed" in body
+    assert "<b>a defect</b>" not in body
+
+
+def test_a_completed_cohorts_page_says_its_baselines_still_hold_positions(
+    cohort: Cohort, client: Any
+) -> None:
+    from markets.models import Market
+
+    run = run_prepare(now=run_time(1), source=RecordedSource())
+    market = Market.objects.get(pk=run.markets.filter(rank=1).values_list("market", flat=True)[0])
+    baseline = cohort.agents.get(model__internal_id="baseline-market")
+    Position.objects.create(
+        agent=baseline,
+        market=market,
+        side="YES" if market.is_binary else str(market.outcomes[0]),
+        outcome_index=0,
+        shares=Decimal("100"),
+        cost_basis=Decimal("50.00"),
+        opened_at=run_time(1),
+    )
+    Agent.objects.filter(pk=baseline.pk).update(cash=STARTING_BALANCE - Decimal("50.00"))
+    Cohort.objects.filter(pk=cohort.pk).update(
+        status=Cohort.Status.COMPLETED, completed_at=run_time(2)
+    )
+
+    body = client.get(f"/cohorts/{cohort.number}/").content.decode()
+
+    assert "Baseline agents still hold 1 position opened before the cohort completed" in body
