@@ -242,6 +242,7 @@ def _attempt_record(
     parse_error: str,
     started_at: datetime,
     parsed: ParsedDecision | None = None,
+    error_body: str = "",
 ) -> DecisionAttempt:
     """Store one attempt whole. Text from the model or provider is made storable (NUL and
     lone surrogates escaped) and provider strings are clipped to their columns."""
@@ -256,16 +257,16 @@ def _attempt_record(
                 reply.requested_model if reply else decision.agent.model.openrouter_id, 200
             ),
             request_messages=storable_json(messages),
-            raw_response=storable_text(reply.raw) if reply else "",
+            raw_response=storable_text(reply.raw) if reply else storable_text(error_body),
             response_text=storable_text(reply.text) if reply else "",
             used_reasoning=reply.used_reasoning if reply else False,
             response_model=clipped(reply.response_model if reply else "", 200),
             upstream_provider=clipped(reply.provider if reply else "", 100),
             finish_reason=clipped(reply.finish_reason if reply else "", 32),
-            prompt_tokens=reply.prompt_tokens if reply else None,
-            completion_tokens=reply.completion_tokens if reply else None,
-            reasoning_tokens=reply.reasoning_tokens if reply else None,
-            cost_usd=reply.cost if reply else None,
+            prompt_tokens=_token_count(reply.prompt_tokens) if reply else None,
+            completion_tokens=_token_count(reply.completion_tokens) if reply else None,
+            reasoning_tokens=_token_count(reply.reasoning_tokens) if reply else None,
+            cost_usd=_cost(reply.cost) if reply else None,
             latency_ms=reply.latency_ms if reply else None,
             api_error=storable_text(api_error),
             parse_error=storable_text(parse_error),
@@ -273,6 +274,24 @@ def _attempt_record(
             valid=reply is not None and not api_error and not parse_error,
             started_at=started_at,
         )
+
+
+_MAX_COUNT = 2_147_483_647  # a PositiveIntegerField
+_MAX_COST = Decimal("999999.999999")  # Decimal(12, 6)
+
+
+def _token_count(value: Any) -> int | None:
+    """A provider's token count as stored: a plain int in range, else unknown (None)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_COUNT:
+        return value
+    return None
+
+
+def _cost(value: Any) -> Decimal | None:
+    """A provider's cost in USD as stored: finite, not negative, fits the column; else None."""
+    if not isinstance(value, Decimal) or not value.is_finite() or not 0 <= value <= _MAX_COST:
+        return None
+    return value.quantize(Decimal("0.000001"))
 
 
 @dataclass
@@ -419,7 +438,7 @@ def _decision_run(
             error = error_text(exc)
             progress.attempt_id = _attempt_record(
                 decision=decision, run=run, messages=messages, reply=None,
-                api_error=error, parse_error="", started_at=started,
+                api_error=error, parse_error="", started_at=started, error_body=exc.raw_body,
             ).pk  # fmt: skip
             _decision_finish(
                 decision=decision,

@@ -390,6 +390,7 @@ def test_402_insufficient_credits_leaves_the_decision_retryable_with_the_error(
     assert "Insufficient credits" in decision.error
     [attempt] = attempts_of(decision)
     assert "OpenRouterCreditsError" in attempt.api_error
+    assert attempt.raw_response == CREDITS_402.read_text()  # the error body, kept as evidence
     assert not attempt.valid
     assert not Trade.objects.filter(decision=decision).exists()
     assert Agent.objects.get(pk=agent.pk).cash == Decimal("10000.00")
