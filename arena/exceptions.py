@@ -7,3 +7,8 @@ class TradeRejected(Exception):
 
 class DecisionNotRetryable(Exception):
     """The decision is final or held by a running claim."""
+
+
+class ClaimLost(Exception):
+    """The decision is no longer held by this executor's claim (a slow worker whose claim
+    was taken over): it must write nothing more for it."""

@@ -245,6 +245,13 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "arena.run_decisions",
         "schedule": crontab(minute=5, hour=0, day_of_week="sun"),
     },
+    # Hourly, the decisions still owed this week are retried (RETRYABLE ones) or reclaimed
+    # (a RUNNING claim older than 30 min: a dead worker); nobody owing one costs one query.
+    "retry-decisions": {
+        "task": "arena.run_decisions",
+        "schedule": crontab(minute=35),
+        "options": {"expire_seconds": 50 * 60},
+    },
     "take-snapshots": {
         "task": "arena.take_snapshots",
         "schedule": crontab(minute="*/10"),

@@ -108,16 +108,32 @@ def cohorts_complete(*, now: datetime | None = None) -> list[int]:
     """Complete every cohort `cohorts_completable` returns; its final return is then fixed
     (a final snapshot at completion). Return the completed cohort numbers."""
     now = now or clock.now()
-    done = list(cohorts_completable().values_list("pk", "number").order_by("number"))
-    if done:
-        with transaction.atomic():
-            finishing = Cohort.objects.filter(
-                pk__in=[pk for pk, _ in done], status=Cohort.Status.ACTIVE
-            )
+    candidates = list(cohorts_completable().values_list("pk", flat=True))
+    if not candidates:
+        return []
+    with transaction.atomic():
+        # A trade locks its cohort's row before it opens a position and refuses a completed
+        # cohort; so, with the rows locked, the rule is read again: a bet that committed
+        # meanwhile keeps its cohort active, and none can land after completion.
+        locked = list(
+            Cohort.objects.select_for_update(of=("self",))
+            .filter(pk__in=candidates, status=Cohort.Status.ACTIVE)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        done = list(
+            cohorts_completable()
+            .filter(pk__in=locked)
+            .values_list("pk", "number")
+            .order_by("number")
+        )
+        if done:
+            finishing = Cohort.objects.filter(pk__in=[pk for pk, _ in done])
             # The curve ends at the final value: later ticks mark only the baselines'
             # positions still open, never a completed cohort's LLM agents.
             portfolio_snapshots_write(agents=Agent.objects.filter(cohort__in=finishing), at=now)
             finishing.update(status=Cohort.Status.COMPLETED, completed_at=now)
+    if done:
         for pk, number in done:
             baseline_open = Position.objects.filter(
                 agent__cohort_id=pk, status=Position.Status.OPEN

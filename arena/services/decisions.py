@@ -17,8 +17,8 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, F, Max, OuterRef, Sum
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, Sum
 
 from agents import offline
 from agents.clients import OpenRouterClient, OpenRouterError
@@ -36,7 +36,7 @@ from agents.types import (
 )
 from arena import clock, money
 from arena.evidence import clipped, error_text, storable_json, storable_text, traceback_summary
-from arena.exceptions import DecisionNotRetryable, TradeRejected
+from arena.exceptions import ClaimLost, DecisionNotRetryable, TradeRejected
 from arena.models import (
     Agent,
     Cohort,
@@ -57,6 +57,8 @@ logger = logging.getLogger(__name__)
 
 # A claim older than this belongs to a worker that died; the row may be claimed again.
 CLAIM_TTL = timedelta(minutes=30)
+# What a slow worker reports when its claim was taken over: it wrote nothing more.
+CLAIM_LOST = "claim lost"
 
 # How long after Sunday 00:00 UTC a decision run still starts the week's missing cohort.
 COHORT_START_GRACE = timedelta(days=1)
@@ -301,6 +303,7 @@ class DecisionOutcome:
     executed: int = 0
     rejected: int = 0
     notes: list[str] = field(default_factory=list)
+    claim_lost: bool = False
 
 
 @dataclass
@@ -377,7 +380,9 @@ def _decision_run(
 
     if agent_is_bankrupt(agent=agent):
         with transaction.atomic():
-            Decision.objects.filter(pk=decision.pk).update(
+            Decision.objects.filter(
+                pk=decision.pk, status=Decision.Status.RUNNING, tries=decision.tries
+            ).update(
                 status=Decision.Status.SKIPPED,
                 action=Decision.Action.HOLD,
                 reasoning="",
@@ -477,12 +482,16 @@ def _decision_run(
                 decision=decision, run=run, messages=messages, reply=reply,
                 api_error="", parse_error="", started_at=started, parsed=parsed,
             ).pk  # fmt: skip
-            Decision.objects.filter(pk=decision.pk).update(
+            stored = Decision.objects.filter(
+                pk=decision.pk, status=Decision.Status.RUNNING, tries=decision.tries
+            ).update(
                 parsed=storable_json(parsed_json(parsed)),
                 parsed_try=decision.tries,
                 action=parsed.action,
                 reasoning=storable_text(parsed.reasoning),
             )
+        if stored != 1:  # the claim was taken over while the model answered: not ours now
+            return DecisionOutcome(decision.pk, CLAIM_LOST, notes=["claim taken over"])
         decision.parsed_try = decision.tries
         break
 
@@ -497,6 +506,12 @@ def _decision_run(
                 reasoning=f"[system default] HOLD: the response could not be parsed ({last_error})",
             ),
             parse_failed=True,
+        )
+        _failure_event(
+            decision=decision,
+            message=f"invalid answer after {settings.DECISION_PARSE_RETRIES + 1} attempts, "
+            f"default HOLD: {last_error}",
+            level=Level.WARNING,
         )
         return DecisionOutcome(decision.pk, Decision.Status.DONE, notes=[last_error])
 
@@ -513,20 +528,36 @@ def _decision_conclude(
 ) -> DecisionOutcome:
     """Finish a decision whose answer was executed: DONE, or RETRYABLE when it was a BET or
     SELL of which no order executed in this round (002)."""
+    if outcome.claim_lost:
+        outcome.status = CLAIM_LOST
+        return outcome
     executed = Trade.objects.filter(
         decision=decision, try_number=decision.parsed_try or 0, status=Trade.Status.EXECUTED
     ).count()
     no_trade = parsed.action != "HOLD" and executed == 0
     status = Decision.Status.RETRYABLE if no_trade else Decision.Status.DONE
-    _decision_finish(
-        decision=decision,
-        status=status,
-        error="no trade of this BET/SELL executed: " + "; ".join(outcome.notes) if no_trade else "",
-        reply=reply,
-        parsed=parsed,
-    )
+    error = "no trade of this BET/SELL executed: " + "; ".join(outcome.notes) if no_trade else ""
+    if not _decision_finish(
+        decision=decision, status=status, error=error, reply=reply, parsed=parsed
+    ):
+        outcome.status = CLAIM_LOST
+        return outcome
+    if no_trade:
+        _failure_event(decision=decision, message=error, level=Level.WARNING)
     outcome.status = status
     return outcome
+
+
+def _failure_event(*, decision: Decision, message: str, level: str) -> None:
+    event_record(
+        kind=Kind.DECISION_FAILED,
+        level=level,
+        message=f"decision {decision.pk} ({decision.agent}): {message}",
+        cohort_id=decision.cohort_id,
+        agent_id=decision.agent_id,
+        decision_id=decision.pk,
+        run_id=decision.run_id,
+    )
 
 
 def _decision_resume(*, decision: Decision, progress: _Progress) -> DecisionOutcome:
@@ -556,7 +587,10 @@ def _decision_fail(*, agent_id: int, progress: _Progress, exc: Exception) -> Dec
             status = _failure_record(decision=decision, progress=progress, error=error, trace=trace)
         except Exception:
             logger.exception("could not record the failure of decision %s", decision.pk)
-    agent = Agent.objects.filter(pk=agent_id).values_list("pk", "cohort_id").first()
+    try:
+        agent = Agent.objects.filter(pk=agent_id).values_list("pk", "cohort_id").first()
+    except Exception:  # the database itself may be what failed
+        agent = None
     event_record(
         kind=Kind.DECISION_FAILED,
         level=Level.ERROR,
@@ -590,7 +624,9 @@ def _failure_record(*, decision: Decision, progress: _Progress, error: str, trac
             ).exists()
         )
         status = Decision.Status.DONE if executed else Decision.Status.RETRYABLE
-        Decision.objects.filter(pk=decision.pk, status=Decision.Status.RUNNING).update(
+        Decision.objects.filter(
+            pk=decision.pk, status=Decision.Status.RUNNING, tries=decision.tries
+        ).update(
             status=status,
             error=f"unexpected failure: {error}",
             traceback=trace,
@@ -667,7 +703,9 @@ def _decision_finish(
     reply: Reply | None,
     parsed: ParsedDecision | None = None,
     parse_failed: bool = False,
-) -> None:
+) -> bool:
+    """Finish the decision under this executor's claim; return False (and write nothing)
+    when the claim was taken over meanwhile."""
     totals = decision.attempts.aggregate(
         prompt=Sum("prompt_tokens"),
         completion=Sum("completion_tokens"),
@@ -681,17 +719,21 @@ def _decision_finish(
         "reasoning": storable_text(parsed.reasoning) if parsed else "",
         "parsed": storable_json(parsed_json(parsed)) if parsed else None,
         "parse_failed": parse_failed,
-        "prompt_tokens": totals["prompt"],
-        "completion_tokens": totals["completion"],
-        "cost_usd": totals["cost"],
-        "latency_ms": totals["latency"],
+        # Each attempt's figure fits its column; a sum of them may not: then it is unknown.
+        "prompt_tokens": _token_count(totals["prompt"]),
+        "completion_tokens": _token_count(totals["completion"]),
+        "cost_usd": _cost(totals["cost"]),
+        "latency_ms": _token_count(totals["latency"]),
         "finished_at": clock.now(),
     }
     if reply is not None:  # a resumed decision keeps the reply it was answered with
         fields["response_model"] = clipped(reply.response_model if reply else "", 200)
         fields["upstream_provider"] = clipped(reply.provider if reply else "", 100)
     with transaction.atomic():
-        Decision.objects.filter(pk=decision.pk).update(**fields)
+        finished = Decision.objects.filter(
+            pk=decision.pk, status=Decision.Status.RUNNING, tries=decision.tries
+        ).update(**fields)
+    return finished == 1
 
 
 # -------------------------------------------------------------------------------- trades
@@ -754,6 +796,11 @@ def decision_execute(
             _reject(
                 decision=decision, order=order, reason=str(exc), index=index, try_number=try_number
             )
+        except ClaimLost:
+            # A slow worker whose claim was taken over: the decision is someone else's now.
+            logger.warning("claim on decision %s lost: order %d not executed", decision.pk, index)
+            outcome.claim_lost = True
+            break
         except IntegrityError:
             # The same order of the same try committed elsewhere (two workers on one claim):
             # it executed once, there; nothing more to do here.
@@ -855,6 +902,7 @@ def run_open(
         COHORT_START_GRACE
     ):
         cohort_start(week_start=week_start, now=now)
+    decisions_expire(before=week_start, now=now)
     if not agents_due(week_start=week_start, cohort_id=cohort_id):
         return None, []
     run = run_prepare(now=now, source=source)
@@ -865,6 +913,45 @@ def run_open(
         data={"universe_size": run.universe_size},
     )
     return run, agents_due(week_start=run.week_start, cohort_id=cohort_id)
+
+
+def decisions_expire(*, before: date, now: datetime) -> list[int]:
+    """Close every decision of a week before `before` that never became final: PENDING,
+    RETRYABLE, or RUNNING under a dead claim. Its week is over and a decision belongs to its
+    week, so it is not retried any more: it ends SKIPPED (a HOLD), or DONE when orders of its
+    stored answer had executed (those trades stand; the rest are not executed a week late).
+    Without this a first-week decision left RETRYABLE would keep its cohort from completing.
+    Return the ids closed; a repeat closes nothing."""
+    stale = Decision.objects.filter(week_start__lt=before).filter(
+        Q(status__in=Decision.CLAIMABLE)
+        | Q(status=Decision.Status.RUNNING, claimed_at__lt=now - CLAIM_TTL)
+    )
+    closed = []
+    for decision in stale.select_related("agent__model", "agent__cohort"):
+        executed = (
+            decision.parsed_try is not None
+            and Trade.objects.filter(
+                decision=decision, try_number=decision.parsed_try, status=Trade.Status.EXECUTED
+            ).exists()
+        )
+        reason = (
+            f"its week ended while it was {decision.get_status_display().lower()}"
+            + (": the orders executed stand" if executed else ": counted as a HOLD")
+            + (f" (last error: {decision.error})" if decision.error else "")
+        )
+        with transaction.atomic():
+            updated = Decision.objects.filter(
+                pk=decision.pk, status=decision.status, tries=decision.tries
+            ).update(
+                status=Decision.Status.DONE if executed else Decision.Status.SKIPPED,
+                action=decision.action if executed else Decision.Action.HOLD,
+                error=storable_text(reason),
+                finished_at=now,
+            )
+        if updated:
+            closed.append(decision.pk)
+            _failure_event(decision=decision, message=reason, level=Level.WARNING)
+    return closed
 
 
 def run_finish(*, run_id: int) -> None:
@@ -902,9 +989,24 @@ def decisions_run_all(
         return RunReport(None)
     report = RunReport(run.pk)
     for agent_id in agent_ids:
-        report.outcomes.append(decision_run(agent_id=agent_id, run_id=run.pk, now=now))
+        _connection_renew()
+        try:
+            outcome = decision_run(agent_id=agent_id, run_id=run.pk, now=now)
+        except Exception as exc:  # decision_run records its own failures; this is the backstop
+            logger.exception("decision of agent %s escaped its service", agent_id)
+            outcome = DecisionOutcome(None, "failed", notes=[error_text(exc)])
+        report.outcomes.append(outcome)
+    _connection_renew()
     run_finish(run_id=run.pk)
     return report
+
+
+def _connection_renew() -> None:
+    """Drop a database connection that broke during the previous agent (Django reconnects on
+    the next query), so one agent's lost connection does not fail every later agent. Inside
+    a caller's transaction nothing is dropped: that transaction is the caller's to end."""
+    if not connection.in_atomic_block:
+        connection.close_if_unusable_or_obsolete()
 
 
 def decision_retry(*, decision_id: int, source: MarketSource | None = None) -> DecisionOutcome:

@@ -60,12 +60,14 @@ def market_settle(*, polymarket_id: str, verdict: Verdict, now: datetime | None 
     no Brier. Return False when there was nothing to do (already settled)."""
     now = now or clock.now()
     with transaction.atomic():
-        market = Market.objects.select_for_update().get(polymarket_id=polymarket_id)
+        market = Market.objects.select_for_update(of=("self",)).get(polymarket_id=polymarket_id)
         if market.resolution != Market.Resolution.OPEN:
             return False
         resolved = verdict.state == "resolved"
         positions = list(
-            Position.objects.select_for_update().filter(market=market, status=Position.Status.OPEN)
+            Position.objects.select_for_update(of=("self",))
+            .filter(market=market, status=Position.Status.OPEN)
+            .order_by("pk")
         )
         payouts: dict[int, Decimal] = {}
         for position in positions:
@@ -83,7 +85,9 @@ def market_settle(*, polymarket_id: str, verdict: Verdict, now: datetime | None 
         Position.objects.bulk_update(
             positions, ["status", "settlement_value", "realized_pnl", "closed_at"]
         )
-        for agent in Agent.objects.select_for_update().filter(pk__in=payouts):
+        for agent in (
+            Agent.objects.select_for_update(of=("self",)).filter(pk__in=payouts).order_by("pk")
+        ):
             if payouts[agent.pk]:
                 Agent.objects.filter(pk=agent.pk).update(cash=agent.cash + payouts[agent.pk])
         if resolved:

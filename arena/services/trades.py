@@ -12,9 +12,10 @@ from agents.types import (
     SellOrder,
 )
 from arena import clock, money
-from arena.exceptions import TradeRejected
+from arena.exceptions import ClaimLost, TradeRejected
 from arena.models import (
     Agent,
+    Cohort,
     Decision,
     Position,
     Trade,
@@ -62,6 +63,31 @@ def trade_reject(
     )
 
 
+def _claim_check(decision: Decision) -> None:
+    """Lock the decision row and its cohort's row, in that order, inside the trade's
+    transaction; raise ClaimLost unless this executor still holds the decision's claim (the
+    row is RUNNING under the claim `decision.tries` was read with), and TradeRejected when
+    the cohort has completed meanwhile (a completion re-checks under the same lock)."""
+    held = (
+        Decision.objects.select_for_update(of=("self",))
+        .filter(pk=decision.pk, status=Decision.Status.RUNNING, tries=decision.tries)
+        .values_list("pk", flat=True)
+        .order_by("pk")
+        .first()
+    )
+    if held is None:
+        raise ClaimLost(f"decision {decision.pk} is no longer held by claim {decision.tries}")
+    active = (
+        Cohort.objects.select_for_update(of=("self",))
+        .filter(pk=decision.cohort_id, status=Cohort.Status.ACTIVE)
+        .values_list("pk", flat=True)
+        .order_by("pk")
+        .first()
+    )
+    if active is None:
+        raise TradeRejected("the cohort has completed: no more trades")
+
+
 def trade_buy(
     *, decision: Decision, order: BetOrder, frozen: FrozenMarkets, index: int, try_number: int = 1
 ) -> Trade:
@@ -85,11 +111,12 @@ def trade_buy(
         raise TradeRejected(f"price {price} of {order.side} leaves nothing to trade (0 or 1)")
     now = clock.now()
     with transaction.atomic():
-        # The market is locked as a settlement locks it, and first, in the settlement's
-        # order (market, then agent): a buy racing the settlement either commits first (and
-        # its position is settled) or sees the market resolved and is rejected.
-        market = Market.objects.select_for_update().get(pk=row.market_id)
-        agent = Agent.objects.select_for_update().get(pk=decision.agent_id)
+        _claim_check(decision)
+        # The market is locked as a settlement locks it, and before the agent, in the
+        # settlement's order (market, then agent): a buy racing the settlement either commits
+        # first (and its position is settled) or sees the market resolved and is rejected.
+        market = Market.objects.select_for_update(of=("self",)).get(pk=row.market_id)
+        agent = Agent.objects.select_for_update(of=("self",)).get(pk=decision.agent_id)
         if row.closed or market.closed or market.resolution != Market.Resolution.OPEN:
             raise TradeRejected(f"market {order.market_id} is closed")
         max_bet = money.max_bet(agent.cash)
@@ -109,8 +136,9 @@ def trade_buy(
         if debited != 1:
             raise TradeRejected(f"bet ${amount} is more than the cash left")
         position = (
-            Position.objects.select_for_update()
+            Position.objects.select_for_update(of=("self",))
             .filter(agent=agent, market=market, side=order.side, status=Position.Status.OPEN)
+            .order_by("pk")
             .first()
         )
         if position:
@@ -161,19 +189,27 @@ def trade_sell(
     TradeRejected. Proceeds (rounded down) go to cash; cost basis falls proportionally
     (released rounded up); 100% closes the position."""
     now = clock.now()
+    position_id = int(order.position_id) if order.position_id.isdigit() else -1
+    market_id = (
+        Position.objects.filter(pk=position_id, agent_id=decision.agent_id)
+        .values_list("market_id", flat=True)
+        .first()
+    )
+    if market_id is None:
+        raise TradeRejected(f"position {order.position_id} is not held by this agent")
     with transaction.atomic():
+        _claim_check(decision)
+        # Market first, then position and agent: the settlement's order, so a sell racing a
+        # settlement waits for it instead of deadlocking against it.
+        market = Market.objects.select_for_update(of=("self",)).get(pk=market_id)
         position = (
-            Position.objects.select_for_update()
-            .select_related("market")
-            .filter(
-                pk=order.position_id if order.position_id.isdigit() else -1,
-                agent_id=decision.agent_id,
-            )
+            Position.objects.select_for_update(of=("self",))
+            .filter(pk=position_id, agent_id=decision.agent_id)
+            .order_by("pk")
             .first()
         )
         if position is None or position.status != Position.Status.OPEN:
             raise TradeRejected(f"position {order.position_id} is not held by this agent")
-        market = position.market
         if market.closed or market.resolution != Market.Resolution.OPEN:
             raise TradeRejected(f"market {market.polymarket_id} is closed")
         view = frozen.views.get(market.polymarket_id)
@@ -195,7 +231,7 @@ def trade_sell(
             )
         )
         realized = proceeds - released
-        agent = Agent.objects.select_for_update().get(pk=decision.agent_id)
+        agent = Agent.objects.select_for_update(of=("self",)).get(pk=decision.agent_id)
         cash_before = agent.cash
         Agent.objects.filter(pk=agent.pk).update(cash=cash_before + proceeds)
         remaining = position.shares - shares_sold

@@ -204,7 +204,8 @@ class Play:
                 agent=a,
                 cohort=self.cohort,
                 week_start=self.cohort.week_start,
-                status=Decision.Status.DONE,
+                # Orders execute only under a live claim; the decisions finish at the end.
+                status=Decision.Status.RUNNING,
             )
             for a in self.agents
         ]
@@ -376,6 +377,7 @@ def test_snapshots_add_up_and_settled_cash_is_the_start_plus_realized_pnl(
     cohort.settle_the_rest(ending)
     cohort.snapshot_and_check()
     cohort.check_final_ledger()
+    Decision.objects.filter(cohort=cohort.cohort).update(status=Decision.Status.DONE)
     assert cohort.cohort.number in cohorts_complete()
     later = FIRST_SLOT + timedelta(minutes=10 * next(_slots))
     snapshots_take(now=later, refresh=False)

@@ -241,3 +241,108 @@ def test_buy_racing_a_settlement_never_leaves_an_open_position_on_a_resolved_mar
     assert not Trade.objects.filter(agent=agent, status=Trade.Status.EXECUTED).exists()
     agent.refresh_from_db()
     assert agent.cash == cash
+
+
+def test_a_sell_racing_a_settlement_waits_for_it_instead_of_deadlocking(
+    decision: Decision, frozen: FrozenMarkets, binary: MarketView
+) -> None:
+    """Settlement locks the market, then its positions. A sell that locked the position first
+    and then waited for the market would deadlock against it; a sell locks the market first
+    (as a buy does), waits, and then finds the position settled."""
+    from agents.types import SellOrder
+    from arena.services.trades import trade_sell
+
+    bought = trade_buy(
+        decision=decision,
+        frozen=frozen,
+        index=0,
+        order=BetOrder(market_id=binary.market_id, side="YES", amount=Decimal("100")),
+    )
+    market_locked, go_on = threading.Event(), threading.Event()
+    settler_pid: list[int] = []
+    results: dict[str, object] = {}
+
+    def settlement() -> None:
+        try:
+            with transaction.atomic():
+                Market.objects.select_for_update().get(polymarket_id=binary.market_id)
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_backend_pid()")
+                    row = cursor.fetchone()
+                    assert row is not None
+                    settler_pid.append(row[0])
+                market_locked.set()
+                go_on.wait(timeout=30)
+                # … then the rest of the settlement: it locks the positions.
+                verdict = Verdict("resolved", binary.outcomes[0], 0, "race: settled during a sell")
+                results["settled"] = market_settle(
+                    polymarket_id=binary.market_id, verdict=verdict, now=RUN_AT
+                )
+        except Exception as exc:  # reported below
+            results["settled"] = exc
+        finally:
+            market_locked.set()
+            connections.close_all()
+
+    def sell() -> None:
+        order = SellOrder(position_id=str(bought.position_id), percentage=Decimal("50"))
+        try:
+            results["sold"] = trade_sell(decision=decision, frozen=frozen, index=1, order=order)
+        except Exception as exc:
+            results["sold"] = exc
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        settling = pool.submit(settlement)
+        market_locked.wait(timeout=30)
+        selling = pool.submit(sell)
+        try:
+            waited = waits_on(settler_pid[0], done=selling.done)
+        finally:
+            go_on.set()
+        settling.result(timeout=60)
+        selling.result(timeout=60)
+
+    assert waited, "the sell never waited on the settlement: the race was not staged"
+    assert results["settled"] is True, results
+    assert isinstance(results["sold"], TradeRejected), str(results["sold"])
+    assert "not held" in str(results["sold"])
+    assert bought.position_id is not None
+    position = Position.objects.get(pk=bought.position_id)
+    assert position.status == Position.Status.SETTLED
+
+
+def test_a_connection_lost_during_one_agents_decision_does_not_stop_the_run(
+    settings: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database drops the connection while the second agent waits on its model (a
+    restart, an idle kill): that decision is left for a reclaim, and every later agent still
+    decides."""
+    from arena.services import decisions as decisions_module
+
+    settings.MARKET_UNIVERSE_SIZE = 40  # type: ignore[attr-defined]
+    asked: list[str] = []
+    hold = '{"action": "HOLD", "reasoning": "Nothing to do."}'
+
+    def respond(*, model: object, kind: str, **kw: object) -> decisions_module.Reply:
+        asked.append(str(model))
+        if len(asked) == 2:
+            with connection.cursor() as cursor:
+                try:
+                    cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+                except Exception:  # the server closes the connection under the statement
+                    pass
+        return decisions_module.Reply(text=hold, raw=hold, responder=kind, requested_model="m")
+
+    monkeypatch.setattr(decisions_module, "_respond", respond)
+
+    report = decisions_run_all(now=RUN_AT, source=RecordedSource())
+
+    connection.close()  # look with a fresh connection
+    agents = Agent.objects.filter(cohort__week_start=WEEK).count()
+    assert len(asked) == agents
+    assert len(report.outcomes) == agents
+    statuses = list(Decision.objects.values_list("status", flat=True))
+    assert statuses.count(Decision.Status.DONE) == agents - 1
+    assert statuses.count(Decision.Status.RUNNING) == 1  # reclaimed by a later run

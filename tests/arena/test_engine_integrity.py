@@ -9,6 +9,7 @@ decides per model what it answers."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -34,6 +35,7 @@ from arena.services.cohorts import cohort_start
 from arena.services.decisions import (
     CLAIM_TTL,
     decision_claim,
+    decision_execute,
     decision_retry,
     decision_run,
     decisions_run_all,
@@ -505,3 +507,233 @@ def test_a_completed_cohorts_page_says_its_baselines_still_hold_positions(
     body = client.get(f"/cohorts/{cohort.number}/").content.decode()
 
     assert "Baseline agents still hold 1 position opened before the cohort completed" in body
+
+
+# ------------------------------------------------ review findings: claims, weeks, sums
+
+
+def scripted(monkeypatch: pytest.MonkeyPatch, answer: Callable[[BenchmarkModel, Any], str]) -> None:
+    """Answer for every model from a script, in the engine's own responder slot: what the
+    model says is `answer(model, context)`, and the script may act while the model 'thinks'
+    (a test of timing, not of the client, which has its own replay tests)."""
+    from arena.services import decisions as decisions_module
+
+    def respond(*, model: BenchmarkModel, kind: str, context: Any, **kw: Any) -> Any:
+        text = answer(model, context)
+        return decisions_module.Reply(text=text, raw=text, responder=kind, requested_model="m")
+
+    monkeypatch.setattr(decisions_module, "_respond", respond)
+
+
+def bet_on(market_id: str, amount: str = "1000") -> str:
+    bets = [{"market_id": market_id, "side": "YES", "amount": amount}]
+    return json.dumps({"action": "BET", "bets": bets, "reasoning": "Underpriced."})
+
+
+def tradable(context: Any, skip: int = 0) -> str:
+    views = [v for v in context.markets if v.is_binary and v.yes_price and 0 < v.yes_price < 1]
+    return str(views[skip].market_id)
+
+
+def test_a_slow_worker_whose_claim_was_taken_over_writes_nothing_more(
+    cohort: Cohort, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first worker waits on the model past CLAIM_TTL; the next run reclaims the decision
+    and completes it. When the slow answer finally arrives it is stored on its attempt as
+    evidence, but neither its answer nor any of its orders lands."""
+    run = run_prepare(now=run_time(1), source=RecordedSource())
+    agent = agent_of(cohort)
+    calls: list[int] = []
+
+    def answer(model: BenchmarkModel, context: Any) -> str:
+        if model.internal_id != FAILING_MODEL:
+            return HOLD
+        calls.append(1)
+        if len(calls) == 1:  # meanwhile, the run half an hour later reclaims it
+            reclaimed = decision_run(agent_id=agent.pk, run_id=run.pk, now=run_time(1, hours=1))
+            assert reclaimed.status == Decision.Status.DONE
+            return bet_on(tradable(context, 0))
+        return bet_on(tradable(context, 1))
+
+    scripted(monkeypatch, answer)
+
+    slow = decision_run(agent_id=agent.pk, run_id=run.pk, now=run_time(1))
+
+    assert slow.status == "claim lost"
+    decision = decision_of(agent, 1)
+    assert decision.status == Decision.Status.DONE
+    assert decision.tries == 2
+    executed = Trade.objects.filter(decision=decision, status=Trade.Status.EXECUTED)
+    assert list(executed.values_list("try_number", flat=True)) == [2]
+    assert decision.parsed is not None
+    assert decision.parsed["bets"][0]["market_id"] == executed.get().requested_market_id
+    agent.refresh_from_db()
+    assert agent.cash == STARTING_BALANCE - Decimal("1000")
+
+
+def test_a_slow_worker_stops_executing_once_its_claim_was_taken_over(
+    cohort: Cohort,
+) -> None:
+    """A worker executing a stored answer loses its claim to a reclaim between two orders:
+    the reclaim resumes the remaining order, the slow worker's next order never executes."""
+    run = run_prepare(now=run_time(1), source=RecordedSource())
+    frozen = FrozenMarkets.load(run)
+    views = [v for v in frozen.universe if v.is_binary and v.yes_price][:2]
+    answer = ParsedDecision(
+        action="BET",
+        reasoning="Two bets.",
+        bets=tuple(
+            BetOrder(market_id=v.market_id, side="YES", amount=Decimal("200")) for v in views
+        ),
+    )
+    agent = agent_of(cohort)
+    slow = decision_claim(agent=agent, week_start=WEEK, now=run_time(1))
+    assert slow is not None
+    Decision.objects.filter(pk=slow.pk).update(
+        run=run, parsed=parsed_json(answer), parsed_try=slow.tries, action="BET"
+    )
+    slow.refresh_from_db()
+    trade_buy(decision=slow, order=answer.bets[0], frozen=frozen, index=0, try_number=1)
+    # The slow worker is still running when the next run reclaims and resumes.
+    resumed = decision_run(agent_id=agent.pk, run_id=run.pk, now=run_time(1, hours=1))
+    assert resumed.status == Decision.Status.DONE
+
+    late = decision_execute(decision=slow, parsed=answer, frozen=frozen)
+
+    assert late.executed == 0
+    trades = Trade.objects.filter(decision=slow).order_by("order_index")
+    assert [(t.order_index, t.status) for t in trades] == [(0, "executed"), (1, "executed")]
+    agent.refresh_from_db()
+    assert agent.cash == STARTING_BALANCE - Decimal("400")
+
+
+def test_a_first_week_decision_never_retried_successfully_is_closed_when_its_week_ends(
+    cohort: Cohort, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A $10 bet is rejected (under the minimum), so the week-1 decision is RETRYABLE (002).
+    If no retry of that week succeeds, the next week's run closes it as a HOLD — otherwise
+    it would keep its cohort from ever completing."""
+    week = {"n": 1}
+
+    def answer(model: BenchmarkModel, context: Any) -> str:
+        if model.internal_id == FAILING_MODEL and week["n"] == 1:
+            return bet_on(tradable(context), amount="10")
+        return HOLD
+
+    scripted(monkeypatch, answer)
+    decisions_run_all(now=run_time(1), source=RecordedSource())
+    decisions_run_all(now=run_time(1, hours=1), source=RecordedSource())  # retried, still $10
+    agent = agent_of(cohort)
+    assert decision_of(agent, 1).status == Decision.Status.RETRYABLE
+    week["n"] = 2
+
+    decisions_run_all(now=run_time(2), source=RecordedSource())
+
+    closed = decision_of(agent, 1)
+    assert closed.status == Decision.Status.SKIPPED
+    assert closed.action == Decision.Action.HOLD
+    assert "its week ended" in closed.error
+    assert "under the $50 minimum" in closed.error
+    assert SystemEvent.objects.filter(
+        kind=SystemEvent.Kind.DECISION_FAILED, decision=closed, message__contains="week ended"
+    ).exists()
+    from arena.services.settlement import resolutions_check
+
+    check = resolutions_check(now=run_time(2, hours=1), source=RecordedSource())
+    assert cohort.number in check.completed_cohorts  # nothing held, everyone decided
+
+
+def test_a_cohort_completing_while_an_agent_waits_on_the_model_refuses_its_bet(
+    cohort: Cohort, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arena.services.cohorts import cohorts_complete
+
+    completed: list[int] = []
+    week = {"n": 1}
+
+    def answer(model: BenchmarkModel, context: Any) -> str:
+        if week["n"] == 1 or model.internal_id != FAILING_MODEL:
+            return HOLD
+        # The 00:07 resolution check lands while this agent waits on the model.
+        completed.extend(cohorts_complete(now=run_time(2) + timedelta(minutes=2)))
+        return bet_on(tradable(context))
+
+    scripted(monkeypatch, answer)
+    decisions_run_all(now=run_time(1), source=RecordedSource())  # everyone HOLDs
+    week["n"] = 2
+
+    decisions_run_all(now=run_time(2), source=RecordedSource())
+
+    assert completed == [cohort.number]
+    [refused] = Trade.objects.filter(agent=agent_of(cohort))
+    assert refused.status == Trade.Status.REJECTED
+    assert "cohort has completed" in refused.reject_reason
+    assert not Position.objects.filter(agent__cohort=cohort).exists()
+    assert agent_of(cohort).cash == STARTING_BALANCE
+
+
+def test_token_totals_too_large_for_their_column_are_stored_as_unknown(
+    cohort: Cohort, answers: dict[str, list[Reply]]
+) -> None:
+    """Each attempt's count fits its column; their sum may not (PostgreSQL would refuse it
+    and the decision could never finish)."""
+    answers[model_id(FAILING_MODEL)] = [
+        Reply(body=completion("not json", prompt_tokens=2_000_000_000)),
+        Reply(body=completion(HOLD, prompt_tokens=2_000_000_000)),
+    ]
+
+    decision = run_one(cohort, answers, answers[model_id(FAILING_MODEL)][0])
+
+    assert decision.status == Decision.Status.DONE
+    assert [a.prompt_tokens for a in decision.attempts.order_by("number")] == [
+        2_000_000_000,
+        2_000_000_000,
+    ]
+    assert decision.prompt_tokens is None
+
+
+def test_a_bet_of_which_nothing_executed_and_a_default_hold_are_in_the_operations_record(
+    cohort: Cohort, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def answer(model: BenchmarkModel, context: Any) -> str:
+        if model.internal_id == FAILING_MODEL:
+            return bet_on(tradable(context), amount="10")
+        if model.internal_id == "claude-opus-4.5":
+            return "I would rather not answer in JSON."
+        return HOLD
+
+    scripted(monkeypatch, answer)
+
+    decisions_run_all(now=run_time(1), source=RecordedSource())
+
+    failures = SystemEvent.objects.filter(kind=SystemEvent.Kind.DECISION_FAILED)
+    messages = " | ".join(failures.values_list("message", flat=True))
+    assert "no trade of this BET/SELL executed" in messages
+    assert "default HOLD" in messages
+    assert set(failures.values_list("level", flat=True)) == {SystemEvent.Level.WARNING}
+
+
+def test_an_order_of_a_claim_that_was_taken_over_does_not_execute(cohort: Cohort) -> None:
+    from arena.exceptions import ClaimLost
+
+    run = run_prepare(now=run_time(1), source=RecordedSource())
+    frozen = FrozenMarkets.load(run)
+    view = next(v for v in frozen.universe if v.is_binary and v.yes_price)
+    agent = agent_of(cohort)
+    slow = decision_claim(agent=agent, week_start=WEEK, now=run_time(1))
+    assert slow is not None
+    taken_over = decision_claim(agent=agent, week_start=WEEK, now=run_time(1, hours=1))
+    assert taken_over is not None
+    order = BetOrder(market_id=view.market_id, side="YES", amount=Decimal("100"))
+
+    with pytest.raises(ClaimLost):
+        trade_buy(decision=slow, order=order, frozen=frozen, index=0, try_number=1)
+    outcome = decision_execute(
+        decision=slow,
+        parsed=ParsedDecision(action="BET", reasoning="late", bets=(order,)),
+        frozen=frozen,
+    )
+
+    assert outcome.claim_lost
+    assert not Trade.objects.filter(decision=slow).exists()
+    assert Agent.objects.get(pk=agent.pk).cash == STARTING_BALANCE
