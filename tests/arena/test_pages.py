@@ -113,6 +113,7 @@ def test_leaderboard_ranks_the_llms_and_shows_the_baselines_apart(
         row = next(r for r in rows(baseline_table) if escape(model.display_name) in r)
         assert re.search(BADGE.format("baseline"), row)
     assert "not ranked" in html
+    assert "a baseline's figures can still change after its cohort completed" in html
 
     # ranked by pooled Brier of resolved bets, lower first, models without one last
     scores: dict[int, list[float]] = {m.pk: [] for m in llms}
