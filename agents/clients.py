@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -53,7 +53,8 @@ class Completion:
     `text` is what the decision parser reads: `message.content`, or, when the content is
     empty and the model only produced reasoning (e.g. cut off by max_tokens), the reasoning
     text, with `used_reasoning=True`. `raw_body` is the whole response body as received, kept
-    as evidence. `cost` is USD, exact (parsed from the JSON text, never through a float).
+    as evidence. `cost` is USD, exact to 6 places (parsed from the JSON text, never through a
+    float). Token counts and cost are None when the body has none a column could store.
     `latency_ms` covers the whole call, retries and their waits included; `attempts` counts
     the HTTP requests made.
     """
@@ -165,7 +166,8 @@ class OpenRouterConnectionError(OpenRouterError):
 
 
 class OpenRouterBadResponse(OpenRouterError):
-    """A body that cannot be read as a completion: not JSON, truncated, or without choices."""
+    """A body that cannot be read as a completion: not JSON, truncated, without choices, or
+    whose message is not an object or whose content is neither text nor a list of parts."""
 
     default_retryable = True
 
@@ -188,25 +190,88 @@ def _error_class_for(status: int) -> type[OpenRouterError]:
     return OpenRouterBadResponse  # 1xx/3xx: not an answer we can use
 
 
+MAX_TOKEN_COUNT = 2_147_483_647
+"""The most tokens a usage figure may report (the columns are PositiveIntegerFields)."""
+MAX_COST = Decimal("1000000")
+"""A reported cost, in USD, must be under this (the columns are Decimal(12, 6))."""
+COST_PLACES = Decimal("0.000001")
+_INT_DIGITS = 18  # an integer field of a body (a status, a code) has fewer digits than this
+
+
+def _json_number(text: str) -> Decimal | float:
+    """Return a JSON number with a fraction or exponent as an exact Decimal.
+
+    One past Decimal's exponent limits (1E+99999999999999999999) becomes a float, infinite or
+    zero, which no field of a completion accepts: a hostile number never makes reading raise.
+    """
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        return float(text)
+
+
+def _json_int(text: str) -> int | Decimal | float:
+    """Return a JSON integer as an int, or as a Decimal when it has too many digits for one."""
+    try:
+        return int(text)
+    except ValueError:  # more digits than sys.get_int_max_str_digits()
+        return _json_number(text)
+
+
+def _load_json(raw_body: str) -> Any:
+    """Return the JSON value of a body; raise ValueError if it is not JSON we can read.
+
+    Numbers are exact (never through a float); nesting too deep for the parser is a
+    ValueError too, like any other unreadable body.
+    """
+    try:
+        return json.loads(raw_body, parse_float=_json_number, parse_int=_json_int)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
 def _as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
 def _as_int(value: Any) -> int | None:
+    """Return a JSON integer (or an integral Decimal) of ordinary size, else None.
+
+    Converting a Decimal such as 1E+999999 to an int would take most of a minute; its
+    magnitude is checked first.
+    """
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
-    if isinstance(value, Decimal) and value == value.to_integral_value():
+        return value if abs(value) < 10**_INT_DIGITS else None
+    if (
+        isinstance(value, Decimal)
+        and value.is_finite()
+        and (value.is_zero() or value.adjusted() < _INT_DIGITS)
+        and value == value.to_integral_value()
+    ):
         return int(value)
     return None
 
 
-def _as_decimal(value: Any) -> Decimal | None:
-    """Return a JSON number parsed with parse_float=Decimal (an integral one is an int)."""
+def _token_count(value: Any) -> int | None:
+    """Return a usage token count: an integer from 0 to MAX_TOKEN_COUNT, else None."""
+    count = _as_int(value)
+    return count if count is not None and 0 <= count <= MAX_TOKEN_COUNT else None
+
+
+def _usage_cost(value: Any) -> Decimal | None:
+    """Return a usage cost in USD: a JSON number, finite, ≥ 0 and under MAX_COST, quantized
+    to COST_PLACES (half-even); anything else (a string, a float NaN, -1, 1E+30) is None."""
     if isinstance(value, bool) or not isinstance(value, int | Decimal):
         return None
-    return Decimal(value)
+    cost = Decimal(value)
+    if not cost.is_finite() or cost < 0 or cost >= MAX_COST:
+        return None
+    cost = cost.quantize(COST_PLACES, rounding=ROUND_HALF_EVEN)
+    if cost >= MAX_COST:  # 999999.9999999 rounds up to the bound
+        return None
+    return abs(cost)  # -0 is 0
 
 
 def _as_str(value: Any) -> str | None:
@@ -232,7 +297,7 @@ def _parse_retry_after(header: str | None) -> float | None:
         pass
     try:
         when = parsedate_to_datetime(header)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:  # an HTTP-date is always GMT
         when = when.replace(tzinfo=UTC)
@@ -282,7 +347,7 @@ def _error_from_http(response: requests.Response, raw_body: str) -> OpenRouterEr
     cls = _error_class_for(response.status_code)
     retry_after = _parse_retry_after(response.headers.get("Retry-After"))
     try:
-        body = json.loads(raw_body, parse_float=Decimal)
+        body = _load_json(raw_body)
     except ValueError:
         body = None
     if isinstance(body, dict) and "error" in body:
@@ -300,14 +365,20 @@ def _error_from_http(response: requests.Response, raw_body: str) -> OpenRouterEr
 # --- reading a completion -------------------------------------------------------------------
 
 
-def _message_text(value: Any) -> str:
-    """Return the text of `message.content`: a string, or a list of typed parts."""
+def _message_text(value: Any) -> str | None:
+    """Return the text of `message.content`: a string, the text of a list of parts (typed
+    parts' `text`, or plain strings), "" for null; None when it is none of those."""
     if isinstance(value, str):
         return value
+    if value is None:
+        return ""
     if isinstance(value, list):
-        parts = [_as_str(_as_dict(part).get("text")) or "" for part in value]
+        parts = [
+            part if isinstance(part, str) else _as_str(_as_dict(part).get("text")) or ""
+            for part in value
+        ]
         return "".join(parts)
-    return ""
+    return None
 
 
 def _reasoning_text(message: dict[str, Any]) -> str:
@@ -328,9 +399,14 @@ def _reasoning_text(message: dict[str, Any]) -> str:
 def _completion_from_body(
     raw_body: str, *, requested_model: str, started: float, attempts: int
 ) -> Completion:
-    """Read a 200 body into a Completion; raise OpenRouterBadResponse or UpstreamError."""
+    """Read a 200 body into a Completion; raise OpenRouterBadResponse or UpstreamError.
+
+    Whatever the body, nothing else is raised. Usage figures the columns could not hold
+    (negative or huge token counts, a cost that is negative, not finite or a string) are
+    reported as None rather than refused: the answer itself is still usable.
+    """
     try:
-        body = json.loads(raw_body, parse_float=Decimal)
+        body = _load_json(raw_body)
     except ValueError as exc:
         raise OpenRouterBadResponse(
             f"body is not JSON (truncated?): {exc}", status=200, raw_body=raw_body
@@ -362,8 +438,18 @@ def _completion_from_body(
             raw_body=raw_body,
             provider_name=provider,
         )
-    message = _as_dict(choice.get("message"))
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise OpenRouterBadResponse(
+            "choices[0].message is not an object", status=200, raw_body=raw_body
+        )
     text = _message_text(message.get("content"))
+    if text is None:
+        raise OpenRouterBadResponse(
+            "choices[0].message.content is neither text nor a list of parts",
+            status=200,
+            raw_body=raw_body,
+        )
     used_reasoning = False
     if not text.strip():
         reasoning = _reasoning_text(message)
@@ -379,12 +465,12 @@ def _completion_from_body(
         provider=provider,
         generation_id=_as_str(body.get("id")),
         finish_reason=finish_reason,
-        prompt_tokens=_as_int(usage.get("prompt_tokens")),
-        completion_tokens=_as_int(usage.get("completion_tokens")),
-        reasoning_tokens=_as_int(
+        prompt_tokens=_token_count(usage.get("prompt_tokens")),
+        completion_tokens=_token_count(usage.get("completion_tokens")),
+        reasoning_tokens=_token_count(
             _as_dict(usage.get("completion_tokens_details")).get("reasoning_tokens")
         ),
-        cost=_as_decimal(usage.get("cost")),
+        cost=_usage_cost(usage.get("cost")),
         latency_ms=round((time.monotonic() - started) * 1000),
         attempts=attempts,
     )

@@ -28,9 +28,49 @@ SEPARATOR_STAND_IN = "¦"
 ACTIONS: tuple[Action, ...] = ("BET", "SELL", "HOLD")
 MIN_PERCENTAGE = Decimal("1")
 MAX_PERCENTAGE = Decimal("100")
+MAX_BET_AMOUNT = Decimal("999999999999.99")
+"""The largest bet, in USD, that parses: the most a money column (14 digits, 2 places) can
+store, as arena's MAX_STORABLE. A larger amount could never execute (the 25%-of-cash rule
+refuses it), and the engine could not even round it to the cent (1e30 is past the decimal
+context's 28 digits) or store it, so it is a parse error, stated to the model."""
 _SHOWN_VALUE_CHARS = 60
 _SHOWN_OUTCOMES = 20
 _OBJECT_START = re.compile(r'\{\s*"')
+_SCAN_BUDGET_TIMES = 8
+_SCAN_BUDGET_MINIMUM = 2_000_000  # characters
+_STARTS_AFTER_BUDGET = 5
+
+
+class _UnreadableNumber:
+    """A JSON number no Decimal can hold (an exponent past Decimal's limits, such as
+    1E+99999999999999999999); what it was written as is kept for the message."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _json_decimal(text: str) -> Decimal | _UnreadableNumber:
+    try:
+        return Decimal(text)
+    except InvalidOperation:  # e.g. 1E+99999999999999999999: past Decimal's exponent limit
+        return _UnreadableNumber(text)
+
+
+def _json_int(text: str) -> int | Decimal | _UnreadableNumber:
+    try:
+        return int(text)
+    except ValueError:  # more digits than sys.get_int_max_str_digits(): a Decimal holds it
+        return _json_decimal(text)
+
+
+def _decoder() -> json.JSONDecoder:
+    """Return the decoder of responses: exact Decimals, and no number can make it raise."""
+    return json.JSONDecoder(parse_float=_json_decimal, parse_int=_json_int, strict=False)
 
 
 def invalid_excerpt(raw: str) -> str:
@@ -63,9 +103,11 @@ def parse_decision(
 
     `markets` is the run's snapshot keyed by market id; `position_ids` are the agent's open
     positions. The JSON object may be wrapped in code fences, quotes or prose. Amounts and
-    percentages come back as exact Decimals. Reasoning is kept verbatim (it is hostile text:
-    escape it wherever it is shown). Raise DecisionParseError, whose message says what is
-    wrong, when the response is not one valid decision; one invalid item invalidates it all.
+    percentages come back as exact Decimals: an amount is more than 0 and at most
+    MAX_BET_AMOUNT, a percentage from 1 to 100. Reasoning is kept verbatim (it is hostile
+    text: escape it wherever it is shown). Raise DecisionParseError, whose message says what
+    is wrong, when the response is not one valid decision; one invalid item invalidates it
+    all. No other exception escapes, whatever the text (huge numbers, deep nesting, NULs).
     """
     payload = _decision_object(raw)
     action = payload["action"]
@@ -102,18 +144,41 @@ def _decision_object(raw: str) -> dict[str, Any]:
     # possible start in turn finds the first object with "action" even inside prose, and braces
     # inside JSON strings are left to the JSON parser. Only a '{"' before the last '"action"'
     # can start that object, which keeps the attempts few on prose full of braces.
-    decoder = json.JSONDecoder(parse_float=Decimal, strict=False)
+    decoder = _decoder()
     last_action = text.rfind('"action"')
-    for match in _OBJECT_START.finditer(text, 0, last_action + 1):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except ValueError:  # not JSON from here
-            continue
-        except RecursionError:  # nesting no decision needs; trying further starts is costly
-            raise DecisionParseError("The response's JSON is nested too deeply.") from None
+    starts = [m.start() for m in _OBJECT_START.finditer(text, 0, last_action + 1)]
+    # A start can cost up to the whole text: the scan to where the JSON breaks, and the error,
+    # which counts the lines before that point. A megabyte of hostile text with thousands of
+    # starts would take minutes, so the attempts share a budget, many times what a decision in
+    # prose needs. Past it, only the starts nearest the last "action" are tried.
+    budget = max(_SCAN_BUDGET_MINIMUM, _SCAN_BUDGET_TIMES * len(text))
+    for index, start in enumerate(starts):
+        if budget < 0:
+            starts = starts[index:][-_STARTS_AFTER_BUDGET:][::-1]
+            break
+        value, cost = _decoded_at(decoder, text, start)
+        budget -= cost
+        if isinstance(value, dict) and "action" in value:
+            return value
+    else:
+        starts = []
+    for start in starts:
+        value, _ = _decoded_at(decoder, text, start)
         if isinstance(value, dict) and "action" in value:
             return value
     raise DecisionParseError(_diagnose(text))
+
+
+def _decoded_at(decoder: json.JSONDecoder, text: str, start: int) -> tuple[Any, int]:
+    """Return the JSON value starting at `start` (None if there is none) and the characters
+    its reading cost; raise DecisionParseError on nesting too deep to read."""
+    try:
+        value, end = decoder.raw_decode(text, start)
+    except json.JSONDecodeError as exc:  # not JSON from here
+        return None, exc.pos + 1  # building the error counted the lines up to exc.pos
+    except RecursionError:  # nesting no decision needs; trying further starts is costly
+        raise DecisionParseError("The response's JSON is nested too deeply.") from None
+    return value, end - start
 
 
 def _unwrap(raw: str) -> str:
@@ -153,12 +218,14 @@ def _diagnose(text: str) -> str:
     if end is None:
         return 'The JSON object with "action" is not closed: a "}" is missing (truncated?).'
     try:
-        json.loads(text[start:end], parse_float=Decimal, strict=False)
+        _decoder().decode(text[start:end])
     except json.JSONDecodeError as exc:
         return (
             f"The response is not valid JSON: {exc.msg} at line {exc.lineno}, "
             f'column {exc.colno} of the object with "action".'
         )
+    except ValueError:
+        return 'The JSON object with "action" is not valid JSON.'
     except RecursionError:
         return 'The JSON object with "action" is nested too deeply.'
     return 'The JSON object has no top-level "action" field.'
@@ -213,8 +280,11 @@ def _bet(index: int, item: Any, markets: Mapping[str, MarketView]) -> BetOrder:
         )
     side = _side(item.get("side"), market, where)
     amount = _number(item.get("amount"), f"{where}.amount")
-    if amount <= 0:
-        raise DecisionParseError(f"{where}.amount must be more than 0 dollars, got {amount}.")
+    if not 0 < amount <= MAX_BET_AMOUNT:
+        raise DecisionParseError(
+            f"{where}.amount must be more than 0 dollars and at most ${MAX_BET_AMOUNT:,} "
+            f"(the largest amount that can be stored), got {_show(amount)}."
+        )
     return BetOrder(market_id=market_id, side=side, amount=amount)
 
 
@@ -229,7 +299,9 @@ def _sell(index: int, item: Any, position_ids: Collection[str]) -> SellOrder:
         )
     percentage = _number(item.get("percentage"), f"{where}.percentage")
     if not MIN_PERCENTAGE <= percentage <= MAX_PERCENTAGE:
-        raise DecisionParseError(f"{where}.percentage must be from 1 to 100, got {percentage}.")
+        raise DecisionParseError(
+            f"{where}.percentage must be from 1 to 100, got {_show(percentage)}."
+        )
     return SellOrder(position_id=position_id, percentage=percentage)
 
 
@@ -237,6 +309,8 @@ def _identifier(value: Any, where: str) -> str:
     """Return an id given as a string or an integer, as a trimmed string."""
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
+    if isinstance(value, Decimal) and value.is_finite() and value.as_tuple().exponent == 0:
+        return str(value)  # an integer of more digits than an int is read with
     if isinstance(value, str) and value.strip():
         return value.strip()
     raise DecisionParseError(
@@ -275,6 +349,10 @@ def _side(value: Any, market: MarketView, where: str) -> str:
 
 def _number(value: Any, where: str) -> Decimal:
     """Return a finite number given as a JSON number or a numeric string, as a Decimal."""
+    if isinstance(value, _UnreadableNumber):
+        raise DecisionParseError(
+            f"{where} must be a finite number of ordinary size, got {_show(value)}."
+        )
     number: Decimal | None = None
     if isinstance(value, Decimal):
         number = value
@@ -297,6 +375,9 @@ def _show(value: Any) -> str:
         text = " ".join(value.split())
         if len(text) > _SHOWN_VALUE_CHARS:
             text = text[: _SHOWN_VALUE_CHARS - 3] + "..."
+        # NUL, lone surrogates and other unprintable characters are shown as escapes, so the
+        # message can be stored and sent back as it is.
+        text = "".join(c if c.isprintable() else _escaped(c) for c in text)
         return f'"{text}"'
     if value is None:
         return "nothing"
@@ -307,3 +388,9 @@ def _show(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
     return _show(str(value)).strip('"')  # a number
+
+
+def _escaped(char: str) -> str:
+    """Return an unprintable character as its escape: \\u0000, \\ud800, \\U0010ffff."""
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 import traceback as _traceback
+from pathlib import Path
 from typing import Any
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 TRACEBACK_FRAMES = 8
+_PROJECT = str(Path(__file__).resolve().parent.parent)
 
 
 def storable_text(text: str) -> str:
@@ -40,9 +42,19 @@ def clipped(text: str | None, length: int) -> str:
 
 
 def traceback_summary(exc: BaseException) -> str:
-    """Return the exception and its last TRACEBACK_FRAMES frames, storable."""
-    frames = _traceback.format_exception(exc, limit=-TRACEBACK_FRAMES)
-    return storable_text("".join(frames))[-8000:]
+    """Return where `exc` happened, storable: the last TRACEBACK_FRAMES frames of the
+    project's own code (a database error's innermost frames are all Django's and psycopg's,
+    which would hide the line that failed), the innermost two frames, and the exception."""
+    frames = _traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if _PROJECT in f.filename and "site-packages" not in f.filename]
+    kept = ours[-TRACEBACK_FRAMES:]
+    for frame in frames[-2:]:
+        if frame not in kept:
+            kept.append(frame)
+    lines = ["Traceback (project frames, then the innermost):\n"]
+    lines += _traceback.format_list(kept)
+    lines += _traceback.format_exception_only(type(exc), exc)
+    return storable_text("".join(lines))[-8000:]
 
 
 def error_text(exc: BaseException) -> str:

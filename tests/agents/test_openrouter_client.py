@@ -14,6 +14,8 @@ from email.utils import formatdate
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
 
 from agents.clients import (
     Completion,
@@ -31,6 +33,7 @@ from agents.clients import (
     OpenRouterUpstreamError,
     _parse_retry_after,
 )
+from tests import hostile
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply, recording
 
 CHAT = "/chat/completions"
@@ -92,7 +95,7 @@ def test_success_returns_json_content_model_provider_tokens_and_exact_cost(
     assert (completion.prompt_tokens, completion.completion_tokens) == (18, 1067)
     assert completion.reasoning_tokens == 826
     assert completion.cost == Decimal("0.00321")
-    assert str(completion.cost) == "0.00321"  # exact: never went through a float
+    assert str(completion.cost) == "0.003210"  # exact, never through a float; 6 places
     assert completion.attempts == 1
     assert isinstance(completion.latency_ms, int)
     assert completion.latency_ms >= 0
@@ -532,3 +535,361 @@ def test_retry_after_header_as_http_date_is_read_as_seconds_from_now() -> None:
 @pytest.mark.parametrize("header", [None, "", "soon"])
 def test_unreadable_retry_after_header_is_ignored(header: str | None) -> None:
     assert _parse_retry_after(header) is None
+
+
+# --- hostile bodies (issue "Engine integrity"): a Completion or a typed error, nothing else ---
+
+
+def _with_usage(**usage: str) -> Reply:
+    """The real success recording with `usage` replaced by JSON tokens written as they are."""
+    body = json.loads(_recorded(OK))
+    body["usage"] = {key: hostile.Raw(token) for key, token in usage.items()}
+    return Reply(body=hostile.encode(body))
+
+
+TOKEN_COUNTS_NO_COLUMN_HOLDS = [
+    "-1", "-2147483648", "2147483648", "1e999999", "1E+99999999999999999999", "9" * 5000,
+    "18.5", "NaN", "Infinity", '"18"', "true", "null", "[18]", "{}",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("tokens", TOKEN_COUNTS_NO_COLUMN_HOLDS)
+def test_usage_token_counts_a_column_cannot_hold_are_reported_as_none(
+    openrouter_server: ReplayServer, tokens: str
+) -> None:
+    details = {"reasoning_tokens": hostile.Raw(tokens)}
+    body = json.loads(_recorded(OK))
+    body["usage"] = {
+        "prompt_tokens": hostile.Raw(tokens),
+        "completion_tokens": hostile.Raw(tokens),
+        "completion_tokens_details": details,
+    }
+    openrouter_server.route("POST", CHAT, Reply(body=hostile.encode(body)))
+
+    started = time.monotonic()
+    completion = _complete()
+
+    assert completion.text == OK_CONTENT  # the answer itself is still usable
+    assert completion.prompt_tokens is None
+    assert completion.completion_tokens is None
+    assert completion.reasoning_tokens is None
+    assert time.monotonic() - started < 2  # 1e999999 is never turned into a 1,000,000-digit int
+
+
+@pytest.mark.parametrize(
+    ("tokens", "expected"), [("0", 0), ("-0", 0), ("2147483647", 2147483647), ("18.0", 18)]
+)
+def test_usage_token_counts_from_0_to_2147483647_are_kept(
+    openrouter_server: ReplayServer, tokens: str, expected: int
+) -> None:
+    openrouter_server.route("POST", CHAT, _with_usage(prompt_tokens=tokens))
+
+    assert _complete().prompt_tokens == expected
+
+
+@pytest.mark.parametrize(
+    "cost",
+    [
+        "-1", "-0.000001", "1000000", "999999.9999995", "1e30", "1e999999",
+        "1E+99999999999999999999", "9" * 5000, "NaN", "Infinity", "-Infinity", '"0.00321"',
+        "true", "null", "[0.1]", "{}",
+    ],
+)  # fmt: skip
+def test_usage_cost_that_is_negative_not_finite_too_large_or_not_a_number_is_reported_as_none(
+    openrouter_server: ReplayServer, cost: str
+) -> None:
+    openrouter_server.route("POST", CHAT, _with_usage(cost=cost, prompt_tokens="18"))
+
+    completion = _complete()
+
+    assert completion.cost is None
+    assert completion.prompt_tokens == 18
+    assert completion.text == OK_CONTENT
+
+
+@pytest.mark.parametrize(
+    ("cost", "expected"),
+    [
+        ("0", "0.000000"),
+        ("-0.0", "0.000000"),
+        ("0.0000004", "0.000000"),
+        ("0.0000015", "0.000002"),
+        ("0.0000025", "0.000002"),
+        ("1e-999999", "0.000000"),
+        ("12", "12.000000"),
+        ("999999.999999", "999999.999999"),
+    ],
+)
+def test_usage_cost_is_quantized_to_6_places(
+    openrouter_server: ReplayServer, cost: str, expected: str
+) -> None:
+    openrouter_server.route("POST", CHAT, _with_usage(cost=cost))
+
+    assert str(_complete().cost) == expected
+
+
+@pytest.mark.parametrize("usage", [[], "free", 0, None])
+def test_usage_that_is_not_an_object_reports_no_figures(
+    openrouter_server: ReplayServer, usage: Any
+) -> None:
+    body = json.loads(_recorded(OK))
+    body["usage"] = usage
+    openrouter_server.route("POST", CHAT, Reply.json(body))
+
+    completion = _complete()
+
+    assert (completion.prompt_tokens, completion.completion_tokens, completion.cost) == (
+        None,
+        None,
+        None,
+    )
+
+
+def _shaped(path: tuple[Any, ...], value: Any) -> bytes:
+    body: Any = json.loads(_recorded(OK))
+    if not path:
+        return hostile.encode(value)
+    target = body
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return hostile.encode(body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(_shaped((), []), id="a-list"),
+        pytest.param(_shaped((), "completion"), id="a-string"),
+        pytest.param(_shaped((), 42), id="a-number"),
+        pytest.param(_shaped((), None), id="null"),
+        pytest.param(_shaped(("choices",), {"0": {}}), id="choices-an-object"),
+        pytest.param(_shaped(("choices",), "x"), id="choices-a-string"),
+        pytest.param(_shaped(("choices",), []), id="choices-empty"),
+        pytest.param(_shaped(("choices",), [None]), id="choice-null"),
+        pytest.param(_shaped(("choices", 0, "message"), "text"), id="message-a-string"),
+        pytest.param(_shaped(("choices", 0, "message"), ["x"]), id="message-a-list"),
+        pytest.param(_shaped(("choices", 0, "message"), None), id="message-null"),
+        pytest.param(_shaped(("choices",), [{"finish_reason": "stop"}]), id="message-missing"),
+        pytest.param(_shaped(("choices", 0, "message", "content"), 5), id="content-a-number"),
+        pytest.param(
+            _shaped(("choices", 0, "message", "content"), {"text": "x"}), id="content-an-object"
+        ),
+        pytest.param(_shaped(("choices", 0, "message", "content"), True), id="content-true"),
+        pytest.param(hostile.HTML_PAGE, id="html-error-page"),
+        pytest.param(b"", id="empty"),
+        pytest.param(b"[" * hostile.DEEP, id="deep-nesting"),
+        pytest.param(b'{"choices": [{"message": {"content": "x\x00"}}]}', id="raw-nul-byte"),
+        pytest.param(b"\x00" * 64, id="nul-bytes"),
+        pytest.param(_recorded(OK)[:1000], id="truncated"),
+    ],
+)
+def test_200_body_that_is_not_a_usable_completion_raises_bad_response(
+    openrouter_server: ReplayServer, settings: Any, body: bytes
+) -> None:
+    settings.HTTP_MAX_RETRIES = 0
+    openrouter_server.route("POST", CHAT, Reply(body=body))
+
+    error = _fails(OpenRouterBadResponse)
+
+    assert error.status == 200
+    assert error.retryable is True
+    assert error.raw_body == body.decode("utf-8", errors="replace")
+
+
+def test_null_content_falls_back_to_the_reasoning_text(openrouter_server: ReplayServer) -> None:
+    body = json.loads(_recorded(OK))
+    body["choices"][0]["message"]["content"] = None
+    openrouter_server.route("POST", CHAT, Reply.json(body))
+
+    completion = _complete()
+
+    assert completion.used_reasoning is True
+    assert completion.text == body["choices"][0]["message"]["reasoning"]
+
+
+def test_null_content_without_reasoning_is_an_empty_answer(
+    openrouter_server: ReplayServer,
+) -> None:
+    body = json.loads(_recorded(OK))
+    message = body["choices"][0]["message"]
+    message["content"] = None
+    del message["reasoning"], message["reasoning_details"]
+    openrouter_server.route("POST", CHAT, Reply.json(body))
+
+    completion = _complete()
+
+    assert (completion.text, completion.used_reasoning) == ("", False)
+
+
+def test_content_as_a_list_of_parts_is_read_as_their_text_in_order(
+    openrouter_server: ReplayServer,
+) -> None:
+    parts = [
+        {"type": "text", "text": '{"action": "HOLD", '},
+        {"type": "image_url", "image_url": {"url": "http://127.0.0.1/x.png"}},
+        '"reasoning": ',
+        {"type": "text", "text": 5},
+        None,
+        {"type": "text", "text": '"Nothing to do."}'},
+    ]
+    openrouter_server.route("POST", CHAT, Reply(body=_with_content_value(parts)))
+
+    completion = _complete()
+
+    assert completion.text == '{"action": "HOLD", "reasoning": "Nothing to do."}'
+
+
+def _with_content_value(content: Any) -> bytes:
+    body = json.loads(_recorded(OK))
+    body["choices"][0]["message"]["content"] = content
+    return json.dumps(body).encode()
+
+
+def test_nul_and_lone_surrogate_escapes_in_content_are_returned_as_they_are(
+    openrouter_server: ReplayServer,
+) -> None:
+    content = 'nul \x00, lone \ud800 and \udfff, a pair \ud83d\ude00 {"action": "HOLD"}'
+    body = _with_content_value(content)
+    assert b"\\u0000" in body  # JSON escapes, as a provider sends them
+    assert b"\\ud800" in body
+    openrouter_server.route("POST", CHAT, Reply(body=body))
+
+    completion = _complete()
+
+    assert completion.text == content.replace("\ud83d\ude00", "\U0001f600")
+    assert completion.raw_body == body.decode()
+
+
+def test_one_megabyte_body_is_read_whole(openrouter_server: ReplayServer) -> None:
+    content = "Let me think. " * 75_000 + OK_CONTENT
+    body = _with_content_value(content)
+    assert len(body) > 1_000_000
+    openrouter_server.route("POST", CHAT, Reply(body=body))
+
+    completion = _complete()
+
+    assert completion.text == content
+    assert completion.cost == Decimal("0.00321")
+
+
+def test_numbers_no_decimal_can_hold_in_a_body_are_left_out_not_raised(
+    openrouter_server: ReplayServer,
+) -> None:
+    body = _recorded(OK).replace(b'"created": 1766107352', b'"created": 1E+99999999999999999999')
+    body = body.replace(b'"cost": 0.00321', b'"cost": -1E+99999999999999999999')
+    body = body.replace(b'"prompt_tokens": 18,', b'"prompt_tokens": ' + b"9" * 5000 + b",")
+    openrouter_server.route("POST", CHAT, Reply(body=body))
+
+    completion = _complete()
+
+    assert completion.text == OK_CONTENT
+    assert (completion.cost, completion.prompt_tokens) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        (200, OpenRouterBadResponse),
+        (404, OpenRouterNotFound),
+        (429, OpenRouterRateLimited),
+        (500, OpenRouterUpstreamError),
+        (502, OpenRouterUpstreamError),
+        (503, OpenRouterUpstreamError),
+    ],
+)
+def test_html_error_page_raises_the_typed_error_of_its_status(
+    openrouter_server: ReplayServer, settings: Any, status: int, expected: type[OpenRouterError]
+) -> None:
+    settings.HTTP_MAX_RETRIES = 0
+    page = Reply(status=status, body=hostile.HTML_PAGE, content_type="text/html")
+    openrouter_server.route("POST", CHAT, page)
+
+    error = _fails(expected)
+
+    assert error.status == status
+    assert error.raw_body == hostile.HTML_PAGE.decode()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"error": ' + b"{" * 5000,
+        b"[" * hostile.DEEP,
+        b'{"error": {"message": "x", "code": 1e999999}}',
+        b'{"error": {"message": "x", "code": ' + b"9" * 5000 + b"}}",
+        b'{"error": {"message": "x", "code": 1E+99999999999999999999}}',
+        b'{"error": {"availability": {"retry_after": 1e999999}}}',
+    ],
+)
+@pytest.mark.parametrize("status", [200, 429, 503])
+def test_error_body_with_deep_nesting_or_huge_numbers_raises_the_typed_error_of_its_status(
+    openrouter_server: ReplayServer, settings: Any, status: int, body: bytes
+) -> None:
+    settings.HTTP_MAX_RETRIES = 0
+    openrouter_server.route("POST", CHAT, Reply(status=status, body=body))
+
+    started = time.monotonic()
+    with pytest.raises(OpenRouterError) as info:
+        _complete()
+
+    assert info.value.status is None or abs(info.value.status) < 10**18
+    assert str(info.value)
+    assert time.monotonic() - started < 2
+
+
+def test_body_announced_as_gzip_that_is_not_raises_connection_error(
+    openrouter_server: ReplayServer, settings: Any
+) -> None:
+    settings.HTTP_MAX_RETRIES = 0
+    reply = Reply(body=_recorded(OK), headers={"Content-Encoding": "gzip"})
+    openrouter_server.route("POST", CHAT, reply)
+
+    _fails(OpenRouterConnectionError)
+
+
+CLIENT_TARGETS = hostile.Targets(
+    binary_ids=("517310", "559687"),
+    multi=(("1340471", ("Up", "Down")),),
+    position_ids=("1", "2"),
+    foreign_position_ids=("3",),
+)
+
+
+def test_any_hostile_response_yields_a_completion_or_a_typed_error(
+    openrouter_server: ReplayServer, settings: Any
+) -> None:
+    settings.HTTP_MAX_RETRIES = 0
+
+    @hypothesis_settings(
+        max_examples=250,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.large_base_example,
+        ],
+    )
+    @given(reply=hostile.responses(CLIENT_TARGETS))
+    def examples(reply: Reply) -> None:
+        openrouter_server.route("POST", CHAT, reply)
+        try:  # a new client (and connection) each time, as the engine does
+            completion: Completion | OpenRouterError = _complete()
+        except OpenRouterError as error:  # any other exception fails the test
+            completion = error
+        if isinstance(completion, OpenRouterError):
+            assert str(completion)
+            return
+        assert isinstance(completion.text, str)
+        for tokens in (
+            completion.prompt_tokens,
+            completion.completion_tokens,
+            completion.reasoning_tokens,
+        ):
+            assert tokens is None or 0 <= tokens <= 2_147_483_647
+        cost = completion.cost
+        assert cost is None or (0 <= cost < 1_000_000 and cost.as_tuple().exponent == -6)
+
+    examples()

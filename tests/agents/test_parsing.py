@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from agents.exceptions import DecisionParseError
-from agents.parsing import MAX_INVALID_EXCERPT, invalid_excerpt, parse_decision
+from agents.parsing import MAX_BET_AMOUNT, MAX_INVALID_EXCERPT, invalid_excerpt, parse_decision
 from agents.types import BetOrder, MarketView, ParsedDecision, SellOrder
+from tests import hostile
 
 BINARY = MarketView(
     market_id="517310",
@@ -302,3 +305,203 @@ def test_invalid_excerpt_is_the_first_500_characters() -> None:
     assert MAX_INVALID_EXCERPT == 500
     assert invalid_excerpt(raw) == "x" * 500
     assert invalid_excerpt("short") == "short"
+
+
+# --- bounds on numbers (issue "Engine integrity"): a hostile number is a parse error ------
+
+
+def parse_or_error(raw: str) -> ParsedDecision | DecisionParseError:
+    try:
+        return parse(raw)
+    except DecisionParseError as exc:
+        return exc
+
+
+def raw_bet(amount: str) -> str:
+    """A BET response whose amount is the JSON token `amount`, written as it is."""
+    return bet().replace('"amount": 500', f'"amount": {amount}')
+
+
+def raw_sell(percentage: str) -> str:
+    return sell().replace('"percentage": 50', f'"percentage": {percentage}')
+
+
+def test_the_largest_bet_amount_is_what_a_money_column_can_store() -> None:
+    assert MAX_BET_AMOUNT == Decimal("999999999999.99")  # Decimal(14, 2)
+    assert parse(raw_bet("999999999999.99")).bets[0].amount == MAX_BET_AMOUNT
+
+
+@pytest.mark.parametrize(
+    "amount",
+    [
+        "1e30",
+        "1E+30",
+        "1e999999",
+        '"1E+999999"',
+        "999999999999.991",
+        "1000000000000",
+        '"1000000000000"',
+        "9" * 5000,
+        '"' + "9" * 5000 + '"',
+    ],
+)
+def test_bet_amount_above_the_largest_storable_amount_is_rejected_with_the_bound_in_the_message(
+    amount: str,
+) -> None:
+    with pytest.raises(DecisionParseError) as excinfo:
+        parse(raw_bet(amount))
+    message = excinfo.value.message
+    assert message.startswith("bets[0].amount must be more than 0 dollars")
+    assert "at most $999,999,999,999.99" in message
+    assert len(message) < 300  # a 5,000-digit amount is shortened
+
+
+@pytest.mark.parametrize("amount", ["0", "-0", "-0.0", "-1e999999", '"-1E+999999"', "-0.01"])
+def test_bet_amount_of_zero_or_less_is_rejected_with_the_bound_in_the_message(amount: str) -> None:
+    with pytest.raises(DecisionParseError, match=r"more than 0 dollars and at most \$999,999"):
+        parse(raw_bet(amount))
+
+
+@pytest.mark.parametrize(
+    "amount",
+    [
+        "1E+99999999999999999999",
+        "-1E+99999999999999999999",
+        "1E-99999999999999999999",
+        '"1E+99999999999999999999"',
+        "NaN",
+        "-Infinity",
+        '"sNaN"',
+        '"Infinity"',
+    ],
+)
+def test_bet_amount_no_decimal_can_hold_is_a_clear_parse_error(amount: str) -> None:
+    with pytest.raises(DecisionParseError) as excinfo:
+        parse(raw_bet(amount))
+    assert "bets[0].amount must be a finite number" in excinfo.value.message
+
+
+def test_a_tiny_positive_amount_parses_and_is_left_to_the_minimum_bet_rule() -> None:
+    assert parse(raw_bet("1e-999999")).bets[0].amount == Decimal("1e-999999")
+
+
+@pytest.mark.parametrize(
+    "percentage",
+    [
+        "1e999999",
+        '"1E+999999"',
+        "-1e999999",
+        "1E+99999999999999999999",
+        '"1E+99999999999999999999"',
+        "9" * 5000,
+        "1e-999999",
+        "100.0000000001",
+        "150",
+        "0",
+    ],
+)
+def test_sell_percentage_outside_1_to_100_however_written_is_a_clear_parse_error(
+    percentage: str,
+) -> None:
+    with pytest.raises(DecisionParseError) as excinfo:
+        parse(raw_sell(percentage))
+    message = excinfo.value.message
+    assert message.startswith("sells[0].percentage must be")
+    assert len(message) < 300
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(bet().replace('"517310"', "9" * 5000), id="5000-digit-market-id"),
+        pytest.param(
+            '{"action": "HOLD", "reasoning": "x", "cash": 1E+99999999999999999999}',
+            id="unreadable-number-in-an-ignored-field",
+        ),
+        pytest.param(
+            '{"action": "HOLD", "reasoning": 1E+99999999999999999999}', id="number-reasoning"
+        ),
+        pytest.param('{"action": 1E+99999999999999999999, "reasoning": "x"}', id="number-action"),
+        pytest.param(
+            '{"action": "HOLD", "reasoning": "x", "n": ' + "9" * 5000 + ', "cut": ',
+            id="truncated-after-a-5000-digit-number",
+        ),
+        pytest.param(
+            '{"action": "BET", "bets": [{"market_id": 1, "amount": 1e99999999999999999999,}]}',
+            id="invalid-json-with-an-unreadable-number",
+        ),
+    ],
+)
+def test_numbers_no_decimal_or_int_can_hold_never_raise_anything_but_a_parse_error(
+    raw: str,
+) -> None:
+    result = parse_or_error(raw)
+
+    if isinstance(result, DecisionParseError):
+        assert len(result.message) < 300
+    else:
+        assert result == ParsedDecision(action="HOLD", reasoning="x")
+
+
+def test_nul_and_lone_surrogates_in_a_value_are_shown_as_escapes_in_the_message() -> None:
+    with pytest.raises(DecisionParseError) as excinfo:
+        parse(bet(market_id="bad\x00id\ud800"))
+    assert excinfo.value.message == (
+        'bets[0].market_id "bad\\u0000id\\ud800" is not one of the listed markets.'
+    )
+    excinfo.value.message.encode("utf-8")  # storable and sendable as it is
+
+
+HOLD = '{"action": "HOLD", "reasoning": "fine"}'
+
+
+@pytest.mark.parametrize(
+    ("raw", "found"),
+    [
+        pytest.param('{"' * 400_000 + '"action"', False, id="800kB-of-brace-quotes"),
+        pytest.param('{"x": 1, ' * 100_000 + '"action"', False, id="100000-broken-objects"),
+        pytest.param('{"x\n' * 200_000 + HOLD, True, id="200000-lines-then-a-decision"),
+        pytest.param('{"x": 1, ' * 100_000 + HOLD, True, id="100000-broken-then-a-decision"),
+        pytest.param('{"a":' * 900 + "[" + "1," * 500_000 + HOLD, True, id="nested-megabyte"),
+    ],
+)
+def test_a_megabyte_of_hostile_json_is_read_or_diagnosed_in_seconds_not_minutes(
+    raw: str, found: bool
+) -> None:
+    # Before the scanning budget, trying every '{"' in turn took from 25 s to 2 minutes.
+    started = time.monotonic()
+    result = parse_or_error(raw)
+
+    assert time.monotonic() - started < 15
+    assert isinstance(result, ParsedDecision) is found
+
+
+TARGETS = hostile.Targets(
+    binary_ids=(BINARY.market_id,),
+    multi=((MULTI.market_id, MULTI.outcomes), (PIPED.market_id, PIPED.outcomes)),
+    position_ids=tuple(sorted(POSITION_IDS)),
+    foreign_position_ids=("44",),
+)
+
+
+@settings(
+    max_examples=300,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(raw=hostile.contents(TARGETS))
+def test_any_hostile_response_parses_or_raises_decision_parse_error_only(raw: str) -> None:
+    decision = parse_or_error(raw)  # any other exception fails the test
+
+    if isinstance(decision, DecisionParseError):
+        assert decision.message.strip()
+        return
+    for order in decision.bets:
+        assert order.amount.is_finite()
+        assert 0 < order.amount <= MAX_BET_AMOUNT
+        assert order.market_id in MARKETS
+    for sell_order in decision.sells:
+        assert 1 <= sell_order.percentage <= 100
+        assert sell_order.position_id in POSITION_IDS

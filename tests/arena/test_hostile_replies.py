@@ -1,0 +1,373 @@
+"""The hostile catalogue (issue "Engine integrity"): whatever a model or OpenRouter sends back,
+the weekly decision (002 "Decision run", "Retryable failures") ends in a recorded state and the
+books balance.
+
+Every example goes the real way: the OpenRouter client → the parser → the engine
+(`decision_run`), against a 127.0.0.1 ReplayServer standing in for OpenRouter. The replies
+come from the hypothesis strategies of tests/hostile.py, derandomized so a run is
+reproducible. For every example:
+
+- no exception escapes `decision_run`;
+- the decision is DONE, or RETRYABLE with its error recorded, never RUNNING or PENDING; every
+  attempt that was not valid says why; nothing reached the engine's safety net (no traceback);
+- money reconciles to the cent for every agent of the cohort: cash + Σ cost basis of its open
+  positions − Σ realized P/L of all its positions = the $10,000 starting balance, cash ≥ 0.
+
+Each example runs in a savepoint rolled back at its end, so each finds the decision claimable.
+One agent starts with $10,000 and nothing held; another holds three positions (so SELL replies
+execute, duplicate and fail), and a third agent's position is there to be named by mistake.
+HTTP_MAX_RETRIES is 0 (the client's own retries are tested in tests/agents) and
+DECISION_PARSE_RETRIES keeps its default, so an invalid answer is asked again once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.db import transaction
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from agents.types import MarketView
+from arena import money
+from arena.models import Agent, Cohort, Decision, DecisionAttempt, Position
+from arena.services.decisions import decision_run
+from arena.services.frozen import FrozenMarkets, outcome_index, run_prepare, side_price
+from markets.models import Market
+from markets.services import markets_refresh, markets_sync_top
+from markets.sources import RecordedSource
+from tests import hostile
+from tests.arena.conftest import RUN_AT, WEEK
+from tests.replay import ReplayServer, Reply
+
+pytestmark = pytest.mark.django_db
+
+COMPLETIONS = "/chat/completions"
+STARTING_BALANCE = Decimal("10000.00")
+UNIVERSE = 25  # markets in the prompt: small prompts keep a thousand examples fast
+
+FAMILIES = {
+    "contents": 360,
+    "sells": 120,
+    "shapes": 180,
+    "responses": 200,
+    "pairs": 80,
+    "usage": 60,
+    "megabyte": 10,
+}
+"""Examples per family of the catalogue: at least 1,000 in all."""
+
+EXECUTED: Counter[str] = Counter()
+"""Examples run to their end, per family."""
+
+
+MULTI_IDS = ("1340471", "1343791")
+"""Recorded multi-outcome markets (Up/Down, a Dota match); ranked past the small universe,
+they are frozen into the run because the agents hold them."""
+
+
+@dataclass(frozen=True)
+class World:
+    server: ReplayServer
+    cohort_id: int
+    run_id: int
+    fresh_agent_id: int  # $10,000 cash, nothing held
+    holder_agent_id: int  # three open positions
+    targets: hostile.Targets
+
+
+def _hold(agent: Agent, market: Market, side: str, cost: Decimal) -> Position:
+    """Give `agent` an open position bought at the market's price, paid from its cash."""
+    view = MarketView(
+        market_id=market.polymarket_id,
+        question=market.question,
+        category=market.category,
+        outcomes=tuple(str(o) for o in market.outcomes),
+        prices=tuple(Decimal(p) for p in market.outcome_prices),
+        volume=market.volume,
+        close_date=market.close_date,
+    )
+    price = side_price(view, side)
+    assert price is not None
+    assert 0 < price < 1
+    position = Position.objects.create(
+        agent=agent,
+        market=market,
+        side=side,
+        outcome_index=outcome_index(view, side),
+        shares=money.shares_down(cost / price),
+        cost_basis=cost,
+        last_price=price,
+        opened_at=RUN_AT - timedelta(days=7),
+    )
+    Agent.objects.filter(pk=agent.pk).update(cash=agent.cash - cost)
+    agent.refresh_from_db()
+    return position
+
+
+@pytest.fixture
+def world(cohort: Cohort, openrouter_server: ReplayServer, settings: Any) -> World:
+    """The cohort, its agents' positions, and a run frozen over a small universe."""
+    settings.MARKET_UNIVERSE_SIZE = UNIVERSE
+    settings.HTTP_MAX_RETRIES = 0  # one HTTP request per call: the client's retries are tested
+    source = RecordedSource()
+    assert markets_sync_top(limit=UNIVERSE, source=source).ok
+    assert markets_refresh(polymarket_ids=MULTI_IDS, source=source).ok
+    binary = list(Market.objects.filter(closed=False).order_by("-volume")[:3])
+    multi = list(Market.objects.filter(polymarket_id__in=MULTI_IDS).order_by("polymarket_id"))
+    assert len(binary) == 3
+    assert len(multi) == 2
+
+    agents = cohort.agents.select_related("model")
+    fresh, holder, other = (
+        agents.get(model__internal_id=i) for i in ("gpt-5.1", "grok-4", "kimi-k2")
+    )
+    held = [
+        _hold(holder, binary[0], "YES", Decimal("500.00")),
+        _hold(holder, binary[1], "NO", Decimal("300.00")),
+        _hold(holder, multi[0], str(multi[0].outcomes[0]), Decimal("200.00")),
+    ]
+    foreign = _hold(other, multi[1], str(multi[1].outcomes[1]), Decimal("400.00"))
+    _assert_books_balance(cohort.pk)
+
+    run = run_prepare(now=RUN_AT, source=source)
+    frozen = FrozenMarkets.load(run)
+    assert len(frozen.universe) == UNIVERSE
+    tradable = [
+        view
+        for view in frozen.views.values()
+        if all(price is not None and 0 < price < 1 for price in view.prices)
+    ]
+    multi_views = [view for view in tradable if not view.is_binary]
+    assert {view.market_id for view in multi_views} == set(MULTI_IDS)
+    return World(
+        server=openrouter_server,
+        cohort_id=cohort.pk,
+        run_id=run.pk,
+        fresh_agent_id=fresh.pk,
+        holder_agent_id=holder.pk,
+        targets=hostile.Targets(
+            binary_ids=tuple(view.market_id for view in tradable if view.is_binary),
+            multi=tuple((view.market_id, view.outcomes) for view in multi_views),
+            position_ids=tuple(str(p.pk) for p in held),
+            foreign_position_ids=(str(foreign.pk),),
+        ),
+    )
+
+
+# ------------------------------------------------------------------------------- checks
+
+
+def _assert_books_balance(cohort_id: int) -> None:
+    """cash + Σ cost basis of open positions − Σ realized P/L == $10,000, to the cent; cash ≥ 0.
+
+    Summed in Python from the stored Decimals (SQLite would sum in floating point)."""
+    cash = dict(Agent.objects.filter(cohort_id=cohort_id).order_by().values_list("pk", "cash"))
+    books = dict(cash)
+    for agent_id, status, cost, pnl in (
+        Position.objects.filter(agent__cohort_id=cohort_id)
+        .order_by()
+        .values_list("agent_id", "status", "cost_basis", "realized_pnl")
+    ):
+        books[agent_id] += (cost if status == Position.Status.OPEN else 0) - pnl
+    assert all(value >= 0 for value in cash.values()), cash
+    assert books == dict.fromkeys(cash, STARTING_BALANCE), books
+
+
+def _assert_recorded(agent_id: int) -> dict[str, Any]:
+    """The decision ended DONE, or RETRYABLE with its error; each invalid attempt says why;
+    nothing failed unexpectedly (a traceback means hostile input got past the typed paths —
+    parse error, API error, rejected trade — into the engine's safety net).
+
+    One query, of the fields checked only (prompts and raw responses are large)."""
+    rows = list(
+        DecisionAttempt.objects.filter(decision__agent_id=agent_id, decision__week_start=WEEK)
+        .order_by("number")
+        .values(
+            "number",
+            "valid",
+            "api_error",
+            "parse_error",
+            "error",
+            "decision_id",
+            "decision__status",
+            "decision__error",
+            "decision__traceback",
+        )
+    )
+    assert rows, "the decision exists and every call is recorded as an attempt"
+    status, error = rows[0]["decision__status"], rows[0]["decision__error"]
+    assert status in (Decision.Status.DONE, Decision.Status.RETRYABLE), status
+    if status == Decision.Status.RETRYABLE:
+        assert error.strip(), "a retryable decision says why"
+    assert not rows[0]["decision__traceback"], f"{error}\n{rows[0]['decision__traceback']}"
+    for row in rows:
+        why = row["api_error"] or row["parse_error"] or row["error"]
+        assert row["valid"] or why.strip(), f"attempt {row['number']} is invalid and silent"
+    return {"pk": rows[0]["decision_id"], "status": status}
+
+
+def _run_example(world: World, agent_id: int, replies: tuple[Reply, ...]) -> None:
+    """Serve `replies` to the calls of one decision (in turn, the last repeating), run it and
+    check what it left; roll everything back."""
+    world.server.route("POST", COMPLETIONS, *replies)
+    with transaction.atomic():
+        decision_run(agent_id=agent_id, run_id=world.run_id, now=RUN_AT)
+        _assert_recorded(agent_id)
+        _assert_books_balance(world.cohort_id)
+        transaction.set_rollback(True)
+
+
+def _catalogue(examples: int) -> Callable[[Any], Any]:
+    return settings(
+        max_examples=examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],  # no shrinking: a failure is shown as drawn
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.large_base_example,
+        ],
+    )
+
+
+def _run_family(family: str, world: World, replies: st.SearchStrategy[tuple[Reply, ...]]) -> None:
+    """Run the family's examples, each for the fresh agent or the one holding positions."""
+    agents = st.sampled_from([world.fresh_agent_id, world.holder_agent_id])
+    before = EXECUTED[family]
+
+    @_catalogue(FAMILIES[family])
+    @given(agent_id=agents, replies=replies)
+    def examples(agent_id: int, replies: tuple[Reply, ...]) -> None:
+        _run_example(world, agent_id, replies)
+        EXECUTED[family] += 1
+
+    examples()
+    assert EXECUTED[family] - before >= FAMILIES[family]
+
+
+def _served(bodies: st.SearchStrategy[bytes]) -> st.SearchStrategy[tuple[Reply, ...]]:
+    """The same 200 body for every call of the decision."""
+    return bodies.map(lambda body: (Reply(body=body),))
+
+
+# ----------------------------------------------------------------------------- catalogue
+
+
+def test_the_catalogue_holds_at_least_a_thousand_hostile_replies() -> None:
+    assert sum(FAMILIES.values()) >= 1000
+
+
+def test_hostile_contents_of_a_real_completion_end_recorded_with_balanced_books(
+    world: World,
+) -> None:
+    _run_family("contents", world, _served(hostile.content_bodies(world.targets)))
+
+
+def test_hostile_sell_replies_of_an_agent_holding_positions_end_recorded_with_balanced_books(
+    world: World,
+) -> None:
+    hostile_sells = st.fixed_dictionaries(
+        {
+            "action": st.just("SELL"),
+            "sells": hostile.sell_lists(world.targets),
+            "reasoning": st.just("Taking profit."),
+        }
+    )
+    plausible = hostile.plausible_decisions(world.targets)
+    contents = st.one_of(plausible, plausible, hostile_sells).map(hostile.render)
+    bodies = contents.map(lambda text: hostile.encode(hostile.body_with_content(text)))
+    _run_family("sells", world, _served(bodies))
+
+
+def test_bodies_of_the_wrong_shape_or_with_broken_bytes_end_recorded_with_balanced_books(
+    world: World,
+) -> None:
+    bodies = st.one_of(
+        hostile.broken_shapes().map(hostile.encode),
+        hostile.mangled_bodies(world.targets),
+        hostile.raw_bodies(),
+    )
+    _run_family("shapes", world, _served(bodies))
+
+
+def test_hostile_http_responses_end_recorded_with_balanced_books(world: World) -> None:
+    responses = hostile.responses(world.targets)
+    _run_family("responses", world, responses.map(lambda reply: (reply,)))
+
+
+def test_a_different_hostile_response_to_the_retry_ends_recorded_with_balanced_books(
+    world: World,
+) -> None:
+    # The first answer and the one to the retry prompt differ: an invalid answer, then an
+    # error status, a valid bet, a broken body...
+    responses = hostile.responses(world.targets)
+    _run_family("pairs", world, st.tuples(responses, responses))
+
+
+def test_hostile_usage_figures_next_to_a_valid_bet_end_recorded_with_balanced_books(
+    world: World,
+) -> None:
+    def body(usage: Any, market_id: str) -> tuple[Reply, ...]:
+        bet = {"market_id": market_id, "side": "YES", "amount": 100}
+        recorded = hostile.body_with_content(
+            hostile.render({"action": "BET", "bets": [bet], "reasoning": "Cheap."})
+        )
+        recorded["usage"] = usage
+        return (Reply(body=hostile.encode(recorded)),)
+
+    usages = hostile.usages()
+    _run_family("usage", world, st.builds(body, usages, st.sampled_from(world.targets.binary_ids)))
+
+
+def test_megabyte_bodies_end_recorded_with_balanced_books(world: World) -> None:
+    _run_family("megabyte", world, _served(hostile.megabyte_bodies(world.targets)))
+
+
+# ------------------------------------------------------ the decision's totals of its attempts
+# Each attempt's usage figures fit their columns; the decision's totals of two attempts at the
+# columns' limits do not. The catalogue found it (PostgreSQL: "integer out of range", "numeric
+# field overflow"; SQLite: a cost total no read could convert); such a total is unknown.
+
+
+def _invalid_twice_with_usage(**usage: str) -> tuple[Reply, ...]:
+    """An answer with no decision in it, reporting `usage` (JSON tokens), served to both calls."""
+    body = hostile.body_with_content("I would rather not trade this week.")
+    body["usage"] = {key: hostile.Raw(token) for key, token in usage.items()}
+    return (Reply(body=hostile.encode(body)),)
+
+
+@pytest.mark.parametrize("field", ["prompt_tokens", "completion_tokens"])
+def test_two_attempts_reporting_the_most_tokens_a_column_holds_end_done_with_storable_totals(
+    world: World, field: str
+) -> None:
+    replies = _invalid_twice_with_usage(**{field: "2147483647"})
+    world.server.route("POST", COMPLETIONS, *replies)
+
+    decision_run(agent_id=world.fresh_agent_id, run_id=world.run_id, now=RUN_AT)
+
+    decision = _assert_recorded(world.fresh_agent_id)
+    assert decision["status"] == Decision.Status.DONE  # two invalid answers: the HOLD default
+    total = Decision.objects.values_list(field, flat=True).get(pk=decision["pk"])
+    assert total is None or 0 <= total <= 2_147_483_647
+
+
+def test_two_attempts_reporting_the_largest_storable_cost_end_done_with_a_storable_total(
+    world: World,
+) -> None:
+    world.server.route("POST", COMPLETIONS, *_invalid_twice_with_usage(cost="999999.999999"))
+
+    decision_run(agent_id=world.fresh_agent_id, run_id=world.run_id, now=RUN_AT)
+
+    decision = _assert_recorded(world.fresh_agent_id)
+    assert decision["status"] == Decision.Status.DONE
+    total = Decision.objects.values_list("cost_usd", flat=True).get(pk=decision["pk"])
+    assert total is None or 0 <= total < 1_000_000
