@@ -213,7 +213,8 @@ def build_data(*, seed: int = 7) -> dict[str, Any]:
                 )
             )
     Position.objects.bulk_create(positions, batch_size=5000)
-    # One executed BUY per position, a third of them Brier-scored. Written in one
+    # One executed BUY per position (order i of its agent's decision: an order executes
+    # once), a third of them Brier-scored. Written in one
     # INSERT … SELECT: bulk_create spends ~0.5 ms a row in Python on this 26-column table.
     with connection.cursor() as cursor:
         cursor.execute(
@@ -223,7 +224,9 @@ def build_data(*, seed: int = 7) -> dict[str, Any]:
                 market_id, position_id, requested_market_id, requested_position_id, side,
                 requested_amount, price, shares, amount, cash_before, cash_after,
                 implied_confidence, brier_score, side_won, scored_at, created_at)
-            SELECT d.id, p.agent_id, 0, 1, 'BUY', 'executed', '',
+            SELECT d.id, p.agent_id,
+                ROW_NUMBER() OVER (PARTITION BY p.agent_id ORDER BY p.id) - 1,
+                1, 'BUY', 'executed', '',
                 p.market_id, p.id, m.polymarket_id, '', p.side,
                 p.cost_basis, p.last_price, p.shares, p.cost_basis, 10000.00, 9950.00,
                 0.02,
