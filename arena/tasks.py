@@ -6,6 +6,7 @@ import logging
 
 from celery import chain, shared_task
 
+from arena.models import DecisionRun
 from arena.services.cohorts import cohort_start
 from arena.services.decisions import decision_run, run_finish, run_open
 from arena.services.marking import snapshots_take
@@ -25,7 +26,17 @@ def start_cohort() -> str:
 def run_decisions(cohort_id: int | None = None) -> str:
     """Freeze this run's market snapshot, then queue every due agent's decision as a chain:
     agents run one after another (002), each in its own short task."""
-    run, agent_ids = run_open(cohort_id=cohort_id)
+    return _queue(*run_open(cohort_id=cohort_id))
+
+
+@shared_task(name="arena.retry_decisions", acks_late=True, soft_time_limit=300, time_limit=330)
+def retry_decisions() -> str:
+    """Hourly: queue the decisions of this week sent for retry or left by a dead worker
+    (never the agents a run of the week is still working through)."""
+    return _queue(*run_open(retry=True))
+
+
+def _queue(run: DecisionRun | None, agent_ids: list[int]) -> str:
     if run is None:
         return "no decision is due: no run"
     steps = [run_agent_decision.si(agent_id, run.pk) for agent_id in agent_ids]

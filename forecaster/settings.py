@@ -248,7 +248,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # Hourly, the decisions still owed this week are retried (RETRYABLE ones) or reclaimed
     # (a RUNNING claim older than 30 min: a dead worker); nobody owing one costs one query.
     "retry-decisions": {
-        "task": "arena.run_decisions",
+        "task": "arena.retry_decisions",
         "schedule": crontab(minute=35),
         "options": {"expire_seconds": 50 * 60},
     },

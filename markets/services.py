@@ -118,10 +118,17 @@ def markets_upsert(
     upserts in the database's batch size). Safe to repeat.
     """
     now = now or timezone.now()
+    # Rows are always locked in one order (by id), whatever order the caller's list is in
+    # (volume for a sync, ids for a refresh, records for a resolution check): two upserts
+    # running at once then wait for each other instead of deadlocking.
+    markets = sorted(markets, key=lambda m: m.polymarket_id)
     ids = [m.polymarket_id for m in markets]
     with transaction.atomic():
         existing = set(
-            Market.objects.filter(polymarket_id__in=ids).values_list("polymarket_id", flat=True)
+            Market.objects.select_for_update(of=("self",))
+            .filter(polymarket_id__in=ids)
+            .order_by("polymarket_id")
+            .values_list("polymarket_id", flat=True)
         )
         # A closed market keeps the prices it had when last open (the valuation fallback).
         for closed in (False, True):

@@ -60,6 +60,10 @@ CLAIM_TTL = timedelta(minutes=30)
 # What a slow worker reports when its claim was taken over: it wrote nothing more.
 CLAIM_LOST = "claim lost"
 
+# How long a run may still be working through its agents (each task's hard limit is 16 min):
+# within it, a retry run leaves the agents it has not reached yet alone.
+RUN_GRACE = timedelta(hours=3)
+
 # How long after Sunday 00:00 UTC a decision run still starts the week's missing cohort.
 COHORT_START_GRACE = timedelta(days=1)
 
@@ -212,7 +216,12 @@ def _claim(*, agent: Agent, week_start: date, now: datetime) -> tuple[Decision, 
         )
     claim = {"status": Decision.Status.RUNNING, "claimed_at": now, "tries": F("tries") + 1}
     reclaimed = False
-    claimed = Decision.objects.filter(pk=decision.pk, status__in=Decision.CLAIMABLE).update(**claim)
+    # A fresh claim (PENDING or RETRYABLE) starts a new round: the previous round's answer
+    # is cleared in the claim itself, so no reclaim can ever resume a round sent for retry
+    # (that answer stays on its attempt rows and trades).
+    claimed = Decision.objects.filter(pk=decision.pk, status__in=Decision.CLAIMABLE).update(
+        **claim, parsed=None, parsed_try=None
+    )
     if claimed != 1:
         claimed = Decision.objects.filter(
             pk=decision.pk, status=Decision.Status.RUNNING, claimed_at__lt=now - CLAIM_TTL
@@ -406,8 +415,10 @@ def _decision_run(
     messages = build_messages(context)
     kind = responder_kind(agent.model)
     with transaction.atomic():
-        # A new round: the previous round's answer stays on its attempt rows.
-        Decision.objects.filter(pk=decision.pk).update(
+        # A new round (its answer was cleared by the claim): only under the live claim.
+        new_round = Decision.objects.filter(
+            pk=decision.pk, status=Decision.Status.RUNNING, tries=decision.tries
+        ).update(
             run=run,
             responder=kind,
             prompt_version=PROMPT_VERSION,
@@ -423,6 +434,8 @@ def _decision_run(
             response_model="",
             upstream_provider="",
         )
+    if new_round != 1:
+        return DecisionOutcome(decision.pk, CLAIM_LOST, notes=["claim taken over"])
     position_ids = {str(p.pk) for p in positions}
     parsed: ParsedDecision | None = None
     last_error = ""
@@ -445,12 +458,13 @@ def _decision_run(
                 decision=decision, run=run, messages=messages, reply=None,
                 api_error=error, parse_error="", started_at=started, error_body=exc.raw_body,
             ).pk  # fmt: skip
-            _decision_finish(
+            if not _decision_finish(
                 decision=decision,
                 status=Decision.Status.RETRYABLE,
                 error=f"model call failed: {error}",
                 reply=None,
-            )
+            ):
+                return DecisionOutcome(decision.pk, CLAIM_LOST, notes=[error])
             event_record(
                 kind=Kind.DECISION_FAILED,
                 level=Level.WARNING,
@@ -496,7 +510,7 @@ def _decision_run(
         break
 
     if parsed is None:
-        _decision_finish(
+        finished = _decision_finish(
             decision=decision,
             status=Decision.Status.DONE,
             error=f"invalid after {settings.DECISION_PARSE_RETRIES + 1} attempts: {last_error}",
@@ -507,6 +521,8 @@ def _decision_run(
             ),
             parse_failed=True,
         )
+        if not finished:
+            return DecisionOutcome(decision.pk, CLAIM_LOST, notes=[last_error])
         _failure_event(
             decision=decision,
             message=f"invalid answer after {settings.DECISION_PARSE_RETRIES + 1} attempts, "
@@ -791,35 +807,40 @@ def decision_execute(
                 )
             outcome.executed += 1
         except TradeRejected as exc:
-            outcome.rejected += 1
             outcome.notes.append(str(exc))
-            _reject(
+            if not _reject(
                 decision=decision, order=order, reason=str(exc), index=index, try_number=try_number
-            )
+            ):
+                outcome.claim_lost = True
+                break
+            outcome.rejected += 1
         except ClaimLost:
             # A slow worker whose claim was taken over: the decision is someone else's now.
             logger.warning("claim on decision %s lost: order %d not executed", decision.pk, index)
             outcome.claim_lost = True
             break
         except IntegrityError:
-            # The same order of the same try committed elsewhere (two workers on one claim):
-            # it executed once, there; nothing more to do here.
-            logger.warning("order %d of decision %s already executed", index, decision.pk)
+            # The same order of the same try was recorded elsewhere (two workers on one
+            # claim): it was handled once, there; nothing more to do here.
+            logger.warning("order %d of decision %s already recorded", index, decision.pk)
         except Exception as exc:
             reason = f"engine error: {error_text(exc)}"
             logger.exception("order %d of decision %s failed", index, decision.pk)
-            outcome.rejected += 1
             outcome.notes.append(reason)
-            _reject(
+            if not _reject(
                 decision=decision, order=order, reason=reason, index=index, try_number=try_number
-            )
+            ):
+                outcome.claim_lost = True
+                break
+            outcome.rejected += 1
     return outcome
 
 
 def _reject(
     *, decision: Decision, order: BetOrder | SellOrder, reason: str, index: int, try_number: int
-) -> None:
-    """Record a rejected order; an order already recorded for this try is left as it is."""
+) -> bool:
+    """Record a rejected order; an order already recorded for this try is left as it is.
+    Return False when the claim was lost (nothing recorded)."""
     try:
         with transaction.atomic():
             trade_reject(
@@ -829,8 +850,11 @@ def _reject(
                 index=index,
                 try_number=try_number,
             )
+    except ClaimLost:
+        return False
     except IntegrityError:
         logger.warning("order %d of decision %s already recorded", index, decision.pk)
+    return True
 
 
 def agent_is_bankrupt(*, agent: Agent) -> bool:
@@ -838,11 +862,18 @@ def agent_is_bankrupt(*, agent: Agent) -> bool:
     stays bankrupt for its cohort."""
     if agent.status == Agent.Status.BANKRUPT:
         return True
-    if agent.cash >= money.MIN_BET or agent.positions.filter(status=Position.Status.OPEN).exists():
-        return False
-    Agent.objects.filter(pk=agent.pk).update(status=Agent.Status.BANKRUPT)
-    agent.status = Agent.Status.BANKRUPT
-    return True
+    # One conditional UPDATE on the row as it is now: cash read earlier may be stale (a
+    # settlement can pay out meanwhile), and a funded agent must never be marked bankrupt.
+    holding = Position.objects.filter(agent=OuterRef("pk"), status=Position.Status.OPEN)
+    with transaction.atomic():
+        marked = (
+            Agent.objects.filter(pk=agent.pk, cash__lt=money.MIN_BET)
+            .exclude(Exists(holding))
+            .update(status=Agent.Status.BANKRUPT)
+        )
+    if marked:
+        agent.status = Agent.Status.BANKRUPT
+    return bool(marked)
 
 
 # ------------------------------------------------------------------------------ the run
@@ -863,19 +894,38 @@ class RunReport:
         return f"run {self.run_id}: {len(self.outcomes)} agents ({parts or 'none'})"
 
 
-def agents_due(*, week_start: date, cohort_id: int | None = None) -> list[int]:
+def agents_due(
+    *,
+    week_start: date,
+    cohort_id: int | None = None,
+    now: datetime | None = None,
+    retries_only: bool = False,
+) -> list[int]:
     """Return the agents of active cohorts (started by `week_start`) still owing a decision for
     the week, cohort by cohort, lineup order within a cohort.
 
     An agent owes one unless its decision of *this* week is DONE or SKIPPED; decisions of
     earlier weeks do not count. A RETRYABLE decision, or a RUNNING one whose claim went
-    stale, is owed: the run claims it again (a live claim is left alone by the claim)."""
-    decided = Decision.objects.filter(
-        agent=OuterRef("pk"), week_start=week_start, status__in=Decision.DECIDED
+    stale, is owed; a decision under a live claim is another run's and is left out. With
+    `retries_only`, only those (RETRYABLE or stale RUNNING) are returned: agents not reached
+    yet belong to the run still working through them."""
+    now = now or clock.now()
+    this_week = Decision.objects.filter(agent=OuterRef("pk"), week_start=week_start)
+    decided = this_week.filter(status__in=Decision.DECIDED)
+    live = this_week.filter(status=Decision.Status.RUNNING, claimed_at__gte=now - CLAIM_TTL)
+    agents = (
+        Agent.objects.filter(
+            cohort__status=Cohort.Status.ACTIVE, cohort__week_start__lte=week_start
+        )
+        .exclude(Exists(decided))
+        .exclude(Exists(live))
     )
-    agents = Agent.objects.filter(
-        cohort__status=Cohort.Status.ACTIVE, cohort__week_start__lte=week_start
-    ).exclude(Exists(decided))
+    if retries_only:
+        agents = agents.filter(
+            Exists(
+                this_week.filter(status__in=[Decision.Status.RETRYABLE, Decision.Status.RUNNING])
+            )
+        )
     if cohort_id is not None:
         agents = agents.filter(cohort_id=cohort_id)
     return list(
@@ -886,7 +936,11 @@ def agents_due(*, week_start: date, cohort_id: int | None = None) -> list[int]:
 
 
 def run_open(
-    *, now: datetime | None = None, cohort_id: int | None = None, source: MarketSource | None = None
+    *,
+    now: datetime | None = None,
+    cohort_id: int | None = None,
+    source: MarketSource | None = None,
+    retry: bool = False,
 ) -> tuple[DecisionRun | None, list[int]]:
     """Make sure this week's cohort exists, then freeze a snapshot for the agents that owe
     this week's decision; return the run and those agents in order, or (None, []) when
@@ -903,7 +957,18 @@ def run_open(
     ):
         cohort_start(week_start=week_start, now=now)
     decisions_expire(before=week_start, now=now)
-    if not agents_due(week_start=week_start, cohort_id=cohort_id):
+    # A retry run (hourly) must not split a week between two snapshots: while a run of the
+    # week is still working through its agents, it serves only decisions sent for retry or
+    # left by a dead worker. Past RUN_GRACE an unfinished run's chain is dead, and its
+    # unreached agents are served too.
+    retries_only = retry and (
+        DecisionRun.objects.filter(
+            week_start=week_start, finished_at__isnull=True, started_at__gte=now - RUN_GRACE
+        ).exists()
+    )
+    if not agents_due(
+        week_start=week_start, cohort_id=cohort_id, now=now, retries_only=retries_only
+    ):
         return None, []
     run = run_prepare(now=now, source=source)
     event_record(
@@ -912,7 +977,9 @@ def run_open(
         run_id=run.pk,
         data={"universe_size": run.universe_size},
     )
-    return run, agents_due(week_start=run.week_start, cohort_id=cohort_id)
+    return run, agents_due(
+        week_start=run.week_start, cohort_id=cohort_id, now=now, retries_only=retries_only
+    )
 
 
 def decisions_expire(*, before: date, now: datetime) -> list[int]:
@@ -928,30 +995,71 @@ def decisions_expire(*, before: date, now: datetime) -> list[int]:
     )
     closed = []
     for decision in stale.select_related("agent__model", "agent__cohort"):
-        executed = (
-            decision.parsed_try is not None
-            and Trade.objects.filter(
-                decision=decision, try_number=decision.parsed_try, status=Trade.Status.EXECUTED
-            ).exists()
-        )
-        reason = (
-            f"its week ended while it was {decision.get_status_display().lower()}"
-            + (": the orders executed stand" if executed else ": counted as a HOLD")
-            + (f" (last error: {decision.error})" if decision.error else "")
-        )
         with transaction.atomic():
-            updated = Decision.objects.filter(
-                pk=decision.pk, status=decision.status, tries=decision.tries
-            ).update(
+            # Locked as it stands first, so a trade still in flight under its claim commits
+            # before `executed` is read, or finds the claim gone.
+            locked = (
+                Decision.objects.select_for_update(of=("self",))
+                .filter(pk=decision.pk, status=decision.status, tries=decision.tries)
+                .values_list("pk", flat=True)
+                .order_by("pk")
+                .first()
+            )
+            if locked is None:
+                continue
+            executed = (
+                decision.parsed_try is not None
+                and Trade.objects.filter(
+                    decision=decision,
+                    try_number=decision.parsed_try,
+                    status=Trade.Status.EXECUTED,
+                ).exists()
+            )
+            reason = (
+                f"its week ended while it was {decision.get_status_display().lower()}"
+                + (": the orders executed stand" if executed else ": counted as a HOLD")
+                + (f" (last error: {decision.error})" if decision.error else "")
+            )
+            Decision.objects.filter(pk=decision.pk).update(
                 status=Decision.Status.DONE if executed else Decision.Status.SKIPPED,
                 action=decision.action if executed else Decision.Action.HOLD,
                 error=storable_text(reason),
                 finished_at=now,
             )
-        if updated:
-            closed.append(decision.pk)
-            _failure_event(decision=decision, message=reason, level=Level.WARNING)
+        closed.append(decision.pk)
+        _failure_event(decision=decision, message=reason, level=Level.WARNING)
+    closed += _first_weeks_missed(before=before, now=now)
     return closed
+
+
+def _first_weeks_missed(*, before: date, now: datetime) -> list[int]:
+    """Record a SKIPPED first-week decision for every agent of an active cohort whose first
+    week ended before `before` without any decision row (a cohort started by hand for a past
+    week, a run that never reached the agent): completion needs each first week decided."""
+    first_week = Decision.objects.filter(agent=OuterRef("pk"), week_start=F("cohort__week_start"))
+    missed = list(
+        Agent.objects.filter(cohort__status=Cohort.Status.ACTIVE, cohort__week_start__lt=before)
+        .exclude(Exists(first_week))
+        .select_related("cohort", "model")
+    )
+    created = []
+    for agent in missed:
+        try:
+            with transaction.atomic():
+                decision = Decision.objects.create(
+                    agent=agent,
+                    cohort=agent.cohort,
+                    week_start=agent.cohort.week_start,
+                    status=Decision.Status.SKIPPED,
+                    action=Decision.Action.HOLD,
+                    error="no decision was made in the cohort's first week: counted as a HOLD",
+                    finished_at=now,
+                )
+        except IntegrityError:  # a run created it meanwhile
+            continue
+        created.append(decision.pk)
+        _failure_event(decision=decision, message=decision.error, level=Level.WARNING)
+    return created
 
 
 def run_finish(*, run_id: int) -> None:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet
 
 from agents.models import BenchmarkModel
@@ -199,6 +199,16 @@ def portfolio_snapshots_write(*, agents: QuerySet[Agent], at: datetime, stale: b
     return len(snapshots)
 
 
+def _one_view_of_the_books() -> None:
+    """Make the current (outermost) transaction read one snapshot of the database on
+    PostgreSQL: cash and positions are read in separate statements, and under READ COMMITTED
+    a settlement committing between them would be half counted. Inside a caller's
+    transaction (a savepoint) the caller's isolation stands."""
+    if connection.vendor == "postgresql" and not connection.savepoint_ids:
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+
+
 def snapshots_take(
     *, now: datetime | None = None, source: MarketSource | None = None, refresh: bool = True
 ) -> TickReport:
@@ -218,6 +228,7 @@ def snapshots_take(
         report.refreshed = len(result.markets)
         report.refresh_error = result.error
     with transaction.atomic():
+        _one_view_of_the_books()
         _, created = SnapshotTick.objects.get_or_create(
             slot=report.slot,
             defaults={"refresh_error": report.refresh_error, "markets_refreshed": report.refreshed},

@@ -30,7 +30,19 @@ logger = logging.getLogger(__name__)
 def trade_reject(
     *, decision: Decision, order: BetOrder | SellOrder, reason: str, index: int, try_number: int
 ) -> Trade:
-    """Record an order that could not execute, with its reason and inputs."""
+    """Record an order that could not execute, with its reason and inputs. Only under the
+    live claim (raise ClaimLost otherwise): a worker that lost its claim must not record the
+    order the claim holder will execute."""
+    with transaction.atomic():
+        _claim_held(decision)
+        return _rejected_trade(
+            decision=decision, order=order, reason=reason, index=index, try_number=try_number
+        )
+
+
+def _rejected_trade(
+    *, decision: Decision, order: BetOrder | SellOrder, reason: str, index: int, try_number: int
+) -> Trade:
     is_bet = isinstance(order, BetOrder)
     market = (
         Market.objects.filter(polymarket_id=order.market_id).first()
@@ -63,11 +75,9 @@ def trade_reject(
     )
 
 
-def _claim_check(decision: Decision) -> None:
-    """Lock the decision row and its cohort's row, in that order, inside the trade's
-    transaction; raise ClaimLost unless this executor still holds the decision's claim (the
-    row is RUNNING under the claim `decision.tries` was read with), and TradeRejected when
-    the cohort has completed meanwhile (a completion re-checks under the same lock)."""
+def _claim_held(decision: Decision) -> None:
+    """Lock the decision row; raise ClaimLost unless this executor still holds its claim (the
+    row is RUNNING under the claim `decision.tries` was read with)."""
     held = (
         Decision.objects.select_for_update(of=("self",))
         .filter(pk=decision.pk, status=Decision.Status.RUNNING, tries=decision.tries)
@@ -77,6 +87,14 @@ def _claim_check(decision: Decision) -> None:
     )
     if held is None:
         raise ClaimLost(f"decision {decision.pk} is no longer held by claim {decision.tries}")
+
+
+def _claim_check(decision: Decision) -> None:
+    """Lock the decision row and its cohort's row, in that order, inside the trade's
+    transaction; raise ClaimLost unless this executor still holds the decision's claim, and
+    TradeRejected when the cohort has completed meanwhile (a completion re-checks under the
+    same lock)."""
+    _claim_held(decision)
     active = (
         Cohort.objects.select_for_update(of=("self",))
         .filter(pk=decision.cohort_id, status=Cohort.Status.ACTIVE)

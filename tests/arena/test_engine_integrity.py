@@ -737,3 +737,132 @@ def test_an_order_of_a_claim_that_was_taken_over_does_not_execute(cohort: Cohort
     assert outcome.claim_lost
     assert not Trade.objects.filter(decision=slow).exists()
     assert Agent.objects.get(pk=agent.pk).cash == STARTING_BALANCE
+
+
+# --------------------------------------------------------- second review: runs and claims
+
+
+def test_the_hourly_retry_leaves_the_agents_a_running_run_has_not_reached(
+    cohort: Cohort, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every agent of a week decides on the one frozen snapshot of its run: a retry run while
+    the 00:05 run is still working serves only what was sent for retry, never the agents the
+    first run has not reached — until that run is past RUN_GRACE, when its chain is dead."""
+    from arena.services.decisions import RUN_GRACE, run_finish, run_open
+
+    def answer(model: BenchmarkModel, context: Any) -> str:
+        if model.internal_id == FAILING_MODEL:
+            return bet_on(tradable(context), amount="10")  # rejected: RETRYABLE
+        return HOLD
+
+    scripted(monkeypatch, answer)
+    first, due = run_open(now=run_time(1), source=RecordedSource())
+    assert first is not None
+    failing = agent_of(cohort).pk
+    reached = due[: due.index(failing) + 1]
+    for agent_id in reached:  # the chain has got this far
+        decision_run(agent_id=agent_id, run_id=first.pk, now=run_time(1))
+
+    retry, retried = run_open(now=run_time(1) + timedelta(minutes=30), retry=True)
+
+    assert retry is not None
+    assert retried == [failing]
+    run_finish(run_id=retry.pk)  # its chain of one went through
+    late, everyone = run_open(now=run_time(1) + RUN_GRACE + timedelta(minutes=1), retry=True)
+    assert late is not None
+    assert everyone == [failing, *due[len(reached) :]]
+
+
+def test_a_fresh_claim_never_resumes_the_answer_of_a_round_sent_for_retry(
+    cohort: Cohort, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A RETRYABLE decision is asked again: its claim clears the previous round's answer, so
+    a worker dying right after the claim leaves nothing to resume at a week-old price."""
+    run = run_prepare(now=run_time(1), source=RecordedSource())
+
+    def answer(model: BenchmarkModel, context: Any) -> str:
+        return (
+            bet_on(tradable(context), amount="10") if model.internal_id == FAILING_MODEL else HOLD
+        )
+
+    scripted(monkeypatch, answer)
+    agent = agent_of(cohort)
+    assert decision_run(agent_id=agent.pk, run_id=run.pk, now=run_time(1)).status == "retryable"
+    assert decision_of(agent, 1).parsed_try == 1
+
+    claimed = decision_claim(agent=agent, week_start=WEEK, now=run_time(1, hours=1))
+
+    assert claimed is not None
+    assert claimed.parsed is None
+    assert claimed.parsed_try is None
+    assert claimed.attempts.filter(parsed__isnull=False).exists()  # the answer stays as evidence
+
+
+def test_an_agent_paid_out_since_its_cash_was_read_is_never_marked_bankrupt(
+    cohort: Cohort,
+) -> None:
+    from arena.services.decisions import agent_is_bankrupt
+
+    agent = agent_of(cohort)
+    stale = Agent.objects.get(pk=agent.pk)
+    stale.cash = Decimal("10.00")  # as read before a settlement paid the agent out
+
+    assert agent_is_bankrupt(agent=stale) is False
+    assert Agent.objects.get(pk=agent.pk).status == Agent.Status.ACTIVE
+    Agent.objects.filter(pk=agent.pk).update(cash=Decimal("10.00"))
+    assert agent_is_bankrupt(agent=agent_of(cohort)) is True
+
+
+def test_a_worker_that_lost_its_claim_records_no_rejection(
+    cohort: Cohort, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rejected order is part of the ledger the live claim writes: a slow worker's failing
+    order must not pre-empt the order the claim holder will execute."""
+    from arena.services import decisions as decisions_module
+
+    run = run_prepare(now=run_time(1), source=RecordedSource())
+    frozen = FrozenMarkets.load(run)
+    view = next(v for v in frozen.universe if v.is_binary and v.yes_price)
+    order = BetOrder(market_id=view.market_id, side="YES", amount=Decimal("200"))
+    answer = ParsedDecision(action="BET", reasoning="One bet.", bets=(order,))
+    agent = agent_of(cohort)
+    slow = decision_claim(agent=agent, week_start=WEEK, now=run_time(1))
+    assert slow is not None
+    Decision.objects.filter(pk=slow.pk).update(
+        run=run, parsed=parsed_json(answer), parsed_try=slow.tries, action="BET"
+    )
+    slow.refresh_from_db()
+    live = decision_claim(agent=agent, week_start=WEEK, now=run_time(1, hours=1))
+    assert live is not None
+
+    def breaks(**kw: Any) -> Trade:
+        raise RuntimeError("transient")
+
+    monkeypatch.setattr(decisions_module, "trade_buy", breaks)
+    late = decision_execute(decision=slow, parsed=answer, frozen=frozen)
+    monkeypatch.setattr(decisions_module, "trade_buy", trade_buy)
+
+    assert late.claim_lost
+    assert not Trade.objects.filter(decision=slow).exists()
+    resumed = decision_execute(decision=live, parsed=answer, frozen=frozen)
+    assert resumed.executed == 1
+    assert Agent.objects.get(pk=agent.pk).cash == STARTING_BALANCE - Decimal("200")
+
+
+def test_a_cohort_started_by_hand_for_a_past_week_can_still_complete(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nobody decided in its first week (it started after that week): each agent's first
+    week is recorded as a skipped HOLD, so the cohort is not kept active for ever."""
+    from arena.services.settlement import resolutions_check
+
+    scripted(monkeypatch, lambda model, context: HOLD)
+    late, _ = cohort_start(week_start=WEEK, now=run_time(2))
+
+    decisions_run_all(now=run_time(2), source=RecordedSource())
+
+    first_week = Decision.objects.filter(cohort=late, week_start=WEEK)
+    assert first_week.count() == late.agents.count()
+    assert set(first_week.values_list("status", flat=True)) == {Decision.Status.SKIPPED}
+    check = resolutions_check(now=run_time(2, hours=1), source=RecordedSource())
+    assert late.number in check.completed_cohorts
