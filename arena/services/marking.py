@@ -159,6 +159,16 @@ def portfolio_snapshots_write(*, agents: QuerySet[Agent], at: datetime, stale: b
     """Write one snapshot per agent of `agents` stamped `at`, valued at the stored prices;
     return how many. A constant number of queries whatever the number of agents or
     positions. An (agent, timestamp) already written is left as it is."""
+    snapshots = portfolio_snapshots_build(agents=agents, at=at, stale=stale)
+    PortfolioSnapshot.objects.bulk_create(snapshots, ignore_conflicts=True, batch_size=2000)
+    return len(snapshots)
+
+
+def portfolio_snapshots_build(
+    *, agents: QuerySet[Agent], at: datetime, stale: bool = False
+) -> list[PortfolioSnapshot]:
+    """Return (unsaved) one snapshot per agent of `agents` stamped `at`, valued at the stored
+    prices, from a constant number of queries."""
     rows = list(agents.order_by().values_list("pk", "cash", "cohort__starting_balance"))
     agent_ids = [pk for pk, _, _ in rows]
     values = positions_value_by_agent(
@@ -195,8 +205,7 @@ def portfolio_snapshots_write(*, agents: QuerySet[Agent], at: datetime, stale: b
                 prices_stale=stale,
             )
         )
-    PortfolioSnapshot.objects.bulk_create(snapshots, ignore_conflicts=True, batch_size=2000)
-    return len(snapshots)
+    return snapshots
 
 
 def _one_view_of_the_books() -> None:
@@ -228,7 +237,13 @@ def snapshots_take(
         report.refreshed = len(result.markets)
         report.refresh_error = result.error
     with transaction.atomic():
+        # Read-only: on PostgreSQL one snapshot of the database (REPEATABLE READ), which
+        # would refuse the inserts below once a settlement has touched an agent row.
         _one_view_of_the_books()
+        snapshots = portfolio_snapshots_build(
+            agents=agents_to_mark(), at=report.slot, stale=bool(report.refresh_error)
+        )
+    with transaction.atomic():
         _, created = SnapshotTick.objects.get_or_create(
             slot=report.slot,
             defaults={"refresh_error": report.refresh_error, "markets_refreshed": report.refreshed},
@@ -236,10 +251,7 @@ def snapshots_take(
         if not created:
             report.skipped = True
             return report
-        report.written = portfolio_snapshots_write(
-            agents=agents_to_mark(),
-            at=report.slot,
-            stale=bool(report.refresh_error),
-        )
+        PortfolioSnapshot.objects.bulk_create(snapshots, ignore_conflicts=True, batch_size=2000)
+        report.written = len(snapshots)
         SnapshotTick.objects.filter(slot=report.slot).update(snapshots_written=report.written)
     return report

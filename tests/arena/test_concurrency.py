@@ -346,3 +346,114 @@ def test_a_connection_lost_during_one_agents_decision_does_not_stop_the_run(
     statuses = list(Decision.objects.values_list("status", flat=True))
     assert statuses.count(Decision.Status.DONE) == agents - 1
     assert statuses.count(Decision.Status.RUNNING) == 1  # reclaimed by a later run
+
+
+def test_a_snapshot_is_never_torn_by_a_settlement_committing_between_its_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A tick reads cash, then positions. A settlement committing in between (cash paid, the
+    position settled) must not be half counted: the tick reads one view of the books."""
+    from arena.models import PortfolioSnapshot
+    from arena.services import marking
+    from arena.services.decisions import decision_claim
+    from arena.services.frozen import run_prepare
+
+    cohort, _ = cohort_start(week_start=WEEK, now=COHORT_AT)
+    run = run_prepare(now=RUN_AT, source=RecordedSource())
+    frozen = FrozenMarkets.load(run)
+    view = next(
+        v
+        for v in frozen.universe
+        if v.is_binary and v.yes_price and Decimal("0.3") < v.yes_price < Decimal("0.7")
+    )
+    agent = cohort.agents.get(model__internal_id="gpt-5.1")
+    decision = decision_claim(agent=agent, week_start=WEEK, now=RUN_AT)
+    assert decision is not None
+    order = BetOrder(market_id=view.market_id, side="YES", amount=Decimal("2000"))
+    trade_buy(decision=decision, order=order, frozen=frozen, index=0, try_number=1)
+    read_positions = marking.positions_value_by_agent
+
+    def settlement_commits_in_between(positions: object) -> dict[int, Decimal]:
+        def settle() -> None:
+            try:
+                verdict = Verdict("resolved", view.outcomes[0], 0, "race: settled mid-tick")
+                market_settle(polymarket_id=view.market_id, verdict=verdict, now=RUN_AT)
+            finally:
+                connections.close_all()
+
+        other = threading.Thread(target=settle)
+        other.start()
+        other.join()
+        return read_positions(positions)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(marking, "positions_value_by_agent", settlement_commits_in_between)
+
+    marking.snapshots_take(now=RUN_AT, refresh=False)
+
+    snapshot = PortfolioSnapshot.objects.get(agent=agent)
+    assert snapshot.cash == Decimal("8000.00")  # the books before the settlement …
+    assert snapshot.positions_value > 0  # … whole: the position still counted
+    assert snapshot.total_value == snapshot.cash + snapshot.positions_value
+
+
+def test_two_catalogue_upserts_in_opposite_orders_wait_instead_of_deadlocking() -> None:
+    """The sync (by volume), a price refresh (by id) and a resolution check (by record) upsert
+    the same markets at the same minute; rows are locked in one order, so none deadlocks."""
+    from django.db.utils import DatabaseError
+
+    from markets.parsing import parse_markets
+    from markets.services import markets_upsert
+
+    markets = list(parse_markets(RecordedSource().fetch_top_markets(500)).markets)
+    markets_upsert(markets=markets)
+    errors: list[str] = []
+    for _ in range(10):
+        barrier = threading.Barrier(2)
+
+        def upsert(rows: list[object], barrier: threading.Barrier = barrier) -> None:
+            try:
+                barrier.wait(timeout=10)
+                markets_upsert(markets=rows, include_raw=False)  # type: ignore[arg-type]
+            except DatabaseError as exc:
+                errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+            finally:
+                connections.close_all()
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            list(pool.map(upsert, [markets, markets[::-1]]))
+
+    assert errors == []
+
+
+def test_closing_a_past_weeks_decision_waits_for_a_trade_in_flight() -> None:
+    """Expiry locks the decision before it reads whether an order executed: a bet committing
+    meanwhile makes it DONE with its trade, never a skipped HOLD beside an executed bet."""
+    from agents.types import ParsedDecision
+    from arena.services.decisions import decision_claim, decisions_expire, parsed_json
+    from arena.services.frozen import run_prepare
+
+    cohort, _ = cohort_start(week_start=WEEK, now=COHORT_AT)
+    run = run_prepare(now=RUN_AT, source=RecordedSource())
+    frozen = FrozenMarkets.load(run)
+    view = next(v for v in frozen.universe if v.is_binary and v.yes_price)
+    agent = cohort.agents.get(model__internal_id="gpt-5.1")
+    decision = decision_claim(agent=agent, week_start=WEEK, now=RUN_AT)
+    assert decision is not None
+    order = BetOrder(market_id=view.market_id, side="YES", amount=Decimal("500"))
+    answer = ParsedDecision(action="BET", reasoning="One bet.", bets=(order,))
+    Decision.objects.filter(pk=decision.pk).update(
+        run=run, parsed_try=decision.tries, action="BET", parsed=parsed_json(answer)
+    )
+    decision.refresh_from_db()
+
+    while_held(
+        lambda: trade_buy(
+            decision=decision, order=order, frozen=frozen, index=0, try_number=decision.tries
+        ),
+        lambda: decisions_expire(before=WEEK + timedelta(weeks=1), now=RUN_AT + timedelta(weeks=1)),
+    )
+
+    decision.refresh_from_db()
+    assert Trade.objects.filter(decision=decision, status=Trade.Status.EXECUTED).count() == 1
+    assert decision.status == Decision.Status.DONE
+    assert decision.action == "BET"
