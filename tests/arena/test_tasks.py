@@ -8,7 +8,7 @@ import pytest
 from celery.result import AsyncResult
 
 from arena.models import Cohort, Decision, PortfolioSnapshot
-from arena.tasks import run_decisions, start_cohort, take_snapshots
+from arena.tasks import retry_decisions, run_decisions, start_cohort, take_snapshots
 from forecaster.celery import app as celery_app
 
 pytestmark = [
@@ -41,8 +41,10 @@ def test_weekly_tasks_start_a_cohort_run_every_agent_in_turn_and_snapshot(
         assert earlier.finished_at is not None
         assert later.claimed_at is not None
         assert earlier.finished_at <= later.claimed_at
-    # A second run for the same week finds nothing due: no duplicate decision.
+    # A second run for the same week finds nothing due: no duplicate decision; nor does the
+    # hourly retry run.
     assert run_decisions.delay().get(timeout=60) == "no decision is due: no run"
+    assert retry_decisions.delay().get(timeout=60) == "no decision is due: no run"
     assert Decision.objects.count() == agents
 
     assert "snapshots" in take_snapshots.delay().get(timeout=60)
