@@ -18,7 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, F, Max, OuterRef, Q, Sum
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet, Sum
 
 from agents import offline
 from agents.clients import OpenRouterClient, OpenRouterError
@@ -246,7 +246,7 @@ def decision_claim(*, agent: Agent, week_start: date, now: datetime) -> Decision
 def _attempt_record(
     *,
     decision: Decision,
-    run: DecisionRun,
+    run_id: int | None,
     messages: list[dict[str, str]],
     reply: Reply | None,
     api_error: str,
@@ -254,15 +254,18 @@ def _attempt_record(
     started_at: datetime,
     parsed: ParsedDecision | None = None,
     error_body: str = "",
+    error: str = "",
+    trace: str = "",
 ) -> DecisionAttempt:
     """Store one attempt whole. Text from the model or provider is made storable (NUL and
-    lone surrogates escaped) and provider strings are clipped to their columns."""
+    lone surrogates escaped) and provider strings are clipped to their columns. `error` and
+    `trace` record an unexpected failure while the attempt was handled."""
     number = (decision.attempts.aggregate(n=Max("number"))["n"] or 0) + 1
     with transaction.atomic():
         return DecisionAttempt.objects.create(
             decision=decision,
             number=number,
-            run=run,
+            run_id=run_id,
             responder=reply.responder if reply else responder_kind(decision.agent.model),
             requested_model=clipped(
                 reply.requested_model if reply else decision.agent.model.openrouter_id, 200
@@ -282,7 +285,9 @@ def _attempt_record(
             api_error=storable_text(api_error),
             parse_error=storable_text(parse_error),
             parsed=storable_json(parsed_json(parsed)) if parsed else None,
-            valid=reply is not None and not api_error and not parse_error,
+            error=error,
+            traceback=trace,
+            valid=reply is not None and not api_error and not parse_error and not error,
             started_at=started_at,
         )
 
@@ -303,6 +308,24 @@ def _cost(value: Any) -> Decimal | None:
     if not isinstance(value, Decimal) or not value.is_finite() or not 0 <= value <= _MAX_COST:
         return None
     return value.quantize(Decimal("0.000001"))
+
+
+def _under_claim(decision: Decision) -> QuerySet[Decision]:
+    """The decision's row while `decision` still holds its claim: RUNNING under the claim
+    (`tries`) it was read with. Every write of a decision goes through it."""
+    return Decision.objects.filter(
+        pk=decision.pk, status=Decision.Status.RUNNING, tries=decision.tries
+    )
+
+
+def _round_executed(decision: Decision) -> bool:
+    """Whether an order of the decision's stored answer (its round, `parsed_try`) executed."""
+    return (
+        decision.parsed_try is not None
+        and Trade.objects.filter(
+            decision=decision, try_number=decision.parsed_try, status=Trade.Status.EXECUTED
+        ).exists()
+    )
 
 
 @dataclass
@@ -389,9 +412,7 @@ def _decision_run(
 
     if agent_is_bankrupt(agent=agent):
         with transaction.atomic():
-            Decision.objects.filter(
-                pk=decision.pk, status=Decision.Status.RUNNING, tries=decision.tries
-            ).update(
+            _under_claim(decision).update(
                 status=Decision.Status.SKIPPED,
                 action=Decision.Action.HOLD,
                 reasoning="",
@@ -416,9 +437,7 @@ def _decision_run(
     kind = responder_kind(agent.model)
     with transaction.atomic():
         # A new round (its answer was cleared by the claim): only under the live claim.
-        new_round = Decision.objects.filter(
-            pk=decision.pk, status=Decision.Status.RUNNING, tries=decision.tries
-        ).update(
+        new_round = _under_claim(decision).update(
             run=run,
             responder=kind,
             prompt_version=PROMPT_VERSION,
@@ -455,7 +474,7 @@ def _decision_run(
         except OpenRouterError as exc:
             error = error_text(exc)
             progress.attempt_id = _attempt_record(
-                decision=decision, run=run, messages=messages, reply=None,
+                decision=decision, run_id=run.pk, messages=messages, reply=None,
                 api_error=error, parse_error="", started_at=started, error_body=exc.raw_body,
             ).pk  # fmt: skip
             if not _decision_finish(
@@ -481,7 +500,7 @@ def _decision_run(
         except DecisionParseError as exc:
             last_error = exc.message
             progress.attempt_id = _attempt_record(
-                decision=decision, run=run, messages=messages, reply=reply,
+                decision=decision, run_id=run.pk, messages=messages, reply=reply,
                 api_error="", parse_error=last_error, started_at=started,
             ).pk  # fmt: skip
             if attempt < settings.DECISION_PARSE_RETRIES:
@@ -493,12 +512,10 @@ def _decision_run(
             # The answer is stored before any of its orders executes: a reclaim after a crash
             # resumes these orders (each at most once) and never asks the model again.
             progress.attempt_id = _attempt_record(
-                decision=decision, run=run, messages=messages, reply=reply,
+                decision=decision, run_id=run.pk, messages=messages, reply=reply,
                 api_error="", parse_error="", started_at=started, parsed=parsed,
             ).pk  # fmt: skip
-            stored = Decision.objects.filter(
-                pk=decision.pk, status=Decision.Status.RUNNING, tries=decision.tries
-            ).update(
+            stored = _under_claim(decision).update(
                 parsed=storable_json(parsed_json(parsed)),
                 parsed_try=decision.tries,
                 action=parsed.action,
@@ -547,10 +564,7 @@ def _decision_conclude(
     if outcome.claim_lost:
         outcome.status = CLAIM_LOST
         return outcome
-    executed = Trade.objects.filter(
-        decision=decision, try_number=decision.parsed_try or 0, status=Trade.Status.EXECUTED
-    ).count()
-    no_trade = parsed.action != "HOLD" and executed == 0
+    no_trade = parsed.action != "HOLD" and not _round_executed(decision)
     status = Decision.Status.RETRYABLE if no_trade else Decision.Status.DONE
     error = "no trade of this BET/SELL executed: " + "; ".join(outcome.notes) if no_trade else ""
     if not _decision_finish(
@@ -633,16 +647,9 @@ def _failure_record(*, decision: Decision, progress: _Progress, error: str, trac
             # The attempt was not stored (it failed before, or storing it failed): keep one
             # with what is known, so the decision page shows where it broke.
             _failed_attempt_record(decision=decision, progress=progress, error=error, trace=trace)
-        executed = (
-            decision.parsed_try is not None
-            and Trade.objects.filter(
-                decision=decision, try_number=decision.parsed_try, status=Trade.Status.EXECUTED
-            ).exists()
-        )
+        executed = _round_executed(decision)
         status = Decision.Status.DONE if executed else Decision.Status.RETRYABLE
-        Decision.objects.filter(
-            pk=decision.pk, status=Decision.Status.RUNNING, tries=decision.tries
-        ).update(
+        _under_claim(decision).update(
             status=status,
             error=f"unexpected failure: {error}",
             traceback=trace,
@@ -654,32 +661,23 @@ def _failure_record(*, decision: Decision, progress: _Progress, error: str, trac
 def _failed_attempt_record(
     *, decision: Decision, progress: _Progress, error: str, trace: str
 ) -> None:
-    number = (decision.attempts.aggregate(n=Max("number"))["n"] or 0) + 1
-    reply = progress.reply
-    fields: dict[str, Any] = {
-        "decision": decision,
-        "number": number,
-        "run_id": progress.run_id,
-        "responder": reply.responder if reply else decision.responder,
-        "requested_model": clipped(decision.requested_model, 200),
-        "request_messages": storable_json(progress.messages),
-        "error": error,
-        "traceback": trace,
-        "valid": False,
-        "started_at": progress.attempt_started,
-    }
+    def record(reply: Reply | None) -> None:
+        _attempt_record(
+            decision=decision,
+            run_id=progress.run_id,
+            messages=progress.messages,
+            reply=reply,
+            api_error="",
+            parse_error="",
+            started_at=progress.attempt_started or clock.now(),
+            error=error,
+            trace=trace,
+        )
+
     try:
-        with transaction.atomic():
-            DecisionAttempt.objects.create(
-                **fields,
-                raw_response=storable_text(reply.raw) if reply else "",
-                response_text=storable_text(reply.text) if reply else "",
-                response_model=clipped(reply.response_model if reply else "", 200),
-                upstream_provider=clipped(reply.provider if reply else "", 100),
-            )
+        record(progress.reply)
     except Exception:  # the reply itself is what cannot be stored: keep the rest
-        with transaction.atomic():
-            DecisionAttempt.objects.create(**fields)
+        record(None)
 
 
 def parsed_json(parsed: ParsedDecision) -> dict[str, Any]:
@@ -746,9 +744,7 @@ def _decision_finish(
         fields["response_model"] = clipped(reply.response_model if reply else "", 200)
         fields["upstream_provider"] = clipped(reply.provider if reply else "", 100)
     with transaction.atomic():
-        finished = Decision.objects.filter(
-            pk=decision.pk, status=Decision.Status.RUNNING, tries=decision.tries
-        ).update(**fields)
+        finished = _under_claim(decision).update(**fields)
     return finished == 1
 
 
@@ -1007,14 +1003,7 @@ def decisions_expire(*, before: date, now: datetime) -> list[int]:
             )
             if locked is None:
                 continue
-            executed = (
-                decision.parsed_try is not None
-                and Trade.objects.filter(
-                    decision=decision,
-                    try_number=decision.parsed_try,
-                    status=Trade.Status.EXECUTED,
-                ).exists()
-            )
+            executed = _round_executed(decision)
             reason = (
                 f"its week ended while it was {decision.get_status_display().lower()}"
                 + (": the orders executed stand" if executed else ": counted as a HOLD")
