@@ -7,7 +7,7 @@ from decimal import Decimal
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from arena.selectors import Curve
+from arena.selectors.standings import Curve
 
 PALETTE = [
     "#2a5bd7",

@@ -1,12 +1,12 @@
 from django.urls import path
 
-from arena import views
+from arena.views import pages
 
 app_name = "arena"
 urlpatterns = [
-    path("", views.leaderboard, name="leaderboard"),
-    path("cohorts/", views.cohort_list, name="cohorts"),
-    path("cohorts/<int:number>/", views.cohort_detail, name="cohort"),
-    path("cohorts/<int:number>/agents/<int:agent_id>/", views.agent_detail, name="agent"),
-    path("decisions/<int:decision_id>/", views.decision_detail, name="decision"),
+    path("", pages.leaderboard, name="leaderboard"),
+    path("cohorts/", pages.cohort_list, name="cohorts"),
+    path("cohorts/<int:number>/", pages.cohort_detail, name="cohort"),
+    path("cohorts/<int:number>/agents/<int:agent_id>/", pages.agent_detail, name="agent"),
+    path("decisions/<int:decision_id>/", pages.decision_detail, name="decision"),
 ]

@@ -22,7 +22,8 @@ Measured, each in a new 10-minute slot (a repeated slot writes nothing):
   JSON decoded), `parse_markets`, `markets_upsert(include_raw=False)`, `markets_refresh` whole;
 - a year of snapshots: 52,560 PortfolioSnapshot rows (one year of 10-minute slots) for one agent,
   interleaved slot by slot with the same for the other agents of its cohort (as ticks write
-  them), then `arena.selectors.value_curves(agents=[agent])` (the agent page's chart), the same
+  them), then `arena.selectors.standings.value_curves(agents=[agent])` (the agent page's
+  chart), the same
   for the cohort's agents (the cohort page), the last 7 days, and a raw range query on
   (agent_id, snapshot_timestamp) — with the query plans (EXPLAIN ANALYZE on PostgreSQL after
   ANALYZE, as autovacuum would have; EXPLAIN QUERY PLAN on SQLite).
@@ -475,7 +476,7 @@ def child(repeat: int) -> dict[str, Any]:
     from django.db import connection
 
     from arena.models import Agent, PortfolioSnapshot, Position, SnapshotTick
-    from arena.selectors import value_curves
+    from arena.selectors.standings import value_curves
     from arena.services.marking import held_market_ids, snapshots_take
     from markets.parsing import parse_markets
     from markets.services import markets_refresh, markets_upsert

@@ -18,8 +18,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils.html import escape
 
 from agents.models import BenchmarkModel
-from arena import selectors
 from arena.models import Agent, Cohort, Decision, Trade
+from arena.selectors import standings as selectors
 from markets.models import Market
 from tests.arena.factories import AgentFactory, CohortFactory
 

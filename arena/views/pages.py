@@ -5,8 +5,9 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from arena import charts, selectors
+from arena import charts
 from arena.models import Agent, Cohort, Decision
+from arena.selectors import standings as selectors
 
 
 def _get_cohort(number: int) -> Cohort:

@@ -1,0 +1,122 @@
+"""How the site writes figures: one filter per kind, so every page writes them alike.
+
+- money: `$15,429.53`, `−$120.00` (a true minus sign), `—` when there is no figure;
+- signed_money: the same with `+` on gains, for profit and loss;
+- percent: a value already in percent units, at most two decimals with trailing zeros dropped
+  (`50%`, `12.5%`, `−3.14%`), so a SELL of half a position reads `50%`, never `50.0000%`;
+- signed_percent: the same with `+` on gains, for returns;
+- ratio_percent: a fraction (win rate 0.531) as a percent (`53.1%`);
+- brier: four decimals (`0.2125`);
+- price: a probability price, four decimals (`0.6350`);
+- shares: two decimals with thousands separators (`1,234.57`);
+- usd_cost: an API cost in dollars, enough places to show a fraction of a cent (`$0.0042`).
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+
+from django import template
+
+register = template.Library()
+
+MISSING = "—"
+MINUS = "−"
+
+
+def _decimal(value: object) -> Decimal | None:
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    try:
+        number = value if isinstance(value, Decimal) else Decimal(str(value))
+    except (InvalidOperation, ValueError, TypeError):
+        return None
+    return number if number.is_finite() else None
+
+
+def _places(number: Decimal, places: int) -> Decimal:
+    return number.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_EVEN)
+
+
+def _grouped(number: Decimal, places: int) -> str:
+    return f"{abs(_places(number, places)):,.{places}f}"
+
+
+def _sign(number: Decimal, *, plus: bool) -> str:
+    if number < 0:
+        return MINUS
+    return "+" if plus and number > 0 else ""
+
+
+def _money(value: object, *, plus: bool) -> str:
+    number = _decimal(value)
+    if number is None:
+        return MISSING
+    rounded = _places(number, 2)
+    return f"{_sign(rounded, plus=plus)}${_grouped(rounded, 2)}"
+
+
+@register.filter
+def money(value: object) -> str:
+    return _money(value, plus=False)
+
+
+@register.filter
+def signed_money(value: object) -> str:
+    return _money(value, plus=True)
+
+
+def _percent(number: Decimal | None, *, plus: bool) -> str:
+    if number is None:
+        return MISSING
+    rounded = _places(number, 2)
+    text = _grouped(rounded, 2).rstrip("0").rstrip(".")
+    return f"{_sign(rounded, plus=plus)}{text}%"
+
+
+@register.filter
+def percent(value: object) -> str:
+    return _percent(_decimal(value), plus=False)
+
+
+@register.filter
+def signed_percent(value: object) -> str:
+    return _percent(_decimal(value), plus=True)
+
+
+@register.filter
+def ratio_percent(value: object) -> str:
+    number = _decimal(value)
+    return _percent(None if number is None else number * 100, plus=False)
+
+
+def _fixed(value: object, places: int) -> str:
+    number = _decimal(value)
+    if number is None:
+        return MISSING
+    rounded = _places(number, places)
+    return f"{_sign(rounded, plus=False)}{_grouped(rounded, places)}"
+
+
+@register.filter
+def brier(value: object) -> str:
+    return _fixed(value, 4)
+
+
+@register.filter
+def price(value: object) -> str:
+    return _fixed(value, 4)
+
+
+@register.filter
+def shares(value: object) -> str:
+    return _fixed(value, 2)
+
+
+@register.filter
+def usd_cost(value: object) -> str:
+    number = _decimal(value)
+    if number is None:
+        return MISSING
+    places = 2 if abs(number) >= 1 else 4
+    return f"{_sign(_places(number, places), plus=False)}${_grouped(number, places)}"

@@ -1,0 +1,71 @@
+"""Every page writes figures through one set of filters (issue 9, Formatting)."""
+
+from decimal import Decimal
+
+import pytest
+from django.template import Context, Template
+
+from forecaster.templatetags import figures
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (Decimal("15429.53"), "$15,429.53"),
+        (Decimal("15429.535"), "$15,429.54"),
+        (Decimal("-120"), "−$120.00"),
+        (Decimal("0"), "$0.00"),
+        (10000, "$10,000.00"),
+        (None, "—"),
+        ("not a number", "—"),
+        (float("nan"), "—"),
+    ],
+)
+def test_money_is_dollars_and_cents_with_thousands(value, text):
+    assert figures.money(value) == text
+
+
+def test_signed_money_marks_gains_and_losses():
+    assert figures.signed_money(Decimal("12.3")) == "+$12.30"
+    assert figures.signed_money(Decimal("-0.5")) == "−$0.50"
+    assert figures.signed_money(Decimal("0")) == "$0.00"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (Decimal("50.0000"), "50%"),
+        (Decimal("12.5"), "12.5%"),
+        (Decimal("3.14159"), "3.14%"),
+        (Decimal("-3.14159"), "−3.14%"),
+        (Decimal("0.001"), "0%"),
+        (Decimal("1234.5"), "1,234.5%"),
+        (None, "—"),
+    ],
+)
+def test_percent_has_at_most_two_places_and_no_trailing_zeros(value, text):
+    assert figures.percent(value) == text
+
+
+def test_signed_percent_and_ratio_percent_follow_the_same_rule():
+    assert figures.signed_percent(Decimal("4.20")) == "+4.2%"
+    assert figures.signed_percent(Decimal("-4.2")) == "−4.2%"
+    assert figures.ratio_percent(0.531) == "53.1%"
+    assert figures.ratio_percent(1) == "100%"
+    assert figures.ratio_percent(None) == "—"
+
+
+def test_scores_prices_shares_and_costs():
+    assert figures.brier(0.21254) == "0.2125"
+    assert figures.price(Decimal("0.635")) == "0.6350"
+    assert figures.shares(Decimal("1234.5678")) == "1,234.57"
+    assert figures.usd_cost(Decimal("0.004213")) == "$0.0042"
+    assert figures.usd_cost(Decimal("12.5")) == "$12.50"
+    assert figures.brier(None) == "—"
+
+
+def test_filters_load_in_templates():
+    rendered = Template("{% load figures %}{{ v|money }} {{ p|percent }}").render(
+        Context({"v": Decimal("15429.53"), "p": Decimal("50")})
+    )
+    assert rendered == "$15,429.53 50%"
