@@ -23,8 +23,8 @@ Measured, each in a new 10-minute slot (a repeated slot writes nothing):
 - a year of snapshots: 52,560 PortfolioSnapshot rows (one year of 10-minute slots) for one agent,
   interleaved slot by slot with the same for the other agents of its cohort (as ticks write
   them), then `arena.selectors.standings.value_curves(agents=[agent])` (the agent page's
-  chart), the same
-  for the cohort's agents (the cohort page), the last 7 days, and a raw range query on
+  chart), the same for the cohort's agents (the cohort page), the last 7 days, and a raw
+  range query on
   (agent_id, snapshot_timestamp) — with the query plans (EXPLAIN ANALYZE on PostgreSQL after
   ANALYZE, as autovacuum would have; EXPLAIN QUERY PLAN on SQLite).
 

@@ -21,11 +21,11 @@ from forecaster.templatetags import figures
         (float("nan"), "—"),
     ],
 )
-def test_money_is_dollars_and_cents_with_thousands(value, text):
+def test_money_is_dollars_and_cents_with_thousands(value: object, text: str) -> None:
     assert figures.money(value) == text
 
 
-def test_signed_money_marks_gains_and_losses():
+def test_signed_money_marks_gains_and_losses() -> None:
     assert figures.signed_money(Decimal("12.3")) == "+$12.30"
     assert figures.signed_money(Decimal("-0.5")) == "−$0.50"
     assert figures.signed_money(Decimal("0")) == "$0.00"
@@ -43,11 +43,11 @@ def test_signed_money_marks_gains_and_losses():
         (None, "—"),
     ],
 )
-def test_percent_has_at_most_two_places_and_no_trailing_zeros(value, text):
+def test_percent_has_at_most_two_places_and_no_trailing_zeros(value: object, text: str) -> None:
     assert figures.percent(value) == text
 
 
-def test_signed_percent_and_ratio_percent_follow_the_same_rule():
+def test_signed_percent_and_ratio_percent_follow_the_same_rule() -> None:
     assert figures.signed_percent(Decimal("4.20")) == "+4.2%"
     assert figures.signed_percent(Decimal("-4.2")) == "−4.2%"
     assert figures.ratio_percent(0.531) == "53.1%"
@@ -55,7 +55,7 @@ def test_signed_percent_and_ratio_percent_follow_the_same_rule():
     assert figures.ratio_percent(None) == "—"
 
 
-def test_scores_prices_shares_and_costs():
+def test_scores_prices_shares_and_costs() -> None:
     assert figures.brier(0.21254) == "0.2125"
     assert figures.price(Decimal("0.635")) == "0.6350"
     assert figures.shares(Decimal("1234.5678")) == "1,234.57"
@@ -64,7 +64,7 @@ def test_scores_prices_shares_and_costs():
     assert figures.brier(None) == "—"
 
 
-def test_filters_load_in_templates():
+def test_filters_load_in_templates() -> None:
     rendered = Template("{% load figures %}{{ v|money }} {{ p|percent }}").render(
         Context({"v": Decimal("15429.53"), "p": Decimal("50")})
     )
