@@ -7,7 +7,7 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
 DEMO_WEEKS ?= 6
 
-.PHONY: run test check test-sqlite test-postgres services demo superuser bench clean
+.PHONY: run test check test-sqlite test-postgres services browser demo superuser bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,11 @@ services:
 	@(command -v redis-cli >/dev/null && redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1) || redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
 	@for i in $$(seq 1 30); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 1; done; redis-cli -h 127.0.0.1 -p 6379 ping
 
+# The browser walk drives Debian's chromium through Playwright; nothing is downloaded by Playwright.
+browser:
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+	@chromium --version
+
 check: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -65,7 +70,7 @@ test-postgres: $(VENV)/.installed-dev
 	@echo "== test suite on PostgreSQL, Celery on Redis =="
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/python -m pytest -q
 
-test: $(VENV)/.installed-dev services check test-sqlite test-postgres
+test: $(VENV)/.installed-dev services browser check test-sqlite test-postgres
 
 demo: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput -v0
