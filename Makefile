@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
 DEMO_WEEKS ?= 6
+# Where `make run` serves: `make run PORT=8100 HOST=0.0.0.0`.
+HOST ?= 127.0.0.1
+PORT ?= 8000
 
 .PHONY: run test check test-sqlite test-postgres services browser demo superuser bench clean
 
@@ -37,8 +40,8 @@ run: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput -v0
 	@$(BIN)/python manage.py demo_fill --weeks $(DEMO_WEEKS) & fill=$$!; \
 	trap 'kill $$fill 2>/dev/null' EXIT INT TERM; \
-	echo "Serving Forecaster Arena (demo data) at http://127.0.0.1:8000 — the demo fills for about half a minute"; \
-	$(BIN)/python manage.py runserver --noreload 127.0.0.1:8000
+	echo "Serving Forecaster Arena (demo data) at http://$(HOST):$(PORT) — the demo fills in for about 25 seconds, until it prints \"demo: … completed in …s\""; \
+	$(BIN)/python manage.py runserver --noreload $(HOST):$(PORT)
 
 superuser: $(VENV)/.installed-run
 	$(BIN)/python manage.py createsuperuser

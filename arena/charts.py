@@ -1,121 +1,120 @@
-"""Server-rendered SVG charts: no JavaScript, every label escaped."""
+"""What a chart needs to be drawn: the range links, the series as JSON for
+`static/js/charts.js` (uPlot, vendored under static/vendor/uplot/) and a text summary.
+
+Templates include `arena/_chart.html` with `chart=…`; the data goes out through `json_script`,
+so labels from the database are escaped there and set as text by the script.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
-
-from arena.selectors.standings import Curve
-
-PALETTE = [
-    "#2a5bd7",
-    "#d7263d",
-    "#1b998b",
-    "#f49d37",
-    "#6f2dbd",
-    "#3d405b",
-    "#c1a100",
-    "#e56399",
-    "#0f7173",
-    "#8d6a9f",
-    "#5c946e",
-]
-WIDTH, HEIGHT, PAD_LEFT, PAD_RIGHT, PAD_Y = 860, 320, 64, 150, 24
+from arena.models import STARTING_BALANCE
+from arena.selectors.curves import RANGES, Series, range_from
 
 
-def value_chart(curves: list[Curve], *, baseline: Decimal = Decimal("10000")) -> SafeString:
-    """Return an SVG line chart of total value over time, with a dashed $10,000 line."""
-    points = [p for c in curves for p in c.points]
-    if not points:
-        return format_html('<p class="muted">{}</p>', "No snapshots yet.")
-    t0 = min(p[0] for p in points).timestamp()
-    t1 = max(p[0] for p in points).timestamp()
-    lo = float(min(min(p[1] for p in points), baseline))
-    hi = float(max(max(p[1] for p in points), baseline))
-    if hi - lo < 1:
-        lo, hi = lo - 50, hi + 50
-    span_t = max(t1 - t0, 1.0)
-    plot_w = WIDTH - PAD_LEFT - PAD_RIGHT
+@dataclass(frozen=True)
+class RangeLink:
+    key: str
+    label: str  # the spoken name ("1 week"); the link text is the key
+    active: bool
 
-    def x(t: float) -> float:
-        return PAD_LEFT + (t - t0) / span_t * plot_w
 
-    def y(v: float) -> float:
-        return PAD_Y + (hi - v) / (hi - lo) * (HEIGHT - 2 * PAD_Y)
+@dataclass(frozen=True)
+class LastValue:
+    label: str
+    colour: str
+    dashed: bool
+    at: datetime
+    value: Decimal
 
-    lines = []
-    labels = []
-    for i, curve in enumerate(curves):
-        if not curve.points:
-            continue
-        color = PALETTE[i % len(PALETTE)]
-        path = " ".join(f"{x(ts.timestamp()):.1f},{y(float(v)):.1f}" for ts, v in curve.points)
-        dash = "4 3" if curve.kind == "baseline" else ""
-        lines.append((path, color, dash, curve.label))
-        last_ts, last_v = curve.points[-1]
-        labels.append((y(float(last_v)), color, curve.label, f"${float(last_v):,.0f}"))
-    labels.sort()
-    placed: list[tuple[float, str, str, str]] = []
-    for label in labels:  # keep end labels from overlapping …
-        ly = max(label[0], placed[-1][0] + 13) if placed else label[0]
-        placed.append((ly, *label[1:]))
-    limit = HEIGHT - 18.0
-    for i in range(len(placed) - 1, -1, -1):  # … and inside the chart
-        ly = min(placed[i][0], limit)
-        placed[i] = (ly, *placed[i][1:])
-        limit = ly - 13
-    ticks = [lo + (hi - lo) * k / 4 for k in range(5)]
-    return format_html(
-        '<svg class="chart" viewBox="0 0 {w} {h}" role="img" aria-label="Total value over time">'
-        '<rect x="0" y="0" width="{w}" height="{h}" fill="#fff"/>{grid}'
-        '<line x1="{pl}" x2="{pr}" y1="{by}" y2="{by}" stroke="#999" stroke-dasharray="2 4"/>'
-        "{paths}{labels}"
-        '<text x="{pl}" y="{h}" dy="-4" font-size="11" fill="#677084">{start}</text>'
-        '<text x="{pr}" y="{h}" dy="-4" font-size="11" fill="#677084" '
-        'text-anchor="end">{end}</text>'
-        "</svg>",
-        w=WIDTH,
-        h=HEIGHT,
-        pl=PAD_LEFT,
-        pr=WIDTH - PAD_RIGHT,
-        by=f"{y(float(baseline)):.1f}",
-        grid=format_html_join(
-            "",
-            '<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="#eef0f4"/>'
-            '<text x="{}" y="{}" dy="4" font-size="11" fill="#677084" text-anchor="end">{}</text>',
-            (
-                (
-                    PAD_LEFT,
-                    WIDTH - PAD_RIGHT,
-                    f"{y(v):.1f}",
-                    f"{y(v):.1f}",
-                    PAD_LEFT - 6,
-                    f"{y(v):.1f}",
-                    f"${v:,.0f}",
-                )
-                for v in ticks
-            ),
-        ),
-        paths=format_html_join(
-            "",
-            '<polyline fill="none" stroke="{}" stroke-width="1.8" stroke-dasharray="{}" '
-            'points="{}"><title>{}</title></polyline>',
-            ((color, dash, path, label) for path, color, dash, label in lines),
-        ),
-        labels=format_html_join(
-            "",
-            '<text x="{}" y="{}" dy="4" font-size="11" fill="{}">{} {}</text>',
-            (
-                (WIDTH - PAD_RIGHT + 6, f"{ly:.1f}", color, label, value)
-                for ly, color, label, value in placed
-            ),
-        ),
-        start=datetime_label(min(p[0] for p in points)),
-        end=datetime_label(max(p[0] for p in points)),
+
+@dataclass
+class Chart:
+    element_id: str
+    kind: str  # "money" or "price": how the axis, tooltip and summary write values
+    range_key: str | None
+    ranges: list[RangeLink] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    last_values: list[LastValue] = field(default_factory=list)
+
+    @property
+    def data_id(self) -> str:
+        return f"{self.element_id}-data"
+
+    @property
+    def empty(self) -> bool:
+        return not self.last_values
+
+    @property
+    def last_at(self) -> datetime | None:
+        """The time of every series' last point when they share it (the summary says it once)."""
+        times = {v.at for v in self.last_values}
+        return times.pop() if len(times) == 1 else None
+
+    @property
+    def range_label(self) -> str:
+        return RANGES[self.range_key].label if self.range_key else ""
+
+
+def value_chart(series: list[Series], *, range_key: str, element_id: str = "value-chart") -> Chart:
+    """Return the chart of total value in USD over the range: a dashed $10,000 start line,
+    range links with `range_key` active."""
+    key = range_from(range_key)
+    return _chart(
+        series,
+        kind="money",
+        range_key=key,
+        element_id=element_id,
+        baseline=STARTING_BALANCE,
     )
 
 
-def datetime_label(moment: object) -> str:
-    return f"{moment:%Y-%m-%d %H:%M} UTC"
+def price_chart(
+    series: list[Series], *, range_key: str | None = None, element_id: str = "price-chart"
+) -> Chart:
+    """Return a chart of prices (0 to 1) over time; range links only with a `range_key`."""
+    key = range_from(range_key) if range_key is not None else None
+    return _chart(series, kind="price", range_key=key, element_id=element_id, baseline=None)
+
+
+def _chart(
+    series: list[Series],
+    *,
+    kind: str,
+    range_key: str | None,
+    element_id: str,
+    baseline: Decimal | None,
+) -> Chart:
+    drawn = [s for s in series if s.points]
+    # One x axis for every series (uPlot's aligned data): the union of their times, with
+    # null where a series has no point (the line spans the gap).
+    times = sorted({int(ts.timestamp()) for s in drawn for ts, _ in s.points})
+    column = {t: i for i, t in enumerate(times)}
+    columns: list[list[float | None]] = []
+    for s in drawn:
+        values: list[float | None] = [None] * len(times)
+        for ts, value in s.points:
+            values[column[int(ts.timestamp())]] = float(value)
+        columns.append(values)
+    data = {
+        "kind": kind,
+        "baseline": None if baseline is None else float(baseline),
+        "x": times,
+        "series": [
+            {"label": s.label, "colour": s.colour, "dashed": s.dashed, "y": values}
+            for s, values in zip(drawn, columns, strict=True)
+        ],
+    }
+    ranges = (
+        [RangeLink(r.key, r.label, r.key == range_key) for r in RANGES.values()]
+        if range_key is not None
+        else []
+    )
+    last_values = [
+        LastValue(s.label, s.colour, s.dashed, s.points[-1][0], s.points[-1][1]) for s in drawn
+    ]
+    return Chart(element_id, kind, range_key, ranges, data, last_values)

@@ -1,5 +1,8 @@
 from django.urls import path
 
+from arena.views import info as info_views
+from arena.views import markets as market_views
+from arena.views import models as model_views
 from arena.views import pages
 
 app_name = "arena"
@@ -9,4 +12,11 @@ urlpatterns = [
     path("cohorts/<int:number>/", pages.cohort_detail, name="cohort"),
     path("cohorts/<int:number>/agents/<int:agent_id>/", pages.agent_detail, name="agent"),
     path("decisions/<int:decision_id>/", pages.decision_detail, name="decision"),
+    path("models/", model_views.model_list, name="models"),
+    # Stable ids may hold "/" or ":" (a provider-style id): the path converter keeps them.
+    path("models/<path:internal_id>/", model_views.model_detail, name="model"),
+    path("methodology/", info_views.methodology, name="methodology"),
+    path("status/", info_views.status, name="status"),
+    path("about/", info_views.about, name="about"),
+    path("markets/<str:polymarket_id>/", market_views.market_detail, name="market"),
 ]

@@ -3,19 +3,29 @@
 Every variable is optional for the embedded default (SQLite, no Redis, no network, DEBUG on).
 Production sets DATABASE_URL, REDIS_URL, OPENROUTER_API_KEY, SECRET_KEY and DEBUG=0; with DEBUG=0
 a missing OPENROUTER_API_KEY stops start-up unless OFFLINE_AGENTS=1 asks for offline agents.
-A malformed value stops the process at start-up with the variable's name and the reason.
+
+Every variable is read in one place below, through environs; a value that is set but blank
+counts as unset. A malformed value stops the process at start-up with ImproperlyConfigured,
+naming each bad variable, its value and the reason (all of them at once, not the first only).
+README.md has the table of every variable.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import dj_database_url
 import django_stubs_ext
 from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
+from environs import Env, EnvValidationError
+from marshmallow import ValidationError
+from marshmallow.validate import Range
 
 django_stubs_ext.monkeypatch()
 
@@ -25,76 +35,142 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 DEV_SECRET_KEY = "dev-only-insecure-key-forecaster-arena-never-use-in-production"
 
 
-def env_bool(name: str, default: bool) -> bool:
-    """Return the boolean in `name`; accept 1/0, true/false, yes/no, on/off."""
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    value = raw.strip().lower()
-    if value in {"1", "true", "yes", "on"}:
-        return True
-    if value in {"0", "false", "no", "off"}:
-        return False
-    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1/0, true/false)")
+class BlankIsUnsetEnv(Env):
+    """environs' reader, except that a blank value (`FOO=` in an env file) means unset."""
+
+    def _get_value(self, env_key: str, default: Any) -> Any:
+        value = super()._get_value(env_key, default)
+        return default if isinstance(value, str) and not value.strip() else value
 
 
-def env_url(name: str, default: str, *, schemes: tuple[str, ...]) -> str:
-    """Return the URL in `name`, which must have one of `schemes` and a host."""
-    raw = os.environ.get(name, "").strip() or default
-    if not raw:
-        return ""
-    parsed = urlparse(raw)
-    if parsed.scheme not in schemes or not parsed.netloc:
-        raise ImproperlyConfigured(
-            f"{name}={raw!r} is not a URL with scheme {'/'.join(schemes)} and a host"
-        )
-    return raw.rstrip("/")
+def url_parser(*schemes: str) -> Callable[[str], str]:
+    """Return a parser for a URL with one of `schemes` and a host ("" stays ""; no final /)."""
+
+    def parse(value: str) -> str:
+        value = value.strip()
+        parsed = urlparse(value)
+        if value and (parsed.scheme not in schemes or not parsed.netloc):
+            raise ValidationError(f"not a URL with scheme {'/'.join(schemes)} and a host")
+        return value.rstrip("/")
+
+    return parse
 
 
-def env_int(name: str, default: int, *, minimum: int = 0) -> int:
-    """Return the integer in `name`, at least `minimum`."""
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from exc
-    if value < minimum:
-        raise ImproperlyConfigured(f"{name}={value} is below its minimum {minimum}")
+def comma_list(value: str) -> list[str]:
+    """Return the comma-separated items of `value`, stripped, blanks dropped."""
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def origins(value: str) -> list[str]:
+    """Return the comma-separated http(s) origins of `value`."""
+    return [url_parser("http", "https")(item) for item in comma_list(value)]
+
+
+def market_source(value: str) -> str:
+    """Return "gamma" or "demo", in any case."""
+    value = value.strip().lower()
+    if value not in {"gamma", "demo"}:
+        raise ValidationError("must be gamma or demo")
     return value
 
 
-def env_database(name: str, default: str) -> dict[str, object]:
-    """Return Django's DATABASES entry for the URL in `name`."""
-    raw = os.environ.get(name, "").strip() or default
+def absolute(path: Path) -> None:
+    if not path.is_absolute():
+        raise ValidationError("must be an absolute path")
+
+
+def database(value: str) -> dict[str, Any]:
+    """Return Django's DATABASES entry for a sqlite:// or postgres:// URL."""
     try:
-        config = dj_database_url.parse(raw, conn_max_age=60, conn_health_checks=True)
+        config = dj_database_url.parse(value.strip(), conn_max_age=60, conn_health_checks=True)
     except (ValueError, KeyError) as exc:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not a database URL: {exc}") from exc
+        raise ValidationError("not a sqlite:// or postgres:// database URL") from exc
     engine = str(config.get("ENGINE", ""))
-    if engine not in {"django.db.backends.sqlite3", "django.db.backends.postgresql"}:
-        raise ImproperlyConfigured(f"{name}={raw!r}: only sqlite:// and postgres:// are supported")
-    if engine == "django.db.backends.sqlite3":
-        config["ENGINE"] = "forecaster.sqlite3"
-        config["CONN_MAX_AGE"] = 0
-        config["OPTIONS"] = {
-            "timeout": 20,
-            "transaction_mode": "IMMEDIATE",
-            # WAL lets pages read while the demo or a command writes.
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        }
+    if engine == "django.db.backends.postgresql":
+        if not config.get("NAME"):
+            raise ValidationError("a postgres:// URL needs a database name")
+        return dict(config)
+    if engine != "django.db.backends.sqlite3":
+        raise ValidationError("only sqlite:// and postgres:// are supported")
+    config["ENGINE"] = "forecaster.sqlite3"
+    config["CONN_MAX_AGE"] = 0
+    config["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        # WAL lets pages read while the demo or a command writes.
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
     return dict(config)
 
 
-DEBUG = env_bool("DEBUG", True)
-SECRET_KEY = os.environ.get("SECRET_KEY", "").strip() or DEV_SECRET_KEY
-ALLOWED_HOSTS = [
-    h.strip() for h in os.environ.get("ALLOWED_HOSTS", "").split(",") if h.strip()
-] or (["127.0.0.1", "localhost", "testserver"] if DEBUG else [])
-CSRF_TRUSTED_ORIGINS = [
-    o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
-]
+# Not eager: every variable is read, then `seal()` reports all the malformed ones together.
+# Until then a malformed value reads as None, so nothing below calls a method on one.
+env = BlankIsUnsetEnv(eager=False)
+env.add_parser("database", database)
+env.add_parser("http_url", url_parser("http", "https"))
+env.add_parser("redis_url", url_parser("redis", "rediss"))
+env.add_parser("comma_list", comma_list)
+env.add_parser("origins", origins)
+env.add_parser("market_source", market_source)
+AT_LEAST_0 = Range(min=0)
+AT_LEAST_1 = Range(min=1)
+POSITIVE = Range(min=0, min_inclusive=False)
+
+DEBUG = env.bool("DEBUG", True)
+SECRET_KEY = env.str("SECRET_KEY", DEV_SECRET_KEY).strip()
+ALLOWED_HOSTS = env.comma_list("ALLOWED_HOSTS", "") or (
+    ["127.0.0.1", "localhost", "testserver"] if DEBUG else []
+)
+CSRF_TRUSTED_ORIGINS = env.origins("CSRF_TRUSTED_ORIGINS", "")
+_DATABASE = env.database("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
+STATIC_ROOT = env.path("STATIC_ROOT", BASE_DIR / "staticfiles", validate=absolute)
+_SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", True)
+_SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", 31_536_000, validate=AT_LEAST_0)
+LOG_LEVEL = env.log_level("LOG_LEVEL", logging.INFO)
+
+# Upstreams. Clients read these when they are built, so tests point them at replay servers.
+POLYMARKET_GAMMA_URL = env.http_url("POLYMARKET_GAMMA_URL", "https://gamma-api.polymarket.com")
+OPENROUTER_BASE_URL = env.http_url("OPENROUTER_BASE_URL", "https://openrouter.ai/api/v1")
+OPENROUTER_API_KEY = env.str("OPENROUTER_API_KEY", "").strip()
+# Sent to OpenRouter as X-Title and HTTP-Referer (its attribution headers).
+OPENROUTER_APP_NAME = env.str("OPENROUTER_APP_NAME", "Forecaster Arena").strip()
+OPENROUTER_REFERER = env.http_url("OPENROUTER_REFERER", "")
+# Without a key, offline stand-ins answer for the LLMs. They are not the models, so outside the
+# embedded default (DEBUG=1) that must be asked for on purpose: OFFLINE_AGENTS=1.
+OFFLINE_AGENTS = env.bool("OFFLINE_AGENTS", DEBUG)
+# Where market data comes from: "gamma" (the real API) or "demo" (the recordings shipped in
+# markets/recordings, moved by a seeded random walk). The embedded default is the demo.
+MARKET_SOURCE = env.market_source("MARKET_SOURCE", "demo" if DEBUG else "gamma")
+MARKET_UNIVERSE_SIZE = env.int("MARKET_UNIVERSE_SIZE", 500, validate=AT_LEAST_1)
+HTTP_CONNECT_TIMEOUT = env.float("HTTP_CONNECT_TIMEOUT", 5.0, validate=POSITIVE)
+HTTP_READ_TIMEOUT = env.float("HTTP_READ_TIMEOUT", 30.0, validate=POSITIVE)
+HTTP_MAX_RETRIES = env.int("HTTP_MAX_RETRIES", 3, validate=AT_LEAST_0)
+HTTP_BACKOFF_SECONDS = env.float("HTTP_BACKOFF_SECONDS", 0.5, validate=AT_LEAST_0)
+HTTP_RETRY_AFTER_CAP_SECONDS = env.float("HTTP_RETRY_AFTER_CAP_SECONDS", 60.0, validate=AT_LEAST_0)
+
+# The decision protocol (002): malformed output is sent back this many times, then HOLD.
+DECISION_PARSE_RETRIES = env.int("DECISION_PARSE_RETRIES", 1, validate=AT_LEAST_0)
+
+# Celery. With no broker (the embedded default only) tasks run in-process; tests always have one.
+REDIS_URL = env.redis_url("REDIS_URL", "")
+
+try:
+    env.seal()
+except EnvValidationError as exc:
+    # seal() maps each malformed variable's name to its messages.
+    errors = exc.error_messages if isinstance(exc.error_messages, Mapping) else {}
+    problems = "\n".join(
+        f"  {name}={os.environ.get(name)!r}: {' '.join(str(m) for m in messages)}"
+        for name, messages in errors.items()
+    )
+    raise ImproperlyConfigured(f"malformed environment variables:\n{problems}") from None
+
+if not OPENROUTER_API_KEY and not OFFLINE_AGENTS:
+    raise ImproperlyConfigured(
+        "OPENROUTER_API_KEY is not set, so offline stand-in agents would answer for the models "
+        "(OFFLINE_AGENTS is off, its default when DEBUG=0). Set OPENROUTER_API_KEY, or set "
+        "OFFLINE_AGENTS=1 to run offline agents on purpose."
+    )
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -141,7 +217,7 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {"default": env_database("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+DATABASES = {"default": _DATABASE}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -157,7 +233,6 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -171,8 +246,8 @@ STORAGES = {
 # Production hardening; `manage.py check --deploy` with DEBUG=0 reports nothing.
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
-    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000)
+    SECURE_SSL_REDIRECT = _SECURE_SSL_REDIRECT
+    SECURE_HSTS_SECONDS = _SECURE_HSTS_SECONDS
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SESSION_COOKIE_SECURE = True
@@ -184,47 +259,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
-# Upstreams. Clients read these when they are built, so tests point them at replay servers.
-POLYMARKET_GAMMA_URL = env_url(
-    "POLYMARKET_GAMMA_URL", "https://gamma-api.polymarket.com", schemes=("http", "https")
-)
-OPENROUTER_BASE_URL = env_url(
-    "OPENROUTER_BASE_URL", "https://openrouter.ai/api/v1", schemes=("http", "https")
-)
-OPENROUTER_API_KEY = os.environ.get("OPENROUTER_API_KEY", "").strip()
-# Without a key, offline stand-ins answer for the LLMs. They are not the models, so outside the
-# embedded default (DEBUG=1) that must be asked for on purpose: OFFLINE_AGENTS=1.
-OFFLINE_AGENTS = env_bool("OFFLINE_AGENTS", DEBUG)
-if not OPENROUTER_API_KEY and not OFFLINE_AGENTS:
-    raise ImproperlyConfigured(
-        "OPENROUTER_API_KEY is not set, so offline stand-in agents would answer for the models "
-        "(OFFLINE_AGENTS is off, its default when DEBUG=0). Set OPENROUTER_API_KEY, or set "
-        "OFFLINE_AGENTS=1 to run offline agents on purpose."
-    )
-
-# Where market data comes from: "gamma" (the real API) or "demo" (the recordings shipped in
-# markets/recordings, moved by a seeded random walk). The embedded default is the demo.
-MARKET_SOURCE = os.environ.get("MARKET_SOURCE", "").strip().lower() or (
-    "demo" if DEBUG else "gamma"
-)
-if MARKET_SOURCE not in {"gamma", "demo"}:
-    raise ImproperlyConfigured(f"MARKET_SOURCE={MARKET_SOURCE!r} must be 'gamma' or 'demo'")
-MARKET_UNIVERSE_SIZE = env_int("MARKET_UNIVERSE_SIZE", 500, minimum=1)
-HTTP_CONNECT_TIMEOUT = float(env_int("HTTP_CONNECT_TIMEOUT", 5, minimum=1))
-HTTP_READ_TIMEOUT = float(env_int("HTTP_READ_TIMEOUT", 30, minimum=1))
-HTTP_MAX_RETRIES = env_int("HTTP_MAX_RETRIES", 3, minimum=0)
-HTTP_BACKOFF_SECONDS = float(os.environ.get("HTTP_BACKOFF_SECONDS", "0.5") or 0.5)
-HTTP_RETRY_AFTER_CAP_SECONDS = float(env_int("HTTP_RETRY_AFTER_CAP_SECONDS", 60, minimum=0))
-
-# The decision protocol (002): malformed output is sent back this many times, then HOLD.
-DECISION_PARSE_RETRIES = env_int("DECISION_PARSE_RETRIES", 1, minimum=0)
-
-# Celery. With no broker (the embedded default only) tasks run in-process; tests always have one.
-REDIS_URL = env_url("REDIS_URL", "", schemes=("redis", "rediss"))
 CELERY_BROKER_URL = REDIS_URL or None
 CELERY_RESULT_BACKEND = REDIS_URL or None
 CELERY_RESULT_EXPIRES = 24 * 3600

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 
 class Market(models.Model):
@@ -21,6 +23,14 @@ class Market(models.Model):
         OPEN = "open", "Open"
         RESOLVED = "resolved", "Resolved"
         CANCELLED = "cancelled", "Cancelled"
+
+    class Status(models.TextChoices):
+        """What the pages say of a market: its resolution, or whether it is still trading."""
+
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed, awaiting resolution"
+        RESOLVED = "resolved", "Resolved"
+        CANCELLED = "cancelled", "Cancelled — refunded"
 
     polymarket_id = models.CharField(max_length=32, unique=True)
     condition_id = models.CharField(max_length=80, blank=True)
@@ -82,13 +92,36 @@ class Market(models.Model):
     def is_binary(self) -> bool:
         return [str(o).lower() for o in self.outcomes] == ["yes", "no"]
 
+    @staticmethod
+    def awaiting_resolution(now: datetime) -> Q:
+        """Markets closed but not yet resolved here at `now`: closed upstream, or past their
+        close date (Polymarket often leaves a market trading past its end date, and the page
+        must not call it open), while our resolution is still OPEN. The one definition, used
+        by the row (`status_at`) and by every filter."""
+        return Q(resolution=Market.Resolution.OPEN) & (Q(closed=True) | Q(close_date__lte=now))
+
+    def status_at(self, now: datetime) -> Market.Status:
+        """Return the market's status at `now` (see `awaiting_resolution`)."""
+        if self.resolution == self.Resolution.RESOLVED:
+            return self.Status.RESOLVED
+        if self.resolution == self.Resolution.CANCELLED:
+            return self.Status.CANCELLED
+        if self.closed or (self.close_date is not None and self.close_date <= now):
+            return self.Status.CLOSED
+        return self.Status.OPEN
+
+    @property
+    def status(self) -> Market.Status:
+        return self.status_at(timezone.now())
+
     @property
     def status_label(self) -> str:
-        if self.resolution == self.Resolution.RESOLVED:
+        """Return what the pages print: Open, Closed, awaiting resolution, Resolved: <winning
+        outcome>, or Cancelled — refunded (an ambiguous resolution refunds every position)."""
+        status = self.status
+        if status == self.Status.RESOLVED:
             return f"Resolved: {self.winning_outcome}"
-        if self.resolution == self.Resolution.CANCELLED:
-            return "Cancelled (refunded)"
-        return "Closed, awaiting resolution" if self.closed else "Open"
+        return str(status.label)
 
     def prices_by_outcome(self) -> list[tuple[str, Decimal | None]]:
         """Return (outcome, price) pairs in Polymarket's order."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from markets.models import Market, MarketSyncRun
 
-STATUSES = ("open", "closed", "resolved", "cancelled")
+STATUSES = tuple(Market.Status.values)  # open, closed (awaiting resolution), resolved, cancelled
 SORTS = {"volume": ("-volume", "polymarket_id"), "close": ("close_date", "polymarket_id")}
 
 
@@ -22,21 +24,27 @@ class MarketFilter:
     sort: str = "volume"
 
 
-def market_list(*, filters: MarketFilter | None = None) -> QuerySet[Market]:
-    """Return catalogue markets matching `filters`, highest volume first by default."""
+def market_list(
+    *, filters: MarketFilter | None = None, now: datetime | None = None
+) -> QuerySet[Market]:
+    """Return catalogue markets matching `filters`, highest volume first by default. The
+    status filter follows `Market.status_at(now)`: "closed" is closed upstream or past the
+    close date, and not yet resolved."""
     filters = filters or MarketFilter()
+    now = now or timezone.now()
     markets = Market.objects.defer("raw", "description")
     if filters.q:
         markets = markets.filter(Q(question__icontains=filters.q) | Q(polymarket_id=filters.q))
     if filters.category:
         markets = markets.filter(category=filters.category)
-    if filters.status == "open":
-        markets = markets.filter(resolution=Market.Resolution.OPEN, closed=False)
-    elif filters.status == "closed":
-        markets = markets.filter(resolution=Market.Resolution.OPEN, closed=True)
-    elif filters.status == "resolved":
+    awaiting = Market.awaiting_resolution(now)
+    if filters.status == Market.Status.OPEN:
+        markets = markets.filter(resolution=Market.Resolution.OPEN).exclude(awaiting)
+    elif filters.status == Market.Status.CLOSED:
+        markets = markets.filter(awaiting)
+    elif filters.status == Market.Status.RESOLVED:
         markets = markets.filter(resolution=Market.Resolution.RESOLVED)
-    elif filters.status == "cancelled":
+    elif filters.status == Market.Status.CANCELLED:
         markets = markets.filter(resolution=Market.Resolution.CANCELLED)
     return markets.order_by(*SORTS.get(filters.sort, SORTS["volume"]))
 

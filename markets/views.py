@@ -1,10 +1,11 @@
-"""Public pages of the market catalogue."""
+"""The public catalogue page. A market's own page is arena's (`arena.views.markets`): it
+shows the agents' positions and trades, which `markets` may not read."""
 
 from __future__ import annotations
 
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 
 from markets import selectors
 from markets.models import Market
@@ -35,13 +36,8 @@ def market_list(request: HttpRequest) -> HttpResponse:
             "page": page,
             "filters": filters,
             "categories": selectors.market_categories(),
-            "statuses": selectors.STATUSES,
+            "statuses": Market.Status.choices,
             "last_sync": selectors.market_last_sync(),
             "query_string": query.urlencode(),
         },
     )
-
-
-def market_detail(request: HttpRequest, polymarket_id: str) -> HttpResponse:
-    market = get_object_or_404(Market, polymarket_id=polymarket_id)
-    return render(request, "markets/detail.html", {"market": market})

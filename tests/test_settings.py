@@ -1,51 +1,59 @@
 """Settings fail loudly: a bad environment stops `manage.py` at start-up, naming the variable.
 
 Settings are read once per process, so each case runs `manage.py check` in a fresh one; the
-cases run side by side to keep the module fast.
+cases run a few at a time to keep the module fast. Every variable the settings read has a
+malformed case here, or is listed as free text (any value is a valid one).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import string
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+import forecaster.settings as settings_module
+
 ROOT = Path(__file__).resolve().parent.parent
-# Every variable the settings read; a case starts from none of them set.
-SETTINGS_VARIABLES = (
-    "DJANGO_SETTINGS_MODULE",
-    "DEBUG",
-    "SECRET_KEY",
-    "ALLOWED_HOSTS",
-    "CSRF_TRUSTED_ORIGINS",
-    "DATABASE_URL",
-    "REDIS_URL",
-    "MARKET_SOURCE",
-    "MARKET_UNIVERSE_SIZE",
-    "OPENROUTER_API_KEY",
-    "OFFLINE_AGENTS",
-    "OPENROUTER_BASE_URL",
-    "POLYMARKET_GAMMA_URL",
-    "SECURE_SSL_REDIRECT",
-    "SECURE_HSTS_SECONDS",
-)
-
-
-ALPHABET = string.ascii_letters + string.digits + "!@#%^&*(-_=+)"
+# Every variable the settings read (settings_module.env knows them), plus Django's own.
+SETTINGS_VARIABLES = ("DJANGO_SETTINGS_MODULE", *settings_module.env.dump())
+# Any value of these is a valid one: there is nothing to call malformed.
+FREE_TEXT = {"SECRET_KEY", "ALLOWED_HOSTS", "OPENROUTER_API_KEY", "OPENROUTER_APP_NAME"}
 MALFORMED = (
+    ("DEBUG", "maybe"),
+    ("CSRF_TRUSTED_ORIGINS", "arena.example.org"),  # an origin needs its scheme
     ("DATABASE_URL", "mysql://x"),
     ("DATABASE_URL", "not-a-url"),
-    ("REDIS_URL", "http://x"),
-    ("DEBUG", "maybe"),
-    ("MARKET_SOURCE", "bogus"),
+    ("DATABASE_URL", "postgres://127.0.0.1:5432"),  # no database name
+    ("STATIC_ROOT", "staticfiles"),  # relative: would depend on the working directory
+    ("SECURE_SSL_REDIRECT", "sometimes"),
+    ("SECURE_HSTS_SECONDS", "a year"),
+    ("SECURE_HSTS_SECONDS", "-1"),
+    ("LOG_LEVEL", "loud"),
+    ("POLYMARKET_GAMMA_URL", "ftp://gamma.example.org"),
+    ("OPENROUTER_BASE_URL", "openrouter.ai/api/v1"),
+    ("OPENROUTER_REFERER", "arena.example.org"),
     ("OFFLINE_AGENTS", "maybe"),
+    ("MARKET_SOURCE", "bogus"),
+    ("MARKET_UNIVERSE_SIZE", "0"),
+    ("MARKET_UNIVERSE_SIZE", "many"),
+    ("HTTP_CONNECT_TIMEOUT", "0"),
+    ("HTTP_READ_TIMEOUT", "soon"),
+    ("HTTP_MAX_RETRIES", "-1"),
+    ("HTTP_BACKOFF_SECONDS", "abc"),
+    ("HTTP_BACKOFF_SECONDS", "nan"),
+    ("HTTP_RETRY_AFTER_CAP_SECONDS", "-5"),
+    ("DECISION_PARSE_RETRIES", "1.5"),
+    ("REDIS_URL", "http://x"),
 )
+ALPHABET = string.ascii_letters + string.digits + "!@#%^&*(-_=+)"
 PRODUCTION = {
     "DEBUG": "0",
     "SECRET_KEY": "".join(secrets.choice(ALPHABET) for _ in range(50)),
@@ -55,16 +63,19 @@ PRODUCTION = {
 }
 PRODUCTION_WITHOUT_KEY = {k: v for k, v in PRODUCTION.items() if k != "OPENROUTER_API_KEY"}
 DEPLOY_CHECK = ("check", "--deploy", "--fail-level", "WARNING")
-# Prints whether offline agents may answer, and whether a key is set.
-SHOW_RESPONDERS = (
+# Prints the settings a case wants to look at.
+SHOW = (
     "shell",
     "-c",
-    "from django.conf import settings; "
-    "print('offline agents:', settings.OFFLINE_AGENTS, 'key:', bool(settings.OPENROUTER_API_KEY))",
+    "from django.conf import settings as s; "
+    "print('offline agents:', s.OFFLINE_AGENTS, 'key:', bool(s.OPENROUTER_API_KEY)); "
+    "print('retries:', s.HTTP_MAX_RETRIES, 'hosts:', s.ALLOWED_HOSTS, 'redis:', repr(s.REDIS_URL))",
 )
-# Each case: (manage.py arguments, the settings variables set). They run side by side.
+# Each case: (manage.py arguments, the settings variables set).
 CASES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     **{f"{name}={value}": (("check",), {name: value}) for name, value in MALFORMED},
+    "two malformed": (("check",), {"HTTP_MAX_RETRIES": "x", "REDIS_URL": "mysql://y"}),
+    "blank is unset": (SHOW, {"HTTP_MAX_RETRIES": " ", "ALLOWED_HOSTS": "", "REDIS_URL": ""}),
     "dev key": (("check",), {"DEBUG": "0", "OPENROUTER_API_KEY": "x"}),
     "production": (DEPLOY_CHECK, PRODUCTION),
     "production without a key": (DEPLOY_CHECK, PRODUCTION_WITHOUT_KEY),
@@ -76,7 +87,7 @@ CASES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
         DEPLOY_CHECK,
         {**PRODUCTION_WITHOUT_KEY, "OFFLINE_AGENTS": "0"},
     ),
-    "embedded default": (SHOW_RESPONDERS, {}),
+    "embedded default": (SHOW, {}),
     "debug, offline agents refused": (("check",), {"OFFLINE_AGENTS": "0"}),
 }
 
@@ -88,27 +99,48 @@ class Run:
     stderr: str
 
 
+def manage(*args: str, env: dict[str, str], base: dict[str, str]) -> Run:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    """Run every case's manage.py in its own fresh process, all at once; return the outcomes."""
+    """Run every case's manage.py in its own fresh process; return the outcomes by case."""
     base = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES}
-    started = {}
-    for number, (case, (args, env)) in enumerate(CASES.items()):
-        # Each on a throwaway SQLite file: never the real database.
-        database = tmp_path_factory.mktemp(f"case{number}") / "db.sqlite3"
-        started[case] = subprocess.Popen(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env={**base, "DATABASE_URL": f"sqlite:///{database}", **env},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    outcomes = {}
-    for case, process in started.items():
-        stdout, stderr = process.communicate(timeout=120)
-        outcomes[case] = Run(process.returncode, stdout, stderr)
-    return outcomes
+    # DEBUG=0 serves collected static files only (forecaster.E002 otherwise): collect them once.
+    static_root = tmp_path_factory.mktemp("static")
+    collected = manage(
+        "collectstatic",
+        "--noinput",
+        env={**PRODUCTION, "STATIC_ROOT": str(static_root)},
+        base={**base, "DATABASE_URL": "sqlite:///:memory:"},
+    )
+    assert collected.returncode == 0, collected.stderr
+    jobs = {}
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        for number, (case, (args, env)) in enumerate(CASES.items()):
+            # Each on a throwaway SQLite file: never the real database.
+            database = tmp_path_factory.mktemp(f"case{number}") / "db.sqlite3"
+            case_base = {
+                **base,
+                "DATABASE_URL": f"sqlite:///{database}",
+                "STATIC_ROOT": str(static_root),
+            }
+            jobs[case] = pool.submit(manage, *args, env=env, base=case_base)
+        return {case: job.result() for case, job in jobs.items()}
+
+
+def test_every_variable_has_a_malformed_case_or_is_free_text() -> None:
+    read = set(settings_module.env.dump())
+    assert {name for name, _ in MALFORMED} | FREE_TEXT == read
 
 
 @pytest.mark.parametrize(("name", "value"), MALFORMED)
@@ -117,8 +149,21 @@ def test_malformed_variable_stops_start_up_and_names_the_variable(
 ) -> None:
     run = runs[f"{name}={value}"]
     assert run.returncode != 0
-    assert "ImproperlyConfigured" in run.stderr
-    assert f"{name}={value!r}" in run.stderr
+    assert "ImproperlyConfigured: malformed environment variables" in run.stderr
+    assert f"{name}={value!r}: " in run.stderr
+
+
+def test_every_malformed_variable_is_named_at_once(runs: dict[str, Run]) -> None:
+    run = runs["two malformed"]
+    assert run.returncode != 0
+    assert "HTTP_MAX_RETRIES='x': Not a valid integer." in run.stderr
+    assert "REDIS_URL='mysql://y': not a URL with scheme redis/rediss and a host" in run.stderr
+
+
+def test_a_blank_variable_counts_as_unset(runs: dict[str, Run]) -> None:
+    run = runs["blank is unset"]
+    assert run.returncode == 0, run.stderr
+    assert "retries: 3 hosts: ['127.0.0.1', 'localhost', 'testserver'] redis: ''" in run.stdout
 
 
 def test_debug_off_with_the_development_secret_key_fails_the_check(runs: dict[str, Run]) -> None:
@@ -161,3 +206,9 @@ def test_offline_agents_can_be_refused_with_debug_on(runs: dict[str, Run]) -> No
     run = runs["debug, offline agents refused"]
     assert run.returncode != 0
     assert "OPENROUTER_API_KEY is not set" in run.stderr
+
+
+def test_the_readme_table_lists_every_variable_the_settings_read() -> None:
+    readme = (ROOT / "README.md").read_text()
+    listed = set(re.findall(r"^\| `([A-Z_]+)` \|", readme, flags=re.M))
+    assert set(settings_module.env.dump()) <= listed

@@ -33,6 +33,7 @@ from arena.models import (
     Position,
     Trade,
 )
+from arena.selectors import models as model_stats
 from arena.services.marking import positions_value_by_agent
 from scoring.aggregates import mean_brier, win_rate
 
@@ -48,6 +49,10 @@ METRIC_DEFINITIONS = [
         "real model; its figures are never pooled with the real model's",
     ),
 ]
+
+
+# Every figure of a model's row: performance, then answers, trades, cost and latency.
+MODEL_DEFINITIONS = METRIC_DEFINITIONS + model_stats.USAGE_DEFINITIONS
 
 
 @dataclass
@@ -140,7 +145,10 @@ def agent_standings(*, agents: QuerySet[Agent]) -> list[AgentStanding]:
 @dataclass
 class ModelRow:
     """A model's figures over its agents of one kind: answered by the real model (through
-    OpenRouter, or a baseline's own rule) or, with `offline`, by its offline stand-in."""
+    OpenRouter, or a baseline's own rule) or, with `offline`, by its offline stand-in.
+
+    `usage` holds the answer, trade, cost and latency figures (arena/selectors/models.py).
+    """
 
     model: BenchmarkModel
     cohorts: int = 0
@@ -149,6 +157,8 @@ class ModelRow:
     wins: int = 0
     bankrupt: int = 0
     offline: bool = False
+    agents: list[AgentStanding] = field(default_factory=list)  # newest cohort first
+    usage: model_stats.Usage = field(default_factory=model_stats.Usage)
 
     @property
     def avg_return(self) -> Decimal | None:
@@ -167,19 +177,20 @@ class ModelRow:
         return win_rate(wins=self.wins, resolved=len(self.scores))
 
 
-def leaderboard(*, sort: str = "brier") -> tuple[list[ModelRow], list[ModelRow]]:
-    """Return (LLM rows ranked, baseline rows) across every cohort.
+def model_rows(*, model: BenchmarkModel | None = None) -> list[ModelRow]:
+    """Return a row per (model, offline or not) in lineup order, real before offline: every
+    model's, or only `model`'s. A constant number of queries, whatever the data size.
 
     A model has a row per kind of agent it has, real and offline (never pooled: see the module
-    docstring); an active model with no agent yet has one empty real row. Ranked by pooled
-    Brier (lower first; rows with no resolved bet last), or by average return with
-    sort="return"; offline rows rank after every real row. Baselines are never ranked among
-    the LLMs.
+    docstring); an active model with no agent yet — or `model` itself, asked for by name —
+    has one empty real row.
     """
-    models = list(BenchmarkModel.objects.all())
-    lineup_order = {model.pk: number for number, model in enumerate(models)}
+    models = [model] if model is not None else list(BenchmarkModel.objects.all())
+    agents = Agent.objects.all() if model is None else Agent.objects.filter(model=model)
+    lineup_order = {m.pk: number for number, m in enumerate(models)}
     rows: dict[tuple[int, bool], ModelRow] = {}
-    for standing in agent_standings(agents=Agent.objects.all()):
+    standings = agent_standings(agents=agents)
+    for standing in standings:
         key = (standing.agent.model_id, standing.offline)
         if key not in rows:
             rows[key] = ModelRow(model=standing.agent.model, offline=standing.offline)
@@ -189,11 +200,26 @@ def leaderboard(*, sort: str = "brier") -> tuple[list[ModelRow], list[ModelRow]]
         row.bankrupt += int(standing.agent.status == Agent.Status.BANKRUPT)
         row.scores.extend(standing.scores)
         row.wins += standing.wins
+        row.agents.append(standing)
+    usage = model_stats.usage_by_key({s.agent.pk: (s.agent.model_id, s.offline) for s in standings})
+    for key, row in rows.items():
+        row.usage = usage[key]
+        row.agents.sort(key=lambda s: -s.agent.cohort.number)
     seen = {model_id for model_id, _ in rows}
-    for model in models:
-        if model.active and model.pk not in seen:
-            rows[(model.pk, False)] = ModelRow(model=model)
-    visible = sorted(rows.values(), key=lambda r: (lineup_order[r.model.pk], r.offline))
+    for m in models:
+        if (m.active or model is not None) and m.pk not in seen:
+            rows[(m.pk, False)] = ModelRow(model=m)
+    return sorted(rows.values(), key=lambda r: (lineup_order[r.model.pk], r.offline))
+
+
+def leaderboard(*, sort: str = "brier") -> tuple[list[ModelRow], list[ModelRow]]:
+    """Return (LLM rows ranked, baseline rows) across every cohort (rows: `model_rows`).
+
+    Ranked by pooled Brier (lower first; rows with no resolved bet last), or by average return
+    with sort="return"; offline rows rank after every real row. Baselines are never ranked
+    among the LLMs.
+    """
+    visible = model_rows()
     llms = [r for r in visible if not r.model.is_baseline]
     baselines = [r for r in visible if r.model.is_baseline]
     # Stable sorts: ties keep the lineup's order.
@@ -202,6 +228,52 @@ def leaderboard(*, sort: str = "brier") -> tuple[list[ModelRow], list[ModelRow]]
     else:
         llms.sort(key=lambda r: (r.offline, r.brier is None, r.brier or 0))
     return llms, baselines
+
+
+@dataclass(frozen=True)
+class BaselineNote:
+    """A baseline that beats the best real LLM row on Brier and/or average return: what it
+    does, and the best model row it beats on each (None where it does not)."""
+
+    baseline: ModelRow
+    rule: str
+    best_brier: ModelRow | None
+    best_return: ModelRow | None
+
+
+def baseline_notes(*, llms: list[ModelRow], baselines: list[ModelRow]) -> list[BaselineNote]:
+    """Return a note for each baseline row whose pooled Brier is lower, or whose average
+    return is higher, than the best real (not offline) LLM row's. Offline stand-ins are not
+    the models, so they are never the mark; with no real row having the figure, no note."""
+    real = [r for r in llms if not r.offline]
+    briers = [r for r in real if r.brier is not None]
+    returns = [r for r in real if r.avg_return is not None]
+    best_brier = min(briers, key=lambda r: r.brier or 0.0) if briers else None
+    best_return = max(returns, key=lambda r: r.avg_return or 0) if returns else None
+    notes = []
+    for row in baselines:
+        beats_brier = (
+            best_brier is not None
+            and row.brier is not None
+            and best_brier.brier is not None
+            and row.brier < best_brier.brier
+        )
+        beats_return = (
+            best_return is not None
+            and row.avg_return is not None
+            and best_return.avg_return is not None
+            and row.avg_return > best_return.avg_return
+        )
+        if beats_brier or beats_return:
+            notes.append(
+                BaselineNote(
+                    baseline=row,
+                    rule=model_stats.baseline_rule(row.model),
+                    best_brier=best_brier if beats_brier else None,
+                    best_return=best_return if beats_return else None,
+                )
+            )
+    return notes
 
 
 def cohort_list() -> QuerySet[Cohort]:

@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404, render
 
 from arena import charts
 from arena.models import Agent, Cohort, Decision
+from arena.selectors import curves
 from arena.selectors import standings as selectors
 
 
@@ -29,9 +30,11 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         {
             "llms": llms,
             "baselines": baselines,
+            "baseline_notes": selectors.baseline_notes(llms=llms, baselines=baselines),
             "any_offline": any(row.offline for row in llms),
+            "any_unknown_cost": any(row.usage.unknown_cost for row in llms),
             "sort": sort,
-            "definitions": selectors.METRIC_DEFINITIONS,
+            "definitions": selectors.MODEL_DEFINITIONS,
             "cohorts": selectors.cohort_list()[:5],
         },
     )
@@ -44,14 +47,15 @@ def cohort_list(request: HttpRequest) -> HttpResponse:
 def cohort_detail(request: HttpRequest, number: int) -> HttpResponse:
     cohort = _get_cohort(number)
     standings = selectors.agent_standings(agents=cohort.agents.all())
-    curves = selectors.value_curves(agents=[s.agent for s in standings])
+    range_key = curves.range_from(request.GET.get("range"))
+    series = curves.value_series(agents=[s.agent for s in standings], range_key=range_key)
     return render(
         request,
         "arena/cohort_detail.html",
         {
             "cohort": cohort,
             "standings": standings,
-            "chart": charts.value_chart(curves),
+            "chart": charts.value_chart(series, range_key=range_key),
             # Baselines never keep a cohort alive: what they still hold is marked and settled.
             "open_after_completion": sum(s.open_positions for s in standings)
             if cohort.completed_at
@@ -67,13 +71,15 @@ def cohort_detail(request: HttpRequest, number: int) -> HttpResponse:
 def agent_detail(request: HttpRequest, number: int, agent_id: int) -> HttpResponse:
     agent = _get_agent(number, agent_id)
     (standing,) = selectors.agent_standings(agents=Agent.objects.filter(pk=agent.pk))
+    range_key = curves.range_from(request.GET.get("range"))
+    series = curves.value_series(agents=[agent], range_key=range_key)
     return render(
         request,
         "arena/agent_detail.html",
         {
             "agent": agent,
             "standing": standing,
-            "chart": charts.value_chart(selectors.value_curves(agents=[agent])),
+            "chart": charts.value_chart(series, range_key=range_key),
             "positions": selectors.agent_positions(agent=agent),
             "trades": selectors.agent_trades(agent=agent)[:200],
             "decisions": selectors.agent_decisions(agent=agent),

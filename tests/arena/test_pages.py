@@ -130,7 +130,7 @@ def test_leaderboard_ranks_the_llms_and_shows_the_baselines_apart(
 
     expected = [m.display_name for m in sorted(llms, key=key)]
     shown = [
-        next(m.display_name for m in llms if f"<td>{escape(m.display_name)} " in r)
+        next(m.display_name for m in llms if f">{escape(m.display_name)}</a>" in r)
         for r in rows(llm_table)
     ]
     assert shown == expected

@@ -170,14 +170,14 @@ def test_the_leaderboard_page_shows_both_rows_the_offline_one_labelled(
 ) -> None:
     html = client.get("/").content.decode()
     llm_table = re.findall(r"<table.*?</table>", html, flags=re.S)[0]
-    name = f"<td>{escape(split.model.display_name)} "
+    name = f">{escape(split.model.display_name)}</a>"
     real, offline = [r for r in re.findall(r"<tr>.*?</tr>", llm_table, flags=re.S) if name in r]
     assert not re.search(BADGE, real)
     assert re.search(BADGE, offline)
     assert ">0.3600<" in real  # Brier
-    assert ">10.00%<" in real  # average return
+    assert ">+10%<" in real  # average return
     assert ">0.1000<" in offline
-    assert ">-20.00%<" in offline
+    assert ">−20%<" in offline
     assert "never pooled" in html  # the note under the table says what an offline row is
 
 

@@ -1,0 +1,230 @@
+"""Value curves for the charts: each agent's total value over a range, downsampled in the
+database.
+
+The ranges are 002's (intraday 10M and 1H for debugging valuation, up to ALL) with the
+original's buckets: 10 minutes up to 1D, 1 hour for 1W, 6 hours for 1M, 1 day for 3M, 1 week
+for ALL. A range's window ends at the latest snapshot of the agents asked for, not at now, so
+a completed cohort's 1D shows its last day. Each bucket keeps its last snapshot (the value at
+the bucket's end), and each series keeps its first and last snapshots of the window; a bucket
+that would give a series more than MAX_POINTS points is widened. A series with at least two
+snapshots never comes out with fewer than two points: when the window holds fewer, it gets
+its last two snapshots (drawn before the window; a series with one snapshot shows it).
+
+Two queries whatever the number of agents or snapshots: each agent's last two snapshots
+(index lookups; they fix the window's end), then the window's buckets for all series at once.
+Buckets are counted in epoch seconds from a Sunday (1970-01-04 00:00 UTC), so a 1-week bucket
+is a cohort week and the shorter ones fall on round UTC times.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from django.db import connection
+
+from agents.models import BenchmarkModel
+from arena.models import Agent, PortfolioSnapshot
+from arena.selectors.standings import _offline_agent_ids
+
+MAX_POINTS = 1000
+# Buckets touched by a window: its span ÷ width, plus a partial bucket at each end, plus the
+# series' first snapshot kept in its own right: widening to span ÷ (MAX_POINTS - 3) caps it.
+_BUCKETS_PER_SPAN = MAX_POINTS - 3
+_SUNDAY_EPOCH = 3 * 86400  # 1970-01-04 00:00 UTC, the first Sunday after the epoch
+
+
+@dataclass(frozen=True)
+class Range:
+    key: str
+    label: str
+    span: timedelta | None  # None: everything
+    bucket: timedelta
+
+
+RANGES: dict[str, Range] = {
+    r.key: r
+    for r in (
+        Range("10M", "10 minutes", timedelta(minutes=10), timedelta(minutes=10)),
+        Range("1H", "1 hour", timedelta(hours=1), timedelta(minutes=10)),
+        Range("1D", "1 day", timedelta(days=1), timedelta(minutes=10)),
+        Range("1W", "1 week", timedelta(weeks=1), timedelta(hours=1)),
+        Range("1M", "1 month", timedelta(days=30), timedelta(hours=6)),
+        Range("3M", "3 months", timedelta(days=90), timedelta(days=1)),
+        Range("ALL", "all", None, timedelta(weeks=1)),
+    )
+}
+DEFAULT_RANGE = "ALL"
+
+# One colour per lineup slot (display_order 1, 2, …), never per rank: the seeded LLMs get
+# distinct colours, and a model keeps its colour on every page and in every cohort.
+LLM_PALETTE = (
+    "#2a5bd7",  # blue
+    "#d7263d",  # red
+    "#1b998b",  # teal
+    "#f08a24",  # orange
+    "#7b3fc4",  # purple
+    "#3f8f29",  # green
+    "#c2185b",  # magenta
+    "#b08900",  # ochre
+    "#0f6e8c",  # petrol
+    "#8d5a3c",  # brown
+)
+BASELINE_PALETTE = ("#5b6475", "#9a7b4f")  # greys and browns, drawn dashed
+COHORT_PALETTE = (
+    "#2a5bd7",
+    "#f08a24",
+    "#1b998b",
+    "#d7263d",
+    "#7b3fc4",
+    "#3f8f29",
+    "#c2185b",
+    "#b08900",
+)
+
+
+@dataclass
+class Series:
+    key: str
+    label: str
+    colour: str
+    dashed: bool
+    points: list[tuple[datetime, Decimal]]
+
+
+def range_from(value: str | None) -> str:
+    """Return the range key `value` names (case-insensitive), or "ALL" for anything else."""
+    key = (value or "").strip().upper()
+    return key if key in RANGES else DEFAULT_RANGE
+
+
+def model_colour(model: BenchmarkModel) -> str:
+    """Return the model's colour: fixed by its lineup slot (kind and display_order), the same
+    on every page whatever the model's rank."""
+    palette = BASELINE_PALETTE if model.is_baseline else LLM_PALETTE
+    return palette[(model.display_order - 1) % len(palette)]
+
+
+def cohort_colour(number: int) -> str:
+    return COHORT_PALETTE[(number - 1) % len(COHORT_PALETTE)]
+
+
+def value_series(
+    *, agents: Sequence[Agent], range_key: str, label_by: str = "model"
+) -> list[Series]:
+    """Return a total-value series per agent (in the order given) over the range.
+
+    label_by="model": labelled with the model's display name (" (offline)" when any of the
+    agent's decisions was answered offline), in the model's colour, baselines dashed;
+    label_by="cohort": labelled "Cohort n", in the cohort's colour (one model's cohorts
+    overlaid). Agents need `model` (and `cohort` for label_by="cohort") loaded to avoid a
+    query each. An agent without snapshots gets an empty series. Two queries, three with
+    label_by="model", whatever the number of agents or snapshots.
+    """
+    if label_by not in ("model", "cohort"):
+        raise ValueError(f"label_by must be 'model' or 'cohort', not {label_by!r}")
+    agents = list(agents)
+    if not agents:
+        return []
+    ids = [a.pk for a in agents]
+    window = RANGES[range_from(range_key)]
+    points = _downsampled(agent_ids=ids, window=window)
+    offline = _offline_agent_ids(ids) if label_by == "model" else set()
+    series = []
+    for agent in agents:
+        if label_by == "cohort":
+            label = f"Cohort {agent.cohort.number}"
+            colour, dashed = cohort_colour(agent.cohort.number), False
+        else:
+            label = agent.model.display_name + (" (offline)" if agent.pk in offline else "")
+            colour, dashed = model_colour(agent.model), agent.model.is_baseline
+        series.append(Series(f"agent-{agent.pk}", label, colour, dashed, points.get(agent.pk, [])))
+    return series
+
+
+Points = list[tuple[datetime, Decimal]]
+
+
+def _downsampled(*, agent_ids: list[int], window: Range) -> dict[int, Points]:
+    last_two = _last_two(agent_ids)
+    if not last_two:
+        return {}
+    end = max(ts for pts in last_two.values() for ts, _ in pts)
+    start = None if window.span is None else end - window.span
+    points: dict[int, Points] = defaultdict(list)
+    for row in PortfolioSnapshot.objects.raw(*_bucket_sql(agent_ids, window, start)):
+        points[row.agent_id].append((row.snapshot_timestamp, row.total_value))
+    for agent_id, tail in last_two.items():
+        if len(points[agent_id]) < 2:  # a series the window (nearly) misses: its last two
+            points[agent_id] = sorted(set(points[agent_id]) | set(tail))
+    return dict(points)
+
+
+def _last_two(agent_ids: list[int]) -> dict[int, Points]:
+    """Return each agent's last two snapshots, oldest first: one index lookup per agent, all
+    in one query (a window function would read every snapshot of every agent)."""
+    table = PortfolioSnapshot._meta.db_table
+    one = (
+        "SELECT * FROM (SELECT id, agent_id, snapshot_timestamp, total_value FROM {table} "
+        "WHERE agent_id = %s ORDER BY snapshot_timestamp DESC LIMIT 2) AS last_{n}"
+    )
+    sql = " UNION ALL ".join(one.format(table=table, n=n) for n in range(len(agent_ids)))
+    tails: dict[int, Points] = defaultdict(list)
+    for row in PortfolioSnapshot.objects.raw(sql, agent_ids):
+        tails[row.agent_id].append((row.snapshot_timestamp, row.total_value))
+    return {agent_id: sorted(tail) for agent_id, tail in tails.items()}
+
+
+def _epoch(column: str) -> str:
+    if connection.vendor == "postgresql":
+        return f"CAST(FLOOR(EXTRACT(EPOCH FROM {column})) AS BIGINT)"
+    return f"CAST(strftime('%%s', {column}) AS INTEGER)"
+
+
+def _bucket_sql(
+    agent_ids: list[int], window: Range, start: datetime | None
+) -> tuple[str, list[object]]:
+    """Return the query of the window's kept snapshots: the last of each bucket and each
+    series' first, ordered by agent and time."""
+    table = PortfolioSnapshot._meta.db_table
+    bucket = int(window.bucket.total_seconds())
+    params: list[object] = list(agent_ids)
+    where = "agent_id IN (" + ", ".join(["%s"] * len(agent_ids)) + ")"
+    if start is not None:  # compared as stored, so the (agent, timestamp) index serves it
+        where += " AND snapshot_timestamp >= %s"
+        params.append(connection.ops.adapt_datetimefield_value(start))
+    per_span = bucket * _BUCKETS_PER_SPAN
+    # The width is the range's bucket, times k when the series' span would need more than
+    # MAX_POINTS buckets: k = ceil(span / (bucket × buckets per span)) in integer arithmetic.
+    sql = f"""
+        WITH points AS (
+            SELECT id, agent_id, snapshot_timestamp, total_value,
+                   {_epoch("snapshot_timestamp")} AS epoch
+            FROM {table} WHERE {where}
+        ), spans AS (
+            SELECT id, agent_id, snapshot_timestamp, total_value, epoch,
+                   MIN(epoch) OVER (PARTITION BY agent_id) AS first_epoch,
+                   MAX(epoch) OVER (PARTITION BY agent_id) AS last_epoch
+            FROM points
+        ), buckets AS (
+            SELECT id, agent_id, snapshot_timestamp, total_value, epoch, first_epoch,
+                   (epoch - {_SUNDAY_EPOCH}) / ({bucket} * CASE
+                       WHEN last_epoch - first_epoch > {per_span}
+                       THEN (last_epoch - first_epoch + {per_span - 1}) / {per_span}
+                       ELSE 1 END) AS bucket
+            FROM spans
+        ), ranked AS (
+            SELECT id, agent_id, snapshot_timestamp, total_value, epoch, first_epoch,
+                   ROW_NUMBER() OVER (
+                       PARTITION BY agent_id, bucket ORDER BY snapshot_timestamp DESC
+                   ) AS from_end
+            FROM buckets
+        )
+        SELECT id, agent_id, snapshot_timestamp, total_value FROM ranked
+        WHERE from_end = 1 OR epoch = first_epoch
+        ORDER BY agent_id, snapshot_timestamp
+    """  # noqa: S608 — the table name and integers are ours, every value is a parameter
+    return sql, params

@@ -1,0 +1,244 @@
+"""Reads of a market's page: who holds which side at what entry, every trade on it, each
+resolved bet's Brier, and the market's price history while agents held it.
+
+Price history comes only from what is stored: the prices each decision run froze
+(`SnapshotMarket`, what the agents saw) and the market's latest synced price. The
+10-minute marking refreshes a held market's current price in place and stores only each
+agent's portfolio totals (`PortfolioSnapshot`), never a per-market price, so between two
+runs there is no stored point and none is invented.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.utils import timezone
+
+from arena.models import Decision, Position, SnapshotMarket, Trade
+from arena.selectors.curves import Series
+from markets.models import Market
+
+# The most points a price series keeps; a longer one is thinned evenly (first and last kept).
+MAX_PRICE_POINTS = 1000
+# The most outcomes of a multi-outcome market drawn when no agent held any of them.
+MAX_OUTCOME_SERIES = 8
+
+
+@dataclass(frozen=True)
+class Holding:
+    """One position in the market (open, sold, settled or refunded) and whether its agent's
+    decisions were answered by an offline stand-in (then labelled offline everywhere)."""
+
+    position: Position
+    offline: bool
+
+
+@dataclass(frozen=True)
+class MarketTrade:
+    """One trade on the market, executed or rejected, with its agent's offline flag."""
+
+    trade: Trade
+    offline: bool
+
+
+@dataclass(frozen=True)
+class PricePoint:
+    """The market's prices at one moment: frozen by a decision run (`run_id` set), or the
+    latest catalogue sync (`run_id` None)."""
+
+    at: datetime
+    prices: tuple[tuple[str, Decimal | None], ...]
+    run_id: int | None = None
+
+    @property
+    def source(self) -> str:
+        return "decision run" if self.run_id is not None else "latest sync"
+
+
+# One colour per drawn outcome, in outcome order (no model is drawn here, so none of the
+# models' fixed colours is implied).
+OUTCOME_PALETTE = ("#2a5bd7", "#f08a24", "#1b998b", "#6f2dbd", "#d7263d", "#5c946e", "#c1a100")
+
+
+@dataclass
+class MarketPage:
+    """Everything the market page shows, read in a constant number of queries."""
+
+    market: Market
+    holdings: list[Holding]
+    trades: list[MarketTrade]
+    price_points: list[PricePoint]
+    price_lines: list[Series]
+    held_from: datetime | None = None
+    held_until: datetime | None = None  # None while a position is still open
+    scored: list[MarketTrade] = field(default_factory=list)
+
+    @property
+    def ever_held(self) -> bool:
+        return self.held_from is not None
+
+    @property
+    def open_holdings(self) -> list[Holding]:
+        return [h for h in self.holdings if h.position.status == Position.Status.OPEN]
+
+
+def market_get(*, polymarket_id: str) -> Market:
+    """Return the catalogue market, without its raw Gamma record; raise Market.DoesNotExist."""
+    return Market.objects.defer("raw").get(polymarket_id=polymarket_id)
+
+
+def market_page(*, market: Market, now: datetime | None = None) -> MarketPage:
+    """Return the market's holders, trades, scored bets and price history (four queries,
+    always the same four, whatever the number of positions, trades or runs).
+
+    Holders are every position ever opened in the market, open ones first. Trades are every
+    order that named the market, rejected ones included, oldest first. `scored` are the
+    executed bets a resolution scored (a cancelled market scores none). The price history
+    covers the time some agent held the market, plus the run prices agents traded on.
+    """
+    now = now or timezone.now()
+    positions = list(
+        Position.objects.filter(market=market)
+        .select_related("agent__model", "agent__cohort")
+        .order_by("opened_at", "pk")
+    )
+    positions.sort(key=lambda p: p.status != Position.Status.OPEN)  # open first (stable)
+    trades = list(
+        Trade.objects.filter(market=market)
+        .select_related("agent__model", "agent__cohort")
+        .order_by("created_at", "decision_id", "try_number", "order_index")
+    )
+    offline = _offline_trader_ids(market=market)
+    holdings = [Holding(p, p.agent_id in offline) for p in positions]
+    rows = [MarketTrade(t, t.agent_id in offline) for t in trades]
+    held_from = min((p.opened_at for p in positions), default=None)
+    still_held = any(p.status == Position.Status.OPEN for p in positions)
+    held_until = (
+        None
+        if still_held or not positions
+        else max((p.closed_at or p.opened_at for p in positions), default=None)
+    )
+    points = _price_points(
+        market=market,
+        held_from=held_from,
+        held_until=held_until,
+        traded_at=sorted({t.created_at for t in trades}),
+        now=now,
+    )
+    sides = [p.side for p in positions] + [t.side for t in trades if t.side]
+    return MarketPage(
+        market=market,
+        holdings=holdings,
+        trades=rows,
+        price_points=points,
+        price_lines=_price_lines(market=market, points=points, sides=sides),
+        held_from=held_from,
+        held_until=held_until,
+        scored=[
+            row
+            for row in rows
+            if row.trade.kind == Trade.Kind.BUY
+            and row.trade.status == Trade.Status.EXECUTED
+            and row.trade.brier_score is not None
+        ],
+    )
+
+
+def _offline_trader_ids(*, market: Market) -> set[int]:
+    """Return the agents that traded the market (every position starts with a trade) any of
+    whose decisions an offline stand-in answered: the rule of `standings` (an agent is
+    offline as a whole), in one query whether or not anybody traded."""
+    traders = Trade.objects.filter(market=market).values("agent_id")
+    return set(
+        Decision.objects.filter(agent_id__in=traders, responder=Decision.Responder.OFFLINE)
+        .order_by()
+        .values_list("agent_id", flat=True)
+        .distinct()
+    )
+
+
+def _prices(outcomes: list[Any], prices: list[Any]) -> tuple[tuple[str, Decimal | None], ...]:
+    padded = list(prices) + [None] * len(outcomes)
+    return tuple((str(o), _decimal(p)) for o, p in zip(outcomes, padded, strict=False))
+
+
+def _decimal(value: Any) -> Decimal | None:
+    if value is None:
+        return None
+    try:
+        number = Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        return None
+    return number if number.is_finite() else None
+
+
+def _price_points(
+    *,
+    market: Market,
+    held_from: datetime | None,
+    held_until: datetime | None,
+    traded_at: list[datetime],
+    now: datetime,
+) -> list[PricePoint]:
+    """Return the stored prices of the market while it was held, oldest first: each run's
+    frozen prices from the first position's opening to the last one's close (or now); for
+    every trade, the prices of the last run that froze the market before it (the run the
+    order was priced from: it starts before the position opens); and the latest synced price
+    when it falls in the held time. A market no agent ever traded has no history here."""
+    until = held_until or now
+    frozen = list(  # read even when nobody traded: the page's queries never vary
+        SnapshotMarket.objects.filter(market=market)
+        .order_by("run__started_at", "run_id")
+        .values_list("run_id", "run__started_at", "outcomes", "outcome_prices")
+    )
+    starts = [started_at for _, started_at, _, _ in frozen]
+    priced_from = {  # the runs trades were priced from
+        frozen[i - 1][0] for i in (bisect_right(starts, moment) for moment in traded_at) if i
+    }
+    points = [
+        PricePoint(started_at, _prices(outcomes, prices), run_id)
+        for run_id, started_at, outcomes, prices in frozen
+        if run_id in priced_from or (held_from is not None and held_from <= started_at <= until)
+    ]
+    synced = market.last_synced_at
+    if synced is not None and held_from is not None and held_from <= synced <= until:
+        if not points or synced > points[-1].at:
+            points.append(PricePoint(synced, _prices(market.outcomes, market.outcome_prices)))
+    return points
+
+
+def _price_lines(*, market: Market, points: list[PricePoint], sides: list[str]) -> list[Series]:
+    """Return the lines to draw, for `arena.charts.price_chart`: the YES price of a binary
+    market (NO is 1 − YES), or each outcome some agent bet on of a multi-outcome market (the
+    first few when none was)."""
+    if not points:
+        return []
+    names = [str(o) for o in market.outcomes]
+    if market.is_binary:
+        wanted = names[:1]
+    else:
+        wanted = [n for n in names if n in set(sides)] or names[:MAX_OUTCOME_SERIES]
+    lines = []
+    for i, outcome in enumerate(wanted):
+        series = [
+            (point.at, price)
+            for point in points
+            for name, price in point.prices
+            if name == outcome and price is not None
+        ]
+        if series:
+            colour = OUTCOME_PALETTE[i % len(OUTCOME_PALETTE)]
+            lines.append(Series(f"outcome-{i}", outcome, colour, False, _thin(series)))
+    return lines
+
+
+def _thin(points: list[tuple[datetime, Decimal]]) -> list[tuple[datetime, Decimal]]:
+    """Keep at most MAX_PRICE_POINTS points, evenly spaced, always the first and the last."""
+    if len(points) <= MAX_PRICE_POINTS:
+        return points
+    step = (len(points) - 1) / (MAX_PRICE_POINTS - 1)
+    return [points[round(i * step)] for i in range(MAX_PRICE_POINTS)]

@@ -1,0 +1,329 @@
+"""Reads of the status page: the last run of each scheduled job with its outcome, the next
+scheduled runs, the operations record and the determinism audit.
+
+A constant number of queries whatever the data size. Times are UTC. "Nothing yet" is None
+(or an empty list), never a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from celery.schedules import crontab
+from django.conf import settings
+from django.db.models import Count, Q
+from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
+
+from arena.models import Decision, DecisionRun, DeterminismCheck, SnapshotTick, SystemEvent
+from markets.models import MarketSyncRun
+
+RECENT_EVENTS = 50
+RECENT_CHECKS = 20
+SYNC_TASK = "markets.sync_markets"
+TICK_TASK = "arena.take_snapshots"
+RESOLUTION_TASK = "arena.check_resolutions"
+# What a resolution check leaves in the operations record (it stores no row of its own).
+RESOLUTION_KINDS = (
+    SystemEvent.Kind.RESOLUTION_CHECK_FAILED,
+    SystemEvent.Kind.SETTLEMENT_FAILED,
+    SystemEvent.Kind.MARKET_SETTLED,
+    SystemEvent.Kind.MARKET_CANCELLED,
+)
+# Used when no schedule for the job is declared: the v1 intervals (002, original notes).
+DEFAULT_INTERVALS = {SYNC_TASK: timedelta(minutes=5), TICK_TASK: timedelta(minutes=10)}
+
+
+def next_run(schedule: crontab, *, after: datetime, tz: str = "UTC") -> datetime | None:
+    """Return the first moment strictly after `after` that `schedule` fires, in UTC.
+
+    The crontab's fields are read in time zone `tz` (the schedules are declared in UTC). Day
+    of week and day of month must both match, as Celery's crontab requires. None when it
+    does not fire within four years (a leap day fires within that).
+    """
+    zone = ZoneInfo(tz)
+    local = after.astimezone(zone)
+    minutes = sorted(schedule.minute)
+    hours = sorted(schedule.hour)
+    for offset in range(4 * 366):
+        day = local.date() + timedelta(days=offset)
+        if not _day_matches(schedule, day):
+            continue
+        for hour in hours:
+            for minute in minutes:
+                moment = datetime.combine(day, time(hour, minute), zone)
+                if moment > local:
+                    return moment.astimezone(UTC)
+    return None
+
+
+def _day_matches(schedule: crontab, day: date) -> bool:
+    # Celery counts days of the week from Sunday = 0; Python's weekday() from Monday = 0.
+    return (
+        (day.weekday() + 1) % 7 in schedule.day_of_week
+        and day.day in schedule.day_of_month
+        and day.month in schedule.month_of_year
+    )
+
+
+@dataclass(frozen=True)
+class ScheduledJob:
+    """One scheduled job: its schedule, its next run, when the scheduler last sent it."""
+
+    name: str
+    task: str
+    schedule: str  # cron fields "minute hour day-of-month month day-of-week"
+    next_run_at: datetime | None
+    interval: timedelta | None  # between its next two runs
+    last_run_at: datetime | None
+    total_run_count: int
+    enabled: bool
+    installed: bool  # False: declared in settings, not (yet) in django-celery-beat
+
+
+def _cron_text(cron: crontab) -> str:
+    return " ".join(
+        str(part)
+        for part in (
+            cron._orig_minute,
+            cron._orig_hour,
+            cron._orig_day_of_month,
+            cron._orig_month_of_year,
+            cron._orig_day_of_week,
+        )
+    )
+
+
+def _job(
+    *,
+    name: str,
+    task: str,
+    cron: crontab,
+    now: datetime,
+    tz: str = "UTC",
+    last_run_at: datetime | None = None,
+    total_run_count: int = 0,
+    enabled: bool = True,
+    installed: bool = True,
+) -> ScheduledJob:
+    first = next_run(cron, after=now, tz=tz)
+    second = next_run(cron, after=first, tz=tz) if first else None
+    return ScheduledJob(
+        name=name,
+        task=task,
+        schedule=_cron_text(cron),
+        next_run_at=first if enabled else None,
+        interval=second - first if first and second else None,
+        last_run_at=last_run_at,
+        total_run_count=total_run_count,
+        enabled=enabled,
+        installed=installed,
+    )
+
+
+def scheduled_jobs(*, now: datetime) -> list[ScheduledJob]:
+    """Return the crontab jobs installed in django-celery-beat (one query), soonest first;
+    when none is installed, the ones declared in CELERY_BEAT_SCHEDULE, marked not installed."""
+    jobs = []
+    for task in PeriodicTask.objects.select_related("crontab").filter(crontab__isnull=False):
+        row = task.crontab
+        assert row is not None  # filtered above
+        cron = crontab(
+            minute=row.minute,
+            hour=row.hour,
+            day_of_week=row.day_of_week,
+            day_of_month=row.day_of_month,
+            month_of_year=row.month_of_year,
+        )
+        jobs.append(
+            _job(
+                name=task.name,
+                task=task.task,
+                cron=cron,
+                now=now,
+                tz=str(row.timezone),
+                last_run_at=task.last_run_at,
+                total_run_count=task.total_run_count,
+                enabled=task.enabled,
+            )
+        )
+    if not jobs:
+        for name, entry in settings.CELERY_BEAT_SCHEDULE.items():
+            schedule: Any = entry["schedule"]
+            if isinstance(schedule, crontab):
+                jobs.append(
+                    _job(
+                        name=name,
+                        task=str(entry["task"]),
+                        cron=schedule,
+                        now=now,
+                        installed=False,
+                    )
+                )
+    far = datetime.max.replace(tzinfo=UTC)
+    return sorted(jobs, key=lambda j: (j.next_run_at or far, j.name))
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """When a job last did its work, and whether that is older than twice its interval."""
+
+    at: datetime | None
+    interval: timedelta
+    stale: bool
+    age: timedelta | None
+
+    @property
+    def interval_text(self) -> str:
+        minutes = int(self.interval.total_seconds() // 60)
+        return f"{minutes // 60} h" if minutes >= 60 and minutes % 60 == 0 else f"{minutes} min"
+
+
+def _freshness(at: datetime | None, *, interval: timedelta, now: datetime) -> Freshness:
+    age = now - at if at else None
+    return Freshness(
+        at=at, interval=interval, stale=age is not None and age > 2 * interval, age=age
+    )
+
+
+@dataclass
+class RunOutcome:
+    """The last decision run and how its decisions ended."""
+
+    run: DecisionRun
+    by_status: list[tuple[str, int]]  # (status label, count), in the Status order
+    parse_failed: int
+    decisions: int
+
+
+@dataclass
+class ResolutionCheck:
+    """What is known of the resolution checks: when the scheduler last sent one, and the
+    latest outcome one recorded (a settlement, a refund, or a failure)."""
+
+    last_sent_at: datetime | None
+    last_event: SystemEvent | None
+
+    @property
+    def failed_last(self) -> bool:
+        """The latest recorded outcome is a failure not followed by a newer check."""
+        event = self.last_event
+        if event is None or event.level == SystemEvent.Level.INFO:
+            return False
+        return self.last_sent_at is None or event.created_at >= self.last_sent_at
+
+
+@dataclass
+class DeterminismSummary:
+    total: int
+    matches: int
+    mismatches: int
+    unknown: int
+    recent: list[DeterminismCheck] = field(default_factory=list)
+
+    @property
+    def match_rate(self) -> float | None:
+        """Matches over the checks that could be compared (unknown ones excluded)."""
+        compared = self.matches + self.mismatches
+        return self.matches / compared if compared else None
+
+
+@dataclass
+class SystemStatus:
+    now: datetime
+    last_sync: MarketSyncRun | None
+    sync: Freshness
+    last_run: RunOutcome | None
+    last_tick: SnapshotTick | None
+    tick: Freshness
+    resolution: ResolutionCheck
+    jobs: list[ScheduledJob]
+    events: list[SystemEvent]
+    determinism: DeterminismSummary
+
+
+def _run_outcome(run: DecisionRun | None) -> RunOutcome | None:
+    if run is None:
+        return None
+    counts = dict(
+        Decision.objects.filter(run=run)
+        .order_by()
+        .values_list("status")
+        .annotate(n=Count("pk"))
+        .values_list("status", "n")
+    )
+    parse_failed = Decision.objects.filter(run=run, parse_failed=True).count()
+    by_status = [
+        (str(label), counts[value]) for value, label in Decision.Status.choices if value in counts
+    ]
+    return RunOutcome(
+        run=run, by_status=by_status, parse_failed=parse_failed, decisions=sum(counts.values())
+    )
+
+
+def _determinism() -> DeterminismSummary:
+    totals = DeterminismCheck.objects.aggregate(
+        n_total=Count("pk"),
+        n_matches=Count("pk", filter=Q(matches=True)),
+        n_mismatches=Count("pk", filter=Q(matches=False)),
+        n_unknown=Count("pk", filter=Q(matches__isnull=True)),
+    )
+    recent = list(
+        DeterminismCheck.objects.select_related(
+            "decision__agent__model", "decision__agent__cohort"
+        ).order_by("-checked_at", "-pk")[:RECENT_CHECKS]
+    )
+    return DeterminismSummary(
+        total=totals["n_total"],
+        matches=totals["n_matches"],
+        mismatches=totals["n_mismatches"],
+        unknown=totals["n_unknown"],
+        recent=recent,
+    )
+
+
+def _interval(jobs: list[ScheduledJob], task: str) -> timedelta:
+    for job in jobs:
+        if job.task == task and job.interval:
+            return job.interval
+    return DEFAULT_INTERVALS[task]
+
+
+def system_status(*, now: datetime | None = None) -> SystemStatus:
+    """Return everything the status page shows, in a constant number of queries."""
+    now = now or timezone.now()
+    jobs = scheduled_jobs(now=now)
+    last_sync = MarketSyncRun.objects.order_by("-started_at", "-pk").first()
+    last_tick = SnapshotTick.objects.order_by("-slot").first()
+    last_run = DecisionRun.objects.order_by("-started_at", "-pk").first()
+    resolution_sent = [j.last_run_at for j in jobs if j.task == RESOLUTION_TASK and j.last_run_at]
+    return SystemStatus(
+        now=now,
+        last_sync=last_sync,
+        sync=_freshness(
+            last_sync.finished_at if last_sync else None,
+            interval=_interval(jobs, SYNC_TASK),
+            now=now,
+        ),
+        last_run=_run_outcome(last_run),
+        last_tick=last_tick,
+        tick=_freshness(
+            last_tick.slot if last_tick else None, interval=_interval(jobs, TICK_TASK), now=now
+        ),
+        resolution=ResolutionCheck(
+            last_sent_at=max(resolution_sent) if resolution_sent else None,
+            last_event=SystemEvent.objects.filter(kind__in=RESOLUTION_KINDS)
+            .order_by("-created_at", "-pk")
+            .first(),
+        ),
+        jobs=jobs,
+        events=list(
+            SystemEvent.objects.select_related("cohort", "market").order_by("-created_at", "-pk")[
+                :RECENT_EVENTS
+            ]
+        ),
+        determinism=_determinism(),
+    )

@@ -1,0 +1,65 @@
+"""The lineup's public pages: every model, and one model across all its cohorts."""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from agents.models import BenchmarkModel
+from arena import charts
+from arena.selectors import curves, standings
+from arena.selectors import models as model_stats
+
+# The most bets listed on a model's page (newest first); the count says how many there are.
+MAX_BETS = 200
+
+
+def _get_model(internal_id: str) -> BenchmarkModel:
+    """Return the lineup model with this stable id, or raise Http404."""
+    try:
+        return BenchmarkModel.objects.get(internal_id=internal_id)
+    except BenchmarkModel.DoesNotExist as exc:
+        raise Http404("No such model.") from exc
+
+
+def model_list(request: HttpRequest) -> HttpResponse:
+    rows = standings.model_rows()
+    return render(
+        request,
+        "arena/model_list.html",
+        {
+            "llms": [row for row in rows if not row.model.is_baseline],
+            "baselines": [row for row in rows if row.model.is_baseline],
+            "definitions": standings.MODEL_DEFINITIONS,
+        },
+    )
+
+
+def model_detail(request: HttpRequest, internal_id: str) -> HttpResponse:
+    model = _get_model(internal_id)
+    rows = standings.model_rows(model=model)
+    agents = sorted((s for row in rows for s in row.agents), key=lambda s: -s.agent.cohort.number)
+    bets = model_stats.model_bets(model=model)
+    range_key = curves.range_from(request.GET.get("range"))
+    chart = charts.value_chart(
+        curves.value_series(
+            agents=[s.agent for s in agents], range_key=range_key, label_by="cohort"
+        ),
+        range_key=range_key,
+    )
+    return render(
+        request,
+        "arena/model_detail.html",
+        {
+            "model": model,
+            "rows": rows,
+            "agents": agents,
+            "offline_agent_ids": {s.agent.pk for s in agents if s.offline},
+            "bets": bets[:MAX_BETS],
+            "bet_count": bets.count(),
+            "max_bets": MAX_BETS,
+            "baseline_rule": model_stats.baseline_rule(model) if model.is_baseline else "",
+            "chart": chart,
+            "definitions": standings.MODEL_DEFINITIONS,
+        },
+    )

@@ -1,0 +1,147 @@
+"""The browser walk's fixtures: a site served by pytest-django's live server over a small
+deterministic demo, and Debian's chromium driven by Playwright (nothing is downloaded).
+
+The data is filled once per module and committed — the live server reads it on its own
+connection under PostgreSQL — then wiped at the end of the module, and the lineup seeded by the
+migrations restored as TransactionTestCase's serialized rollback restores it. The tests are
+marked `django_db` only so that pytest-django creates the test database; each runs in a
+transaction it rolls back, and writes nothing.
+
+Playwright's sync API drives its event loop from this thread, which makes Django take every
+ORM call here for one made from async code (SynchronousOnlyOperation). No coroutine of ours
+touches the database, so the check is switched off for the module (DJANGO_ALLOW_ASYNC_UNSAFE,
+as Django's docs advise for Playwright) and put back after it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import time_machine
+from django.core.management import call_command
+from django.db import connections
+from django.test.utils import override_settings
+
+from arena.demo import demo_run
+from arena.models import Agent, Cohort, Decision, Trade
+from tests.arena.conftest import snapshot_cache_clear
+from tests.page_world import World, build_world
+
+CHROMIUM = shutil.which("chromium") or (
+    "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+)
+# The demo's clock: a Wednesday of its third week, the same whatever day the suite runs.
+UNTIL = datetime(2026, 9, 16, 12, 0, tzinfo=UTC)
+SCREENSHOTS = Path(
+    os.environ.get("BROWSER_SCREENSHOTS", Path(__file__).parent / "screenshots")
+).resolve()
+# The markup and the shapes that break layouts: a 100 KB unbroken word, RTL, emoji.
+HOSTILE = (
+    "<script>alert(1)</script></textarea><b>x \u202edesrever\u202c \u200fמימין\u200f 🦄🔥 "
+    + "W" * 100_000
+)
+
+
+@dataclass(frozen=True)
+class Site:
+    url: str
+    cohort: str  # a cohort page with agents, decisions and snapshots
+    agent: str  # an LLM agent of it with executed trades
+    decision: str  # a decision of that agent with executed trades
+    market: str  # a market that decision traded
+    hostile: World  # a world whose every stored text is HOSTILE
+
+
+def _restore_seeded_rows() -> None:
+    """Empty every table and put back what the migrations seeded (the lineup)."""
+    for alias in connections:
+        connection = connections[alias]
+        call_command("flush", verbosity=0, interactive=False, database=alias)
+        contents = getattr(connection, "_test_serialized_contents", None)
+        if contents:
+            connection.creation.deserialize_db_from_string(contents)
+
+
+def _pick(base: str) -> dict[str, str]:
+    decision = (
+        Decision.objects.filter(
+            action="BET", trades__status=Trade.Status.EXECUTED, agent__model__kind="llm"
+        )
+        .order_by("-week_start", "pk")
+        .select_related("agent__cohort")
+        .first()
+    )
+    assert decision is not None, "the demo made no executed bet"
+    agent: Agent = decision.agent
+    cohort: Cohort = agent.cohort
+    trade = decision.trades.filter(status=Trade.Status.EXECUTED).select_related("market").first()
+    assert trade is not None and trade.market is not None
+    return {
+        "cohort": f"{base}/cohorts/{cohort.number}/",
+        "agent": f"{base}/cohorts/{cohort.number}/agents/{agent.pk}/",
+        "decision": f"{base}/decisions/{decision.pk}/",
+        "market": f"{base}/markets/{trade.market.polymarket_id}/",
+    }
+
+
+@pytest.fixture(scope="module")
+def site(django_db_setup: None, django_db_blocker: Any) -> Iterator[Site]:
+    from pytest_django.live_server_helper import LiveServer
+
+    snapshot_cache_clear()
+    async_unsafe = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    # The clock stands at UNTIL (ticking) for the data and the pages alike.
+    with (
+        django_db_blocker.unblock(),
+        override_settings(OPENROUTER_API_KEY="", MARKET_SOURCE="demo", DEBUG=False),
+        time_machine.travel(UNTIL, tick=True),
+    ):
+        server = None
+        try:
+            demo_run(weeks=3, tick=timedelta(hours=12), until=UNTIL)
+            hostile = build_world(scale=1, text=HOSTILE)
+            server = LiveServer("localhost")
+            server._live_server_modified_settings.enable()
+            yield Site(url=server.url, hostile=hostile, **_pick(server.url))
+        finally:
+            if server is not None:
+                server._live_server_modified_settings.disable()
+                server.stop()
+            _restore_seeded_rows()
+            snapshot_cache_clear()
+            if async_unsafe is None:
+                del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+            else:
+                os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = async_unsafe
+
+
+@pytest.fixture(scope="module")
+def browser(site: Site) -> Iterator[Any]:
+    """Chromium, started after the site's data is in and closed before it is wiped: while
+    Playwright's sync API runs, its event loop makes Django refuse database calls on this
+    thread (SynchronousOnlyOperation)."""
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM is not None
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS

@@ -1,0 +1,212 @@
+"""Issue 9, "Mobile" and quality bars: a visitor's walk through the site in a real browser.
+
+Leaderboard → a model → a cohort (every chart range) → an agent → a decision → a market →
+methodology → status → about, at 1280×900 and at 390×844 (a phone). On every page: its key
+content is there, nothing scrolls sideways (the page is no wider than the viewport), the
+console logged no error, no page error was thrown and no request failed (the favicon
+included). Full-page screenshots go to $BROWSER_SCREENSHOTS (default tests/browser/screenshots/).
+The pages of a world whose every stored text is hostile keep their layout too, and run nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from tests.browser.conftest import CHROMIUM, Site
+
+pytestmark = [
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="BROWSER WALK SKIPPED: no chromium on this machine — run `make browser` "
+        "(apt-get install chromium) to test the pages in a real browser",
+    ),
+    pytest.mark.django_db,  # see conftest.py: the data is the module's, committed
+]
+
+VIEWPORTS = {"desktop": (1280, 900), "phone": (390, 844)}
+
+
+@dataclass
+class Visit:
+    """What went wrong while the browser was on the site, page by page."""
+
+    problems: list[str] = field(default_factory=list)
+    current: str = ""
+
+    def note(self, what: str) -> None:
+        self.problems.append(f"{self.current}: {what}")
+
+
+@pytest.fixture(params=list(VIEWPORTS))
+def tab(request: pytest.FixtureRequest, browser: Any, site: Site) -> Any:
+    width, height = VIEWPORTS[request.param]
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    visit = Visit()
+    page.on(
+        "console",
+        lambda m: visit.note(f"console {m.type}: {m.text}") if m.type == "error" else None,
+    )
+    page.on("pageerror", lambda e: visit.note(f"page error: {e}"))
+    page.on("dialog", lambda d: (visit.note(f"a script opened a {d.type}"), d.dismiss()))
+    page.on(
+        "requestfailed",
+        lambda r: visit.note(f"request failed: {r.url} ({r.failure})"),
+    )
+    page.on(
+        "response",
+        # the page's own status is checked by arrive(); this catches its assets and calls
+        lambda r: visit.note(f"HTTP {r.status} for {r.url}")
+        if r.status >= 400 and r.request.resource_type != "document"
+        else None,
+    )
+    page.visit = visit  # type: ignore[attr-defined]
+    page.viewport_name = request.param  # type: ignore[attr-defined]
+    yield page
+    context.close()
+
+
+def arrive(page: Any, shots: Path, name: str, url: str | None = None, status: int = 200) -> None:
+    """Go to `url` (or stay after a click), then check the width and take the screenshot."""
+    visit: Visit = page.visit
+    visit.current = f"{page.viewport_name} {name}"
+    if url is not None:
+        response = page.goto(url, wait_until="load")
+        if response is None or response.status != status:
+            visit.note(f"status {response.status if response else 'none'} for {url}")
+    page.wait_for_load_state("load")
+    wide = page.evaluate(
+        "() => [document.documentElement.scrollWidth, window.innerWidth,"
+        " document.body.scrollWidth]"
+    )
+    if max(wide[0], wide[2]) > wide[1]:
+        culprits = page.evaluate(
+            """() => [...document.querySelectorAll('body *')]
+                .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1
+                     && !e.closest('.table-scroll, pre, .chart'))
+                .slice(0, 5).map(e => e.tagName + '.' + e.className)"""
+        )
+        visit.note(f"page is {wide[0]} px wide in a {wide[1]} px viewport: {culprits}")
+    page.screenshot(path=str(shots / f"{page.viewport_name}-{name}.png"), full_page=True)
+
+
+def expect_text(page: Any, selector: str, pattern: str) -> None:
+    texts = page.locator(selector).all_inner_texts()
+    if not any(re.search(pattern, t) for t in texts):
+        page.visit.note(f"no {selector} matching {pattern!r} (saw {texts[:3]!r})")
+
+
+def expect_link(page: Any, href: str) -> None:
+    path = re.sub(r"^https?://[^/]+", "", href)
+    if page.locator(f'main a[href="{path}"]').count() == 0:
+        page.visit.note(f"no link to {path}")
+
+
+def first_href(page: Any, selector: str) -> str | None:
+    link = page.locator(selector).first
+    return link.get_attribute("href") if link.count() else None
+
+
+def test_a_visitor_walks_the_site(tab: Any, site: Site, screenshots: Path) -> None:
+    page, base = tab, site.url
+
+    arrive(page, screenshots, "01-leaderboard", base + "/")
+    expect_text(page, "h1", "Leaderboard")
+    expect_text(page, "main table tbody tr", r"\S")
+    model_href = first_href(page, 'main a[href^="/models/"]:not([href="/models/"])')
+    if model_href is None:
+        page.visit.note("no link to a model page")
+        model_href = reverse("arena:model", args=["gpt-5.1"])
+
+    arrive(page, screenshots, "02-model", base + model_href)
+    expect_text(page, "h1", r"\S")
+    expect_text(page, "main", r"Cohort \d+")
+
+    arrive(page, screenshots, "03-cohort", site.cohort)
+    expect_text(page, "h1", r"Cohort \d+")
+    expect_text(page, "main table tbody tr", r"\$[\d,]+\.\d\d")
+    expect_link(page, site.agent)
+    chart_ranges(page, screenshots, "03-cohort")
+
+    arrive(page, screenshots, "04-agent", site.agent)
+    expect_text(page, "main table tbody tr", r"executed")
+    expect_link(page, site.decision)
+    chart_ranges(page, screenshots, "04-agent")
+
+    arrive(page, screenshots, "05-decision", site.decision)
+    expect_text(page, "h2", "Reasoning")
+    expect_text(page, "main table tbody tr", r"executed")
+    expect_link(page, site.market)
+
+    arrive(page, screenshots, "06-market", site.market)
+    expect_text(page, "h1", r"\S")
+
+    arrive(page, screenshots, "07-methodology", base + "/methodology/")
+    expect_text(page, "h1", "Methodology")
+    expect_text(page, "main", "Brier")
+
+    arrive(page, screenshots, "08-status", base + "/status/")
+    expect_text(page, "h1", "Status")
+
+    arrive(page, screenshots, "09-about", base + "/about/")
+    expect_text(page, "h1", r"About")
+
+    arrive(page, screenshots, "10-not-found", base + "/cohorts/999999/", status=404)
+    expect_text(page, "h1", "Not found")
+
+    assert not page.visit.problems, "\n".join(page.visit.problems)
+
+
+def chart_ranges(page: Any, shots: Path, name: str) -> None:
+    """Click every range of the page's chart: each draws again (a canvas, or says there is
+    nothing in the range) without a console error."""
+    ranges = page.locator(".chart-ranges a")
+    keys = ranges.all_inner_texts()
+    if not keys:
+        page.visit.note("the chart has no range buttons")
+    for key in keys:
+        page.locator(".chart-ranges a", has_text=re.compile(rf"^{re.escape(key)}$")).click()
+        page.wait_for_load_state("load")
+        drawn: Callable[[], bool] = lambda: page.locator(  # noqa: E731
+            ".chart-plot canvas, .chart-empty"
+        ).count() > 0
+        try:
+            page.wait_for_selector(".chart-plot canvas, .chart-empty", timeout=5_000)
+        except Exception:  # noqa: BLE001 - reported below with the page's name
+            pass
+        if not drawn():
+            page.visit.note(f"range {key}: no chart drawn")
+        active = page.locator(".chart-ranges a.active").all_inner_texts()
+        if active != [key]:
+            page.visit.note(f"range {key}: the active range shown is {active}")
+    if keys:
+        arrive(page, shots, f"{name}-range-{keys[-1]}")
+
+
+def test_hostile_text_keeps_every_page_in_its_width_and_runs_nothing(
+    tab: Any, site: Site, screenshots: Path
+) -> None:
+    world = site.hostile
+    pages = {
+        "cohort": reverse("arena:cohort", args=[world.cohort.number]),
+        "agent": reverse("arena:agent", args=[world.cohort.number, world.agent.pk]),
+        "decision": reverse("arena:decision", args=[world.decision.pk]),
+        "market": reverse("arena:market", args=[world.market.polymarket_id]),
+        "markets": reverse("markets:list") + "?q=script",
+        "model": reverse("arena:model", args=[world.model.internal_id]),
+        "leaderboard": "/",
+        "status": "/status/",
+    }
+    for name, path in pages.items():
+        arrive(tab, screenshots, f"hostile-{name}", site.url + path)
+        if tab.locator("main b", has_text=re.compile("^x")).count():
+            tab.visit.note("stored markup became an element")
+    assert not tab.visit.problems, "\n".join(tab.visit.problems)

@@ -1,0 +1,232 @@
+"""A world of rows for page tests, written directly (no engine run), so a test can choose its
+size and put any text it likes where upstream or a model would.
+
+`build_world(scale=n, text=...)` adds one cohort with an agent per lineup model, and for each
+agent a decision with `n + 1` attempts, `2n` positions (half settled), a BUY per position, a
+rejected order and a SELL, `6n` portfolio snapshots; `2n` markets with a frozen price per run;
+system events. Every stored free-text field (market question and title, reasoning, raw
+response, reject reason, event message) is `text`; so is the display name of a new model added
+to the lineup. The pages should issue the same queries whatever `n`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from itertools import count
+
+from agents.models import BenchmarkModel
+from arena.models import (
+    Agent,
+    Cohort,
+    Decision,
+    DecisionAttempt,
+    DecisionRun,
+    PortfolioSnapshot,
+    Position,
+    SnapshotMarket,
+    SystemEvent,
+    Trade,
+)
+from markets.models import Market
+
+FIRST_WEEK = datetime(2031, 1, 5, tzinfo=UTC)  # a Sunday, far from other tests' weeks
+_serial = count(1)
+
+
+@dataclass(frozen=True)
+class World:
+    cohort: Cohort
+    agent: Agent  # an LLM agent of the hostile-named model, with trades of every kind
+    decision: Decision  # that agent's decision: attempts, BUYs, a rejection, a SELL
+    market: Market  # a market it bet on, with a frozen price history
+    model: BenchmarkModel
+
+
+def build_world(*, scale: int = 1, text: str = "plain text") -> World:
+    n = next(_serial)
+    week = FIRST_WEEK + timedelta(weeks=n)
+    cohort = Cohort.objects.create(number=5000 + n, week_start=week.date(), started_at=week)
+    model = BenchmarkModel.objects.create(
+        internal_id=f"page-world-{n}",
+        display_name=text[:100],
+        provider=text[:100],
+        openrouter_id=f"test/page-world-{n}",
+        kind=BenchmarkModel.Kind.LLM,
+        display_order=900 + n,
+    )
+    markets = [
+        Market.objects.create(
+            polymarket_id=f"pw{n}-{i}",
+            question=f"{text} #{i}",
+            event_title=text,
+            description=text,
+            outcomes=["Yes", "No"],
+            outcome_prices=["0.4", "0.6"],
+            last_open_prices=["0.4", "0.6"],
+            price=Decimal("0.4"),
+            volume=Decimal(1000 + i),
+            close_date=week + timedelta(days=30),
+        )
+        for i in range(2 * scale)
+    ]
+    runs = [
+        DecisionRun.objects.create(
+            week_start=week.date(),
+            started_at=week + timedelta(minutes=5 + k),
+            finished_at=week + timedelta(minutes=6 + k),
+            source="demo",
+            universe_size=len(markets),
+        )
+        for k in range(scale)
+    ]
+    SnapshotMarket.objects.bulk_create(
+        SnapshotMarket(
+            run=run,
+            market=m,
+            rank=i + 1,
+            polymarket_id=m.polymarket_id,
+            question=m.question,
+            category=m.category,
+            outcomes=m.outcomes,
+            outcome_prices=["0.4", "0.6"],
+            volume=m.volume,
+            close_date=m.close_date,
+        )
+        for run in runs
+        for i, m in enumerate(markets)
+    )
+    models = [*BenchmarkModel.objects.filter(active=True).exclude(pk=model.pk), model]
+    first: tuple[Agent, Decision] | None = None
+    for lineup_model in models:
+        agent = Agent.objects.create(cohort=cohort, model=lineup_model, cash=Decimal("9000"))
+        decision = Decision.objects.create(
+            agent=agent,
+            cohort=cohort,
+            week_start=week.date(),
+            run=runs[-1],
+            status=Decision.Status.DONE,
+            action=Decision.Action.BET,
+            reasoning=text,
+            parsed={
+                "action": "BET",
+                "reasoning": text,
+                "bets": [{"market_id": markets[0].polymarket_id, "side": "YES", "amount": "50"}],
+                "sells": [{"position_id": "1", "percentage": "50"}],
+            },
+            responder=Decision.Responder.OPENROUTER,
+            system_prompt=f"system {text}",
+            user_prompt=f"user {text}",
+            error=text,
+            tries=scale,
+        )
+        DecisionAttempt.objects.bulk_create(
+            DecisionAttempt(
+                decision=decision,
+                number=k + 1,
+                responder="openrouter",
+                request_messages=[{"role": "user", "content": text}],
+                raw_response=text,
+                response_text=text,
+                parse_error="" if k == scale else text,
+                api_error=text if k == 0 else "",
+                valid=k == scale,
+                latency_ms=1000 + k,
+                cost_usd=Decimal("0.0042"),
+                started_at=week + timedelta(minutes=5, seconds=k),
+            )
+            for k in range(scale + 1)
+        )
+        for i, market in enumerate(markets):
+            settled = i % 2 == 1
+            position = Position.objects.create(
+                agent=agent,
+                market=market,
+                side="YES",
+                outcome_index=0,
+                shares=Decimal("125"),
+                cost_basis=Decimal("50"),
+                last_price=Decimal("0.4"),
+                status=Position.Status.SETTLED if settled else Position.Status.OPEN,
+                settlement_value=Decimal("125") if settled else None,
+                realized_pnl=Decimal("75") if settled else Decimal("0"),
+                opened_at=week + timedelta(minutes=5),
+            )
+            Trade.objects.create(
+                decision=decision,
+                agent=agent,
+                order_index=i,
+                kind=Trade.Kind.BUY,
+                status=Trade.Status.EXECUTED,
+                market=market,
+                position=position,
+                side="YES",
+                requested_amount=Decimal("50"),
+                price=Decimal("0.4"),
+                shares=Decimal("125"),
+                amount=Decimal("50"),
+                cash_before=Decimal("10000"),
+                cash_after=Decimal("9950"),
+                implied_confidence=0.02,
+                brier_score=0.9604 if settled else None,
+                side_won=True if settled else None,
+                created_at=week + timedelta(minutes=5),
+            )
+        Trade.objects.create(
+            decision=decision,
+            agent=agent,
+            order_index=len(markets),
+            kind=Trade.Kind.BUY,
+            status=Trade.Status.REJECTED,
+            reject_reason=text,
+            requested_market_id=text[:64],
+            side=text[:255],
+            requested_amount=Decimal("5000"),
+            created_at=week + timedelta(minutes=5),
+        )
+        Trade.objects.create(
+            decision=decision,
+            agent=agent,
+            order_index=len(markets) + 1,
+            kind=Trade.Kind.SELL,
+            status=Trade.Status.EXECUTED,
+            market=markets[0],
+            position=agent.positions.order_by("pk").first(),
+            side="YES",
+            requested_percentage=Decimal("50"),
+            requested_position_id="1",
+            price=Decimal("0.4"),
+            shares=Decimal("62.5"),
+            amount=Decimal("25"),
+            cash_before=Decimal("9900"),
+            cash_after=Decimal("9925"),
+            created_at=week + timedelta(minutes=5),
+        )
+        PortfolioSnapshot.objects.bulk_create(
+            PortfolioSnapshot(
+                agent=agent,
+                snapshot_timestamp=week + timedelta(minutes=10 * k),
+                cash=Decimal("9000"),
+                positions_value=Decimal("300"),
+                total_value=Decimal("9300"),
+                total_pnl=Decimal("-700"),
+                total_pnl_percent=Decimal("-7"),
+            )
+            for k in range(6 * scale)
+        )
+        SystemEvent.objects.create(
+            kind=SystemEvent.Kind.DECISION_FAILED,
+            level=SystemEvent.Level.ERROR,
+            message=text,
+            cohort=cohort,
+            agent=agent,
+            decision=decision,
+            market=markets[0],
+            created_at=week + timedelta(minutes=7),
+        )
+        if lineup_model == model:
+            first = (agent, decision)
+    assert first is not None
+    agent, decision = first
+    return World(cohort=cohort, agent=agent, decision=decision, market=markets[0], model=model)

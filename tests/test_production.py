@@ -1,0 +1,197 @@
+"""Production serves collected static files: with DEBUG=0 the storage is whitenoise's manifest
+storage, so every page links hashed file names that `collectstatic` wrote to STATIC_ROOT.
+
+`collectstatic` runs once for the module, in its own process with production variables. Then
+the checks run in fresh processes (settings are read once per process), and the pages render
+in this one with DEBUG off and the manifest storage, over a small world of rows.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django.test.utils import override_settings
+from django.urls import NoReverseMatch, reverse
+
+import forecaster.settings as settings_module
+from tests.page_world import World, build_world
+
+ROOT = Path(__file__).resolve().parent.parent
+PRODUCTION = {
+    "DEBUG": "0",
+    "SECRET_KEY": "production-like-key-for-the-test-" + "x7Q!p2#Lm9@zR4&k" * 3,
+    "ALLOWED_HOSTS": "arena.example.org",
+    "OPENROUTER_API_KEY": "x",
+}
+MANIFEST_STORAGE = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+# The stylesheet every page links, under its hashed name: site.<12 hex digits>.css.
+HASHED_CSS = re.compile(r'href="(/static/css/site\.[0-9a-f]{12}\.css)"')
+
+
+@dataclass(frozen=True)
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def manage(*args: str, static_root: Path, database: Path) -> Run:
+    """Run manage.py in a fresh process with production variables and this STATIC_ROOT."""
+    base = {k: v for k, v in os.environ.items() if k not in set(settings_module.env.dump())}
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env={
+            **base,
+            **PRODUCTION,
+            "STATIC_ROOT": str(static_root),
+            "DATABASE_URL": f"sqlite:///{database}",
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Return a STATIC_ROOT that `collectstatic --noinput` filled with DEBUG=0."""
+    static_root = tmp_path_factory.mktemp("staticfiles")
+    database = tmp_path_factory.mktemp("db") / "db.sqlite3"
+    run = manage("collectstatic", "--noinput", static_root=static_root, database=database)
+    assert run.returncode == 0, run.stderr
+    assert (static_root / "staticfiles.json").exists()
+    return static_root
+
+
+@pytest.fixture
+def production(collected: Path) -> Iterator[None]:
+    """DEBUG off and the manifest storage over the collected files, as DEBUG=0 configures."""
+    with override_settings(DEBUG=False, STATIC_ROOT=collected, STORAGES=MANIFEST_STORAGE):
+        yield
+
+
+@pytest.fixture
+def world(db: None) -> World:
+    return build_world(scale=1)
+
+
+def page_urls(world: World) -> dict[str, str]:
+    """Return every public page by name, with the world's ids where the page takes one."""
+    return {
+        "leaderboard": reverse("arena:leaderboard"),
+        "models": reverse("arena:models"),
+        "model": reverse("arena:model", args=[world.model.internal_id]),
+        "cohorts": reverse("arena:cohorts"),
+        "cohort": reverse("arena:cohort", args=[world.cohort.number]),
+        "agent": reverse("arena:agent", args=[world.cohort.number, world.agent.pk]),
+        "decision": reverse("arena:decision", args=[world.decision.pk]),
+        "markets": reverse("markets:list"),
+        "market": reverse("arena:market", args=[world.market.polymarket_id]),
+        "admin login": reverse("admin:login"),
+    }
+
+
+PAGES = (
+    "leaderboard",
+    "models",
+    "model",
+    "cohorts",
+    "cohort",
+    "agent",
+    "decision",
+    "markets",
+    "market",
+    "admin login",
+)
+# Pages added in the same issue; each is tested once its URL name resolves.
+INFO_PAGES = ("arena:methodology", "arena:status", "arena:about")
+
+
+# ------------------------------------------------------------------------ start-up checks
+
+
+def test_collectstatic_then_the_deploy_check_passes(collected: Path, tmp_path: Path) -> None:
+    run = manage(
+        "check", "--deploy", "--fail-level", "WARNING",
+        static_root=collected, database=tmp_path / "db.sqlite3",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "System check identified no issues" in run.stdout
+
+
+def test_debug_off_without_collectstatic_stops_start_up_naming_collectstatic(
+    tmp_path: Path,
+) -> None:
+    empty = tmp_path / "staticfiles"
+    run = manage("check", static_root=empty, database=tmp_path / "db.sqlite3")
+    assert run.returncode != 0
+    assert "forecaster.E002" in run.stderr
+    assert "Static files are not collected" in run.stderr
+    assert "manage.py collectstatic --noinput" in run.stderr
+
+
+def test_migrate_also_refuses_to_run_before_collectstatic(tmp_path: Path) -> None:
+    """Every command but collectstatic runs the check, so the README's order is the one."""
+    run = manage(
+        "migrate", "--noinput", static_root=tmp_path / "static", database=tmp_path / "db.sqlite3"
+    )
+    assert run.returncode != 0
+    assert "forecaster.E002" in run.stderr
+
+
+# ----------------------------------------------------------------------------- the pages
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_renders_with_debug_off_and_links_hashed_static_files(
+    production: None, world: World, client: Client, name: str
+) -> None:
+    response = client.get(page_urls(world)[name])
+    assert response.status_code == 200
+    html = response.content.decode()
+    if name == "admin login":
+        assert re.search(r'/static/admin/css/base\.[0-9a-f]{12}\.css"', html)
+    else:
+        assert HASHED_CSS.search(html)
+        assert 'href="/static/css/site.css"' not in html
+
+
+@pytest.mark.parametrize("url_name", INFO_PAGES)
+def test_info_page_renders_with_debug_off_and_links_hashed_static_files(
+    production: None, db: None, client: Client, url_name: str
+) -> None:
+    try:
+        url = reverse(url_name)
+    except NoReverseMatch:
+        pytest.skip(f"{url_name} is not routed yet (added by another part of issue 9)")
+    response = client.get(url)
+    assert response.status_code == 200
+    assert HASHED_CSS.search(response.content.decode())
+
+
+def test_api_docs_render_with_debug_off(production: None, db: None, client: Client) -> None:
+    response = client.get("/api/docs")
+    assert response.status_code == 200
+
+
+def test_the_hashed_stylesheet_is_served_with_a_long_cache_life(
+    production: None, world: World, client: Client
+) -> None:
+    match = HASHED_CSS.search(client.get(reverse("arena:leaderboard")).content.decode())
+    assert match
+    response = Client().get(match.group(1))  # a fresh client: whitenoise reads STATIC_ROOT now
+    assert response.status_code == 200
+    assert "immutable" in response.headers["Cache-Control"]
