@@ -40,7 +40,7 @@ run: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput -v0
 	@$(BIN)/python manage.py demo_fill --weeks $(DEMO_WEEKS) & fill=$$!; \
 	trap 'kill $$fill 2>/dev/null' EXIT INT TERM; \
-	echo "Serving Forecaster Arena (demo data) at http://$(HOST):$(PORT) — the demo fills in for about 25 seconds, until it prints \"demo: … completed in …s\""; \
+	echo "Serving Forecaster Arena (demo data) at http://$(HOST):$(PORT) — the demo fills in over 10 to 30 seconds, until it prints \"demo: … completed in …s\""; \
 	$(BIN)/python manage.py runserver --noreload $(HOST):$(PORT)
 
 superuser: $(VENV)/.installed-run
@@ -81,6 +81,7 @@ demo: $(VENV)/.installed-run
 
 bench: $(VENV)/.installed-dev services
 	$(BIN)/python bench/sync_markets.py
+	$(BIN)/python bench/pages.py
 
 clean:
 	rm -rf $(VENV) db.sqlite3 staticfiles .mypy_cache .ruff_cache

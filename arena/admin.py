@@ -1,29 +1,46 @@
 """Staff inspection of the arena. A stored decision is evidence: nothing here edits one;
-changes of state are actions that call services."""
+changes of state are actions that call services (`arena/services/operations.py`), and each
+reports what it did and the reason of every failure."""
 
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
-from arena.exceptions import DecisionNotRetryable
 from arena.models import (
     Agent,
     Cohort,
     Decision,
     DecisionAttempt,
     DecisionRun,
+    DeterminismCheck,
+    PortfolioSnapshot,
     Position,
     SnapshotMarket,
+    SnapshotTick,
     SystemEvent,
     Trade,
 )
-from arena.services.decisions import decision_retry
+from arena.selectors.standings import AgentStanding, agent_standings
+from arena.services import operations
+from arena.services.audit import determinism_cost_estimate, determinism_sample
+from arena.services.cohorts import cohort_start
+from markets.admin import MarketAdmin as CatalogueMarketAdmin
+from markets.models import Market
+
+AUDIT_DEFAULT_SIZE = 5
+AUDIT_MAX_SIZE = 50
 
 
 def _pre(text: str) -> str:
@@ -33,7 +50,47 @@ def _pre(text: str) -> str:
     )
 
 
+def _json(value: Any) -> str:
+    return _pre(json.dumps(value, indent=2, ensure_ascii=False)) if value is not None else "—"
+
+
+def short(text: str | None, length: int = 80) -> str:
+    """Return `text` on one line, cut to `length` characters (inlines and lists must fit a
+    1280 px window; the whole text is on the row's own page)."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= length else flat[: length - 1] + "…"
+
+
+def usd(value: Decimal | None) -> str:
+    return "—" if value is None else f"${value:,.2f}"
+
+
+def report_to(
+    model_admin: admin.ModelAdmin,  # type: ignore[type-arg]
+    request: HttpRequest,
+    report: operations.OperationReport,
+    *,
+    what: str,
+) -> None:
+    """Show an operation's report: one success message with what went through, one error
+    message with every failure and its reason (the admin escapes both)."""
+    if report.done:
+        model_admin.message_user(
+            request,
+            f"{what}: {len(report.done)} done — " + "; ".join(report.done),
+            messages.SUCCESS,
+        )
+    if report.failed:
+        model_admin.message_user(
+            request,
+            f"{what}: {len(report.failed)} failed — " + "; ".join(report.failed),
+            messages.ERROR,
+        )
+
+
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """View only: no add, no change (so no Save buttons), no delete."""
+
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -55,45 +112,221 @@ class ReadOnlyInline(admin.TabularInline):  # type: ignore[type-arg]
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+# -------------------------------------------------------------------------------- cohorts
+
 
 class AgentInline(ReadOnlyInline):
     model = Agent
     fields = ("model", "cash", "status")
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Agent]:
+        return super().get_queryset(request).select_related("model", "cohort")
 
 
 @admin.register(Cohort)
 class CohortAdmin(ReadOnlyAdmin):
-    list_display = ("number", "week_start", "status", "started_at", "completed_at")
+    list_display = ("number", "week_start", "status", "agent_count", "started_at", "completed_at")
     list_filter = ("status",)
+    search_fields = ("number__exact", "week_start__icontains")
     inlines = [AgentInline]
+    fields = (
+        "number",
+        "week_start",
+        "started_at",
+        "status",
+        "completed_at",
+        "methodology_version",
+        "starting_balance",
+        "related",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="Records")
+    def related(self, obj: Cohort) -> str:
+        return format_html(
+            '<a href="{}?cohort__id__exact={}">agents with cash, total value and return</a> · '
+            '<a href="{}?cohort__id__exact={}">decisions</a>',
+            reverse("admin:arena_agent_changelist"),
+            obj.pk,
+            reverse("admin:arena_decision_changelist"),
+            obj.pk,
+        )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Cohort]:
+        cohorts: QuerySet[Cohort] = super().get_queryset(request)
+        return cohorts.annotate(agent_total=Count("agents"))
+
+    @admin.display(description="Agents", ordering="agent_total")
+    def agent_count(self, obj: Cohort) -> int:
+        return int(getattr(obj, "agent_total", 0))
+
+    def get_urls(self) -> list[URLPattern]:
+        start = path(
+            "start-week/",
+            self.admin_site.admin_view(self.start_week_view),
+            name="arena_cohort_start_week",
+        )
+        return [start, *super().get_urls()]
+
+    def start_week_view(self, request: HttpRequest) -> HttpResponse:
+        """POST: start this week's cohort (`cohort_start`); a repeat says it already exists."""
+        return _start_week(self, request)
+
+
+def _start_week(model_admin: CohortAdmin, request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    if not model_admin.has_view_permission(request):
+        raise PermissionDenied
+    try:
+        cohort, created = cohort_start()
+    except (ValueError, RuntimeError) as exc:
+        model_admin.message_user(
+            request, f"Could not start this week's cohort: {exc}", messages.ERROR
+        )
+    else:
+        agents = cohort.agents.count()
+        if created:
+            model_admin.message_user(
+                request, f"Started {cohort} with {agents} agents", messages.SUCCESS
+            )
+        else:
+            model_admin.message_user(
+                request,
+                f"{cohort} already exists ({agents} agents): nothing started",
+                messages.WARNING,
+            )
+    return redirect("admin:arena_cohort_changelist")
+
+
+# --------------------------------------------------------------------------------- agents
 
 
 class PositionInline(ReadOnlyInline):
     model = Position
-    fields = ("market", "side", "status", "shares", "cost_basis", "realized_pnl", "last_price")
+    fields = (
+        "market_ref",
+        "side_short",
+        "status",
+        "shares",
+        "cost_basis",
+        "realized_pnl",
+        "last_price",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Position]:
+        return super().get_queryset(request).select_related("market")
+
+    @admin.display(description="Market")
+    def market_ref(self, obj: Position) -> str:
+        return f"{obj.market.polymarket_id}: {short(obj.market.question, 60)}"
+
+    @admin.display(description="Side")
+    def side_short(self, obj: Position) -> str:
+        return short(obj.side, 24)
+
+
+def _standing(obj: Agent) -> AgentStanding | None:
+    standing: AgentStanding | None = vars(obj).get("admin_standing")
+    return standing
+
+
+def with_standings(agents: list[Agent]) -> None:
+    """Attach each agent's standing now (cash, total value, return) to it, in a constant
+    number of queries whatever the count (`agent_standings`)."""
+    standings = {
+        s.agent.pk: s
+        for s in agent_standings(agents=Agent.objects.filter(pk__in=[a.pk for a in agents]))
+    }
+    for agent in agents:
+        vars(agent)["admin_standing"] = standings.get(agent.pk)
 
 
 @admin.register(Agent)
 class AgentAdmin(ReadOnlyAdmin):
-    list_display = ("__str__", "cohort", "model", "cash", "status")
+    list_display = (
+        "model_label",
+        "cohort",
+        "status",
+        "cash",
+        "total_value",
+        "return_percent",
+    )
     list_filter = ("status", "model", "cohort")
     list_select_related = ("cohort", "model")
+    search_fields = ("model__display_name", "model__internal_id", "cohort__number__exact")
     inlines = [PositionInline]
+    fields = (
+        "model",
+        "cohort",
+        "status",
+        "cash",
+        "total_value",
+        "return_percent",
+        "created_at",
+        "related",
+    )
+    readonly_fields = fields
+
+    def get_changelist_instance(self, request: HttpRequest) -> ChangeList:
+        changelist = super().get_changelist_instance(request)
+        with_standings(list(changelist.result_list))  # fills the page's cached rows
+        return changelist
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
+        agent = super().get_object(request, object_id, from_field)
+        if agent is not None:
+            with_standings([agent])
+        return agent
+
+    @admin.display(description="Model", ordering="model__display_name")
+    def model_label(self, obj: Agent) -> str:
+        standing = _standing(obj)
+        offline = " (offline)" if standing is not None and standing.offline else ""
+        return f"{obj.model.display_name} [{obj.model.internal_id}]{offline}"
+
+    @admin.display(description="Total value")
+    def total_value(self, obj: Agent) -> str:
+        standing = _standing(obj)
+        return usd(standing.total_value) if standing else "—"
+
+    @admin.display(description="Return")
+    def return_percent(self, obj: Agent) -> str:
+        standing = _standing(obj)
+        return f"{standing.return_percent:+.2f}%" if standing else "—"
+
+    @admin.display(description="Records")
+    def related(self, obj: Agent) -> str:
+        return format_html(
+            '<a href="{}?agent__id__exact={}">decisions</a> · '
+            '<a href="{}?agent__id__exact={}">trades</a> · '
+            '<a href="{}?agent__id__exact={}">portfolio snapshots</a>',
+            reverse("admin:arena_decision_changelist"),
+            obj.pk,
+            reverse("admin:arena_trade_changelist"),
+            obj.pk,
+            reverse("admin:arena_portfoliosnapshot_changelist"),
+            obj.pk,
+        )
+
+
+# ------------------------------------------------------------------------------ decisions
 
 
 class AttemptInline(ReadOnlyInline):
     model = DecisionAttempt
-    fields = (
-        "number",
-        "responder",
-        "response_model",
-        "upstream_provider",
-        "valid",
-        "parse_error",
-        "api_error",
-        "error",
-        "latency_ms",
-    )
+    fields = ("number", "responder", "response_model", "valid", "problem", "latency_ms")
+    readonly_fields = fields
+
+    @admin.display(description="Error")
+    def problem(self, obj: DecisionAttempt) -> str:
+        return short(obj.api_error or obj.parse_error or obj.error, 90) or "—"
 
 
 class TradeInline(ReadOnlyInline):
@@ -104,15 +337,29 @@ class TradeInline(ReadOnlyInline):
         "try_number",
         "kind",
         "status",
-        "side",
-        "market",
-        "requested_amount",
+        "market_ref",
+        "side_short",
+        "amount",
         "price",
         "shares",
-        "amount",
-        "implied_confidence",
-        "reject_reason",
+        "reason",
     )
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Trade]:
+        return super().get_queryset(request).select_related("market")
+
+    @admin.display(description="Market")
+    def market_ref(self, obj: Trade) -> str:
+        return obj.market.polymarket_id if obj.market else short(obj.requested_market_id, 20)
+
+    @admin.display(description="Side")
+    def side_short(self, obj: Trade) -> str:
+        return short(obj.side, 20)
+
+    @admin.display(description="Rejected because")
+    def reason(self, obj: Trade) -> str:
+        return short(obj.reject_reason, 60)
 
 
 @admin.register(Decision)
@@ -129,7 +376,13 @@ class DecisionAdmin(ReadOnlyAdmin):
     )
     list_filter = ("status", "action", "responder", "week_start", "agent__model")
     list_select_related = ("agent__model", "agent__cohort")
-    search_fields = ("reasoning", "=id")
+    search_fields = (
+        "id__exact",
+        "agent__model__display_name",
+        "agent__model__internal_id",
+        "cohort__number__exact",
+        "reasoning",
+    )
     actions = ["retry"]
     inlines = [AttemptInline, TradeInline]
     fields = (
@@ -162,16 +415,13 @@ class DecisionAdmin(ReadOnlyAdmin):
     )
     readonly_fields = fields
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False  # a stored decision is evidence; nobody edits it
-
     @admin.display(description="Traceback")
     def traceback_text(self, obj: Decision) -> str:
         return _pre(obj.traceback) if obj.traceback else "—"
 
     @admin.display(description="Parsed decision")
     def parsed_payload(self, obj: Decision) -> str:
-        return _pre(json.dumps(obj.parsed, indent=2, ensure_ascii=False)) if obj.parsed else "—"
+        return _json(obj.parsed) if obj.parsed else "—"
 
     @admin.display(description="System prompt")
     def system_prompt_text(self, obj: Decision) -> str:
@@ -183,13 +433,8 @@ class DecisionAdmin(ReadOnlyAdmin):
 
     @admin.action(description="Retry the selected retryable decisions now")
     def retry(self, request: HttpRequest, queryset: QuerySet[Decision]) -> None:
-        for decision in queryset:
-            try:
-                outcome = decision_retry(decision_id=decision.pk)
-            except DecisionNotRetryable as exc:
-                self.message_user(request, str(exc), messages.WARNING)
-            else:
-                self.message_user(request, f"decision {decision.pk}: {outcome.status}")
+        report = operations.decisions_retry(decision_ids=queryset.values_list("pk", flat=True))
+        report_to(self, request, report, what="Retry")
 
 
 @admin.register(DecisionAttempt)
@@ -197,6 +442,7 @@ class DecisionAttemptAdmin(ReadOnlyAdmin):
     list_display = ("decision", "number", "responder", "response_model", "valid", "started_at")
     list_filter = ("valid", "responder")
     list_select_related = ("decision__agent__model", "decision__agent__cohort")
+    search_fields = ("decision__id__exact", "response_model")
     fields = (
         "decision",
         "number",
@@ -228,7 +474,9 @@ class DecisionAttemptAdmin(ReadOnlyAdmin):
     def messages_sent(self, obj: DecisionAttempt) -> str:
         return _pre(
             "\n\n".join(
-                f"--- {m.get('role')} ---\n{m.get('content')}" for m in obj.request_messages
+                f"--- {m.get('role')} ---\n{m.get('content')}"
+                for m in obj.request_messages
+                if isinstance(m, dict)
             )
         )
 
@@ -245,20 +493,37 @@ class DecisionAttemptAdmin(ReadOnlyAdmin):
         return _pre(obj.traceback) if obj.traceback else "—"
 
 
+# -------------------------------------------------------------------- positions and trades
+
+
 @admin.register(Position)
 class PositionAdmin(ReadOnlyAdmin):
     list_display = (
         "id",
         "agent",
-        "market",
-        "side",
+        "market_ref",
+        "side_short",
         "status",
         "shares",
         "cost_basis",
         "realized_pnl",
     )
-    list_filter = ("status",)
+    list_filter = ("status", "agent__model")
     list_select_related = ("agent__model", "agent__cohort", "market")
+    search_fields = (
+        "market__question",
+        "market__polymarket_id",
+        "agent__model__display_name",
+        "agent__model__internal_id",
+    )
+
+    @admin.display(description="Market", ordering="market__polymarket_id")
+    def market_ref(self, obj: Position) -> str:
+        return f"{obj.market.polymarket_id}: {short(obj.market.question, 70)}"
+
+    @admin.display(description="Side")
+    def side_short(self, obj: Position) -> str:
+        return short(obj.side, 24)
 
 
 @admin.register(Trade)
@@ -268,36 +533,224 @@ class TradeAdmin(ReadOnlyAdmin):
         "agent",
         "kind",
         "status",
-        "side",
-        "market",
+        "side_short",
+        "market_ref",
         "amount",
         "price",
         "shares",
         "implied_confidence",
         "brier_score",
     )
-    list_filter = ("kind", "status")
+    list_filter = ("kind", "status", "agent__model")
     list_select_related = ("agent__model", "agent__cohort", "market")
-    search_fields = ("reject_reason", "requested_market_id")
+    search_fields = (
+        "market__polymarket_id",
+        "market__question",
+        "requested_market_id",
+        "agent__model__display_name",
+        "agent__model__internal_id",
+        "reject_reason",
+    )
+
+    @admin.display(description="Market")
+    def market_ref(self, obj: Trade) -> str:
+        if obj.market is None:
+            return short(obj.requested_market_id, 24) or "—"
+        return f"{obj.market.polymarket_id}: {short(obj.market.question, 50)}"
+
+    @admin.display(description="Side")
+    def side_short(self, obj: Trade) -> str:
+        return short(obj.side, 24)
 
 
-class SnapshotMarketInline(ReadOnlyInline):
-    model = SnapshotMarket
-    fields = ("rank", "polymarket_id", "question", "outcome_prices", "volume", "closed")
-    show_change_link = False
+# ------------------------------------------------------------------------------ snapshots
+
+
+@admin.register(PortfolioSnapshot)
+class PortfolioSnapshotAdmin(ReadOnlyAdmin):
+    """Ten-minute marks of every portfolio: the biggest table, so no full count and no
+    per-row query."""
+
+    list_display = (
+        "agent",
+        "snapshot_timestamp",
+        "cash",
+        "positions_value",
+        "total_value",
+        "total_pnl_percent",
+        "brier_score",
+        "resolved_bets",
+        "prices_stale",
+    )
+    list_filter = ("agent__cohort", "agent__model", "prices_stale")
+    list_select_related = ("agent__model", "agent__cohort")
+    date_hierarchy = "snapshot_timestamp"
+    show_full_result_count = False
+    raw_id_fields = ("agent",)
+    ordering = ("-snapshot_timestamp", "agent")
+
+
+@admin.register(SnapshotTick)
+class SnapshotTickAdmin(ReadOnlyAdmin):
+    list_display = ("slot", "markets_refreshed", "snapshots_written", "refresh_failure")
+    date_hierarchy = "slot"
+    show_full_result_count = False
+    search_fields = ("refresh_error",)
+
+    @admin.display(description="Refresh error")
+    def refresh_failure(self, obj: SnapshotTick) -> str:
+        return short(obj.refresh_error, 100) or "—"
 
 
 @admin.register(DecisionRun)
 class DecisionRunAdmin(ReadOnlyAdmin):
     list_display = ("id", "week_start", "started_at", "finished_at", "source", "universe_size")
-    readonly_fields = (
+    date_hierarchy = "started_at"
+    fields = (
         "week_start",
         "started_at",
         "finished_at",
         "source",
         "universe_size",
         "sync_summary",
+        "related",
     )
+    readonly_fields = fields
+
+    @admin.display(description="Records")
+    def related(self, obj: DecisionRun) -> str:
+        return format_html(
+            '<a href="{}?run__id__exact={}">frozen markets</a> · '
+            '<a href="{}?run__id__exact={}">decisions</a>',
+            reverse("admin:arena_snapshotmarket_changelist"),
+            obj.pk,
+            reverse("admin:arena_decision_changelist"),
+            obj.pk,
+        )
+
+
+@admin.register(SnapshotMarket)
+class SnapshotMarketAdmin(ReadOnlyAdmin):
+    """A market as a run froze it: the prices every decision of the run saw."""
+
+    list_display = ("run", "rank", "polymarket_id", "question_short", "prices", "volume", "closed")
+    list_filter = ("closed",)
+    list_select_related = ("run",)
+    search_fields = ("question", "=polymarket_id", "run__id__exact")
+    show_full_result_count = False
+    raw_id_fields = ("run", "market")
+    ordering = ("-run", "rank")
+
+    @admin.display(description="Question")
+    def question_short(self, obj: SnapshotMarket) -> str:
+        return short(obj.question, 80)
+
+    @admin.display(description="Outcome prices")
+    def prices(self, obj: SnapshotMarket) -> str:
+        pairs = zip(obj.outcomes or [], obj.outcome_prices or [], strict=False)
+        return short(", ".join(f"{o}: {p}" for o, p in pairs), 60)
+
+
+# ------------------------------------------------------------------------------ the audit
+
+
+@admin.register(DeterminismCheck)
+class DeterminismCheckAdmin(ReadOnlyAdmin):
+    list_display = (
+        "decision",
+        "requested_model",
+        "response_model",
+        "matches",
+        "cost_usd",
+        "checked_at",
+        "error_short",
+    )
+    list_filter = ("matches", "requested_model")
+    list_select_related = ("decision__agent__model", "decision__agent__cohort")
+    search_fields = ("decision__id__exact", "requested_model")
+    date_hierarchy = "checked_at"
+    fields = (
+        "decision",
+        "requested_model",
+        "response_model",
+        "matches",
+        "cost_usd",
+        "checked_at",
+        "error",
+        "original_json",
+        "repeated_json",
+        "raw_response_text",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="Error")
+    def error_short(self, obj: DeterminismCheck) -> str:
+        return short(obj.error, 80) or "—"
+
+    @admin.display(description="Stored decision")
+    def original_json(self, obj: DeterminismCheck) -> str:
+        return _json(obj.original)
+
+    @admin.display(description="Repeated decision")
+    def repeated_json(self, obj: DeterminismCheck) -> str:
+        return _json(obj.repeated)
+
+    @admin.display(description="Raw response")
+    def raw_response_text(self, obj: DeterminismCheck) -> str:
+        return _pre(obj.raw_response) if obj.raw_response else "—"
+
+    def get_urls(self) -> list[URLPattern]:
+        audit = path(
+            "audit/",
+            self.admin_site.admin_view(self.audit_view),
+            name="arena_determinismcheck_audit",
+        )
+        return [audit, *super().get_urls()]
+
+    def audit_view(self, request: HttpRequest) -> HttpResponse:
+        """GET: the seeded sample and what its prompts cost the first time. POST: re-send
+        them (`operations.determinism_audit`) and report each verdict."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        size, seed, problem = _audit_params(request)
+        if request.method == "POST" and not problem:
+            report = operations.determinism_audit(size=size, seed=seed)
+            if not report.done and not report.failed:
+                self.message_user(
+                    request,
+                    "No decision answered by OpenRouter to audit: nothing sent",
+                    messages.WARNING,
+                )
+            report_to(self, request, report, what="Determinism audit")
+            return HttpResponseRedirect(reverse("admin:arena_determinismcheck_changelist"))
+        sample = determinism_sample(size=size, seed=seed) if not problem else []
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": "Run the determinism audit for a sample",
+            "size": size,
+            "seed": seed,
+            "max_size": AUDIT_MAX_SIZE,
+            "problem": problem,
+            "sample": sample,
+            "cost": determinism_cost_estimate(decisions=sample),
+        }
+        return TemplateResponse(request, "admin/arena/determinismcheck/audit.html", context)
+
+
+def _audit_params(request: HttpRequest) -> tuple[int, int, str]:
+    data = request.POST if request.method == "POST" else request.GET
+    try:
+        size = int(data.get("size", AUDIT_DEFAULT_SIZE))
+        seed = int(data.get("seed", 0))
+    except ValueError:
+        return AUDIT_DEFAULT_SIZE, 0, "sample size and seed must be whole numbers"
+    if not 1 <= size <= AUDIT_MAX_SIZE:
+        return AUDIT_DEFAULT_SIZE, seed, f"the sample size must be between 1 and {AUDIT_MAX_SIZE}"
+    return size, seed, ""
+
+
+# ------------------------------------------------------------------------ system events
 
 
 @admin.register(SystemEvent)
@@ -308,6 +761,7 @@ class SystemEventAdmin(ReadOnlyAdmin):
     list_filter = ("level", "kind")
     search_fields = ("message",)
     date_hierarchy = "created_at"
+    show_full_result_count = False
     list_select_related = ("cohort", "decision__agent__model", "decision__agent__cohort")
     fields = (
         "created_at",
@@ -325,8 +779,31 @@ class SystemEventAdmin(ReadOnlyAdmin):
 
     @admin.display(description="Message")
     def message_short(self, obj: SystemEvent) -> str:
-        return obj.message if len(obj.message) <= 140 else obj.message[:139] + "…"
+        return short(obj.message, 140)
 
     @admin.display(description="Data")
     def data_text(self, obj: SystemEvent) -> str:
-        return _pre(json.dumps(obj.data, indent=2, ensure_ascii=False))
+        return _json(obj.data)
+
+
+# --------------------------------------------------------------------------------- markets
+
+# The catalogue's admin (markets/admin.py) cannot reach the arena — markets imports nothing
+# of ours — so the arena extends it here with the action that settles positions.
+admin.site.unregister(Market)
+
+
+@admin.register(Market)
+class MarketAdmin(CatalogueMarketAdmin):
+    actions = [*CatalogueMarketAdmin.actions, "check_resolution"]
+
+    @admin.action(description="Check the selected markets' resolution now (settle if resolved)")
+    def check_resolution(self, request: HttpRequest, queryset: QuerySet[Market]) -> None:
+        report = operations.OperationReport()
+        for polymarket_id in queryset.order_by("polymarket_id").values_list(
+            "polymarket_id", flat=True
+        ):
+            one = operations.market_resolution_check(polymarket_id=polymarket_id)
+            report.done += one.done
+            report.failed += one.failed
+        report_to(self, request, report, what="Resolution check")

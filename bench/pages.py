@@ -138,7 +138,9 @@ def _drop_postgres_database(url: str) -> None:
 
     base, _, name = url.rpartition("/")
     with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
 
 
 # --- writing rows at COPY speed --------------------------------------------------------------
@@ -260,9 +262,7 @@ def _markets(rng: random.Random, *, first: datetime, now: datetime) -> list[Fake
         else:
             outcomes = [f"Option {chr(65 + i)}" for i in range(rng.randint(3, 6))]
             weights = [rng.random() + 0.05 for _ in outcomes]
-            prices = [
-                (Decimal(w / sum(weights)).quantize(Decimal("0.000001"))) for w in weights
-            ]
+            prices = [(Decimal(w / sum(weights)).quantize(Decimal("0.000001"))) for w in weights]
         close = first + timedelta(seconds=rng.random() * span)
         subject = rng.choice(SUBJECTS)
         market = FakeMarket(
@@ -316,7 +316,8 @@ def _market_line(m: FakeMarket) -> str:
         prices = f"YES {m.prices[0] * 100:.0f}%"
     else:
         prices = "; ".join(f"{o} {p * 100:.0f}%" for o, p in zip(m.outcomes, m.prices, strict=True))
-    return f"{m.polymarket_id} | {m.question} | vol ${m.volume:,.0f} | closes {m.close:%Y-%m-%d} | {prices}"
+    cells = [m.polymarket_id, m.question, f"vol ${m.volume:,.0f}", f"closes {m.close:%Y-%m-%d}"]
+    return " | ".join([*cells, prices])
 
 
 def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
@@ -355,7 +356,7 @@ def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
     lineup = list(BenchmarkModel.objects.filter(active=True).order_by("-kind", "display_order"))
     markets = _markets(rng, first=first, now=now)
     by_volume = sorted(markets, key=lambda m: -m.volume)
-    counts: dict[str, int] = {}
+    counts: dict[str, Any] = {}
 
     def write(model: Any, fields: list[str], rows: Iterable[tuple[Any, ...]]) -> None:
         counts[model.__name__] = counts.get(model.__name__, 0) + Writer(
@@ -419,7 +420,10 @@ def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
         prompts = ["\n".join(_market_line(m) for m in u) for u in universes]
 
         # Cohorts, agents, decisions, attempts, trades, positions.
-        cohort_rows, agent_rows, decision_rows, attempt_rows = [], [], [], []
+        cohort_rows: list[tuple[Any, ...]] = []
+        agent_rows: list[tuple[Any, ...]] = []
+        decision_rows: list[tuple[Any, ...]] = []
+        attempt_rows: list[tuple[Any, ...]] = []
         trade_rows: list[tuple[Any, ...]] = []
         position_rows: list[tuple[Any, ...]] = []
         event_rows: list[tuple[Any, ...]] = []
@@ -661,8 +665,7 @@ def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
                     cursor.execute(statement)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # as autovacuum would have after a year
-    counts["seconds"] = round(time.perf_counter() - clock, 1)
-    return counts
+    return {**counts, "seconds": round(time.perf_counter() - clock, 1)}
 
 
 def _trade(
@@ -853,7 +856,9 @@ class Result:
     url: str = ""
     status: int = 0
     times_ms: list[float] = field(default_factory=list)
+    cpu_ms: list[float] = field(default_factory=list)  # this process's CPU time per request
     queries: int = 0
+    query_ms: float = 0.0  # the database's time in the counted request
     bytes: int = 0
     missing: str = ""
 
@@ -877,7 +882,8 @@ def pages() -> list[Page]:
 
     old = Cohort.objects.order_by("number").first()
     recent = Cohort.objects.order_by("-number").first()
-    assert old is not None and recent is not None
+    assert old is not None
+    assert recent is not None
     agent = (
         Agent.objects.filter(cohort=recent, model__kind=BenchmarkModel.Kind.LLM)
         .annotate(n=Count("trades"))
@@ -901,9 +907,7 @@ def pages() -> list[Page]:
     )
     assert held is not None
     market = Market.objects.get(pk=held["market_id"])
-    model = BenchmarkModel.objects.filter(kind=BenchmarkModel.Kind.LLM).order_by(
-        "display_order"
-    )[0]
+    model = BenchmarkModel.objects.filter(kind=BenchmarkModel.Kind.LLM).order_by("display_order")[0]
     result = [
         Page("leaderboard", "arena:leaderboard"),
         Page("leaderboard, by return", "arena:leaderboard", query="sort=return"),
@@ -959,13 +963,15 @@ def measure(page: Page, *, requests: int) -> Result:
     if response.status_code != 200:
         return result
     for _ in range(requests):
-        clock = time.perf_counter()
+        cpu, clock = time.process_time(), time.perf_counter()
         response = client.get(result.url)
         result.times_ms.append((time.perf_counter() - clock) * 1000)
+        result.cpu_ms.append((time.process_time() - cpu) * 1000)
     result.bytes = len(response.content)
     with CaptureQueriesContext(connection) as captured:
         client.get(result.url)
     result.queries = len(captured.captured_queries)
+    result.query_ms = sum(float(q["time"]) for q in captured.captured_queries) * 1000
     return result
 
 
@@ -1082,9 +1088,14 @@ def main() -> None:
         print(f"generated in {generated['seconds']} s")
     else:
         print("data reused (--regenerate writes it again)")
-    print(f"{WARMUPS} warm-up requests, then {args.requests} timed; budget p95 < {BUDGET_MS:.0f} ms")
+    print(
+        f"{WARMUPS} warm-up requests, then {args.requests} timed; budget p95 < {BUDGET_MS:.0f} ms"
+    )
     print()
-    header = f"{'page':<44} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'queries':>7} {'KB':>6}"
+    header = (
+        f"{'page':<44} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>7} {'queries':>7} "
+        f"{'db ms':>6} {'KB':>5}"
+    )
     print(header)
     print("-" * len(header))
     over: list[Result] = []
@@ -1102,13 +1113,15 @@ def main() -> None:
             continue
         flag = "  OVER" if result.p95 >= BUDGET_MS else ""
         print(
-            f"{page.label:<44} {result.p50:>8.1f} {result.p95:>8.1f} {max(result.times_ms):>8.1f}"
-            f" {result.queries:>7} {result.bytes / 1024:>6.0f}{flag}",
+            f"{page.label:<44} {result.p50:>7.1f} {result.p95:>7.1f} {max(result.times_ms):>7.1f}"
+            f" {statistics.median(result.cpu_ms):>7.1f} {result.queries:>7} {result.query_ms:>6.0f}"
+            f" {result.bytes / 1024:>5.0f}{flag}",
             flush=True,
         )
         if result.p95 >= BUDGET_MS:
             over.append(result)
     connection.close()
+    print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.drop and postgres:
         _drop_postgres_database(args.database)
     print()

@@ -36,6 +36,9 @@ class MarketAdmin(admin.ModelAdmin[Market]):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def has_change_permission(self, request: HttpRequest, obj: Market | None = None) -> bool:
+        return False  # Gamma is the source of every field; the only writes are the actions
+
     def has_delete_permission(self, request: HttpRequest, obj: Market | None = None) -> bool:
         return False
 
@@ -48,11 +51,22 @@ class MarketAdmin(admin.ModelAdmin[Market]):
 
     @admin.action(description="Re-read the selected markets from the market source")
     def resync(self, request: HttpRequest, queryset: QuerySet[Market]) -> None:
-        result = services.markets_refresh(
-            polymarket_ids=list(queryset.values_list("polymarket_id", flat=True))
-        )
+        wanted = list(queryset.values_list("polymarket_id", flat=True))
+        result = services.markets_refresh(polymarket_ids=wanted)
         level = messages.ERROR if result.error else messages.SUCCESS
         self.message_user(request, result.summary(), level)
+        if result.error:
+            return
+        refused = [f"{market_id}: {reason}" for market_id, reason in result.rejections]
+        synced = {m.polymarket_id for m in result.markets}
+        refused += [
+            f"{market_id}: not returned by {result.source}"
+            for market_id in sorted(set(wanted) - synced - {i for i, _ in result.rejections})
+        ]
+        if refused:
+            self.message_user(
+                request, f"{len(refused)} not synced — " + "; ".join(refused), messages.WARNING
+            )
 
 
 @admin.register(MarketSyncRun)
@@ -74,4 +88,7 @@ class MarketSyncRunAdmin(admin.ModelAdmin[MarketSyncRun]):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: MarketSyncRun | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: MarketSyncRun | None = None) -> bool:
         return False

@@ -10,10 +10,12 @@ that would give a series more than MAX_POINTS points is widened. A series with a
 snapshots never comes out with fewer than two points: when the window holds fewer, it gets
 its last two snapshots (drawn before the window; a series with one snapshot shows it).
 
-Two queries whatever the number of agents or snapshots: each agent's last two snapshots
-(index lookups; they fix the window's end), then the window's buckets for all series at once.
-Buckets are counted in epoch seconds from a Sunday (1970-01-04 00:00 UTC), so a 1-week bucket
-is a cohort week and the shorter ones fall on round UTC times.
+Two queries whatever the number of agents or snapshots: each agent's first and last two
+snapshots (index lookups; they fix the window), then the window's buckets for all series at
+once. Buckets are counted from a Sunday (1970-01-04 00:00 UTC; `date_bin` on PostgreSQL, epoch
+seconds on SQLite), so a 1-week bucket is a cohort week and the shorter ones fall on round UTC
+times. A cohort's year of 10-minute snapshots (9 agents, 473,040 rows) reads in about 0.2 s on
+PostgreSQL at ALL, a few milliseconds at 1W.
 """
 
 from __future__ import annotations
@@ -149,82 +151,79 @@ Points = list[tuple[datetime, Decimal]]
 
 
 def _downsampled(*, agent_ids: list[int], window: Range) -> dict[int, Points]:
-    last_two = _last_two(agent_ids)
-    if not last_two:
+    ends = _ends(agent_ids)
+    if not ends:
         return {}
-    end = max(ts for pts in last_two.values() for ts, _ in pts)
+    end = max(pts[-1][0] for pts in ends.values())
     start = None if window.span is None else end - window.span
+    first = min(pts[0][0] for pts in ends.values()) if start is None else start
+    # Widen the bucket when the window would need more than the cap's buckets: the window
+    # spans every series, so no series gets more than MAX_POINTS.
+    bucket = window.bucket * max(1, -(-(end - first) // (window.bucket * _BUCKETS_PER_SPAN)))
     points: dict[int, Points] = defaultdict(list)
-    for row in PortfolioSnapshot.objects.raw(*_bucket_sql(agent_ids, window, start)):
+    for row in PortfolioSnapshot.objects.raw(*_bucket_sql(agent_ids, bucket, start)):
         points[row.agent_id].append((row.snapshot_timestamp, row.total_value))
-    for agent_id, tail in last_two.items():
+    for agent_id, known in ends.items():
         if len(points[agent_id]) < 2:  # a series the window (nearly) misses: its last two
-            points[agent_id] = sorted(set(points[agent_id]) | set(tail))
+            points[agent_id] = sorted(set(points[agent_id]) | set(known[-2:]))
     return dict(points)
 
 
-def _last_two(agent_ids: list[int]) -> dict[int, Points]:
-    """Return each agent's last two snapshots, oldest first: one index lookup per agent, all
-    in one query (a window function would read every snapshot of every agent)."""
+def _ends(agent_ids: list[int]) -> dict[int, Points]:
+    """Return each agent's first and last two snapshots, oldest first: index lookups, all in
+    one query (a window function would read every snapshot of every agent)."""
     table = PortfolioSnapshot._meta.db_table
     one = (
         "SELECT * FROM (SELECT id, agent_id, snapshot_timestamp, total_value FROM {table} "
-        "WHERE agent_id = %s ORDER BY snapshot_timestamp DESC LIMIT 2) AS last_{n}"
+        "WHERE agent_id = %s ORDER BY snapshot_timestamp {order} LIMIT {limit}) AS end_{n}"
     )
-    sql = " UNION ALL ".join(one.format(table=table, n=n) for n in range(len(agent_ids)))
-    tails: dict[int, Points] = defaultdict(list)
-    for row in PortfolioSnapshot.objects.raw(sql, agent_ids):
-        tails[row.agent_id].append((row.snapshot_timestamp, row.total_value))
-    return {agent_id: sorted(tail) for agent_id, tail in tails.items()}
+    sql = " UNION ALL ".join(
+        one.format(table=table, order=order, limit=limit, n=f"{n}_{limit}")
+        for n in range(len(agent_ids))
+        for order, limit in (("ASC", 1), ("DESC", 2))
+    )
+    params = [agent_id for agent_id in agent_ids for _ in range(2)]
+    ends: dict[int, set[tuple[datetime, Decimal]]] = defaultdict(set)
+    for row in PortfolioSnapshot.objects.raw(sql, params):
+        ends[row.agent_id].add((row.snapshot_timestamp, row.total_value))
+    return {agent_id: sorted(known) for agent_id, known in ends.items()}
 
 
-def _epoch(column: str) -> str:
-    if connection.vendor == "postgresql":
-        return f"CAST(FLOOR(EXTRACT(EPOCH FROM {column})) AS BIGINT)"
-    return f"CAST(strftime('%%s', {column}) AS INTEGER)"
+def _bucket(column: str, width: int) -> str:
+    """Return the SQL of the bucket `column` falls in: buckets of `width` seconds counted from
+    a Sunday (1970-01-04 00:00 UTC)."""
+    if connection.vendor == "postgresql":  # date_bin: plain integer arithmetic, no numeric
+        return f"date_bin(INTERVAL '{width} seconds', {column}, TIMESTAMPTZ '1970-01-04 00:00Z')"
+    return f"(CAST(strftime('%%s', {column}) AS INTEGER) - {_SUNDAY_EPOCH}) / {width}"
 
 
 def _bucket_sql(
-    agent_ids: list[int], window: Range, start: datetime | None
+    agent_ids: list[int], bucket: timedelta, start: datetime | None
 ) -> tuple[str, list[object]]:
     """Return the query of the window's kept snapshots: the last of each bucket and each
-    series' first, ordered by agent and time."""
+    series' first, ordered by agent and time. Grouping (a hash aggregate) then joining back
+    to the window's rows costs a fraction of ranking every row with a window function."""
     table = PortfolioSnapshot._meta.db_table
-    bucket = int(window.bucket.total_seconds())
+    width = int(bucket.total_seconds())
     params: list[object] = list(agent_ids)
     where = "agent_id IN (" + ", ".join(["%s"] * len(agent_ids)) + ")"
     if start is not None:  # compared as stored, so the (agent, timestamp) index serves it
         where += " AND snapshot_timestamp >= %s"
         params.append(connection.ops.adapt_datetimefield_value(start))
-    per_span = bucket * _BUCKETS_PER_SPAN
-    # The width is the range's bucket, times k when the series' span would need more than
-    # MAX_POINTS buckets: k = ceil(span / (bucket × buckets per span)) in integer arithmetic.
     sql = f"""
-        WITH points AS (
-            SELECT id, agent_id, snapshot_timestamp, total_value,
-                   {_epoch("snapshot_timestamp")} AS epoch
+        WITH buckets AS (
+            SELECT agent_id, MIN(snapshot_timestamp) AS first_at,
+                   MAX(snapshot_timestamp) AS last_at
             FROM {table} WHERE {where}
-        ), spans AS (
-            SELECT id, agent_id, snapshot_timestamp, total_value, epoch,
-                   MIN(epoch) OVER (PARTITION BY agent_id) AS first_epoch,
-                   MAX(epoch) OVER (PARTITION BY agent_id) AS last_epoch
-            FROM points
-        ), buckets AS (
-            SELECT id, agent_id, snapshot_timestamp, total_value, epoch, first_epoch,
-                   (epoch - {_SUNDAY_EPOCH}) / ({bucket} * CASE
-                       WHEN last_epoch - first_epoch > {per_span}
-                       THEN (last_epoch - first_epoch + {per_span - 1}) / {per_span}
-                       ELSE 1 END) AS bucket
-            FROM spans
-        ), ranked AS (
-            SELECT id, agent_id, snapshot_timestamp, total_value, epoch, first_epoch,
-                   ROW_NUMBER() OVER (
-                       PARTITION BY agent_id, bucket ORDER BY snapshot_timestamp DESC
-                   ) AS from_end
-            FROM buckets
+            GROUP BY agent_id, {_bucket("snapshot_timestamp", width)}
+        ), kept AS (
+            SELECT agent_id, last_at AS at FROM buckets
+            UNION
+            SELECT agent_id, MIN(first_at) AS at FROM buckets GROUP BY agent_id
         )
-        SELECT id, agent_id, snapshot_timestamp, total_value FROM ranked
-        WHERE from_end = 1 OR epoch = first_epoch
-        ORDER BY agent_id, snapshot_timestamp
+        SELECT s.id, s.agent_id, s.snapshot_timestamp, s.total_value
+        FROM {table} s JOIN kept ON s.agent_id = kept.agent_id AND s.snapshot_timestamp = kept.at
+        WHERE {where.replace("agent_id", "s.agent_id").replace("snapshot_", "s.snapshot_")}
+        ORDER BY s.agent_id, s.snapshot_timestamp
     """  # noqa: S608 — the table name and integers are ours, every value is a parameter
-    return sql, params
+    return sql, params * 2  # the window's condition, on the scan and on the join back

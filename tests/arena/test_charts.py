@@ -178,21 +178,23 @@ def test_a_series_with_two_snapshots_never_has_fewer_than_two_points() -> None:
     assert value_series(agents=[], range_key="ALL") == []
 
 
-def _reference(times: list[datetime], window: curves.Range, end: datetime) -> list[datetime]:
-    """The downsampling rule in plain Python, to hold both databases to the same answer."""
-    start = times[0] if window.span is None else end - window.span
+def _reference(
+    times: list[datetime], window: curves.Range, first: datetime, end: datetime
+) -> list[datetime]:
+    """The downsampling rule in plain Python, to hold both databases to the same answer: the
+    window [end − span, end] (everything from `first`, the earliest of all series, for ALL),
+    buckets widened when the window would need more than the cap, the last snapshot of each
+    bucket and the series' first, or its last two when the window holds fewer than two."""
+    start = first if window.span is None else end - window.span
     inside = [t for t in times if t >= start]
-    if not inside:
-        return times[-2:]
     bucket = int(window.bucket.total_seconds())
-    span = int((inside[-1] - inside[0]).total_seconds())
     per_span = bucket * (MAX_POINTS - 3)
-    width = bucket * (-(-span // per_span) if span > per_span else 1)
+    width = bucket * max(1, -(-int((end - start).total_seconds()) // per_span))
     sunday = datetime(1970, 1, 4, tzinfo=UTC)
     last_of: dict[int, datetime] = {}
     for t in inside:
         last_of[int((t - sunday).total_seconds()) // width] = t
-    kept = sorted({inside[0], *last_of.values()})
+    kept = sorted({*inside[:1], *last_of.values()})
     return kept if len(kept) >= 2 else sorted({*kept, *times[-2:]})
 
 
@@ -211,12 +213,12 @@ def test_irregular_snapshots_downsample_to_the_same_points_on_every_database() -
         ]
         snapshots(agent, times)
         all_times.append(times)
-    end = max(t[-1] for t in all_times)
+    first, end = min(t[0] for t in all_times), max(t[-1] for t in all_times)
     for range_key, window in RANGES.items():
         series = value_series(agents=agents, range_key=range_key)
         for agent, times, one in zip(agents, all_times, series, strict=True):
             assert one.key == f"agent-{agent.pk}"
-            assert [ts for ts, _ in one.points] == _reference(times, window, end), range_key
+            assert [ts for ts, _ in one.points] == _reference(times, window, first, end), range_key
 
 
 def test_the_series_take_a_constant_number_of_queries() -> None:

@@ -232,7 +232,7 @@ def test_status_shows_the_last_market_sync_and_its_outcome(
     assert "2026-11-23 11:59" in text
     assert f"Failed: {HOSTILE} — 498 fetched of 500 requested" in text
     assert "<script>alert" not in response.content.decode()
-    row = re.search(r'<tr id="status-sync">(.*?)</tr>', response.content.decode(), re.S)
+    row = re.search(r'<dd id="status-sync">(.*?)</dd>', response.content.decode(), re.S)
     assert row
     assert "stale" not in row.group(1)
 
@@ -244,7 +244,7 @@ def test_status_flags_a_sync_older_than_twice_its_interval(
     time_machine.move_to(NOW, tick=False)
     _sync(at=NOW - timedelta(minutes=10, seconds=1))  # syncs run every 5 minutes
     content = _get(client, "arena:status").content.decode()
-    row = re.search(r'<tr id="status-sync">(.*?)</tr>', content, re.S)
+    row = re.search(r'<dd id="status-sync">(.*?)</dd>', content, re.S)
     assert row
     assert "stale" in row.group(1)
     assert "Older than twice its interval (5 min)" in _text(_get(client, "arena:status"))
@@ -289,7 +289,10 @@ def test_status_shows_the_last_decision_run_with_its_decisions_outcomes(client: 
         )
     text = _text(_get(client, "arena:status"))
     assert "2026-11-22 00:05" in text
-    assert "Week of 2026-11-22, 500 markets frozen, finished 2026-11-22 00:41." in text
+    assert (
+        "2026-11-22 00:05 — week of 2026-11-22, 500 markets frozen, finished 2026-11-22 00:41."
+        in text
+    )
     assert "3 decisions: 2 done, 1 retryable failure; 1 defaulted to HOLD" in text
 
 
@@ -331,7 +334,7 @@ def test_status_shows_the_last_resolution_check_and_its_outcome(
     )
     text = _text(_get(client, "arena:status"))
     assert (
-        "Resolution check 2026-11-23 11:37 Latest outcome: market settled at 2026-11-23 11:07: "
+        "Resolution check 2026-11-23 11:37 — Latest outcome: market settled at 2026-11-23 11:07: "
         "market 517310 resolved 'No'" in text
     )
 
@@ -427,14 +430,13 @@ def test_status_shows_the_next_runs_computed_from_the_installed_crontabs(
         "run-decisions": "Sun 2026-11-29 00:05",
     }
     for name, when in expected.items():
-        assert re.search(rf"<td>{name}</td>.*?<td class=\"nowrap\">{when}</td>", content, re.S), (
-            name
-        )
+        cells = rf'<td class="nowrap">{name}</td>\s*<td class="nowrap">{when}</td>'
+        assert re.search(cells, content), name
     assert (
-        "take-snapshots arena.take_snapshots */10 * * * * Mon 2026-11-23 12:10 2026-11-23 12:00"
+        "take-snapshots Mon 2026-11-23 12:10 2026-11-23 12:00 */10 * * * * arena.take_snapshots"
         in text
     )
-    assert "retry-decisions arena.retry_decisions 35 * * * * disabled" in text
+    assert "retry-decisions disabled never 35 * * * * arena.retry_decisions" in text
     # Soonest first.
     order = [text.index(name) for name in expected]
     assert order == sorted(order)
@@ -460,7 +462,7 @@ def test_status_lists_recent_system_events_escaped_with_their_level(client: Clie
     assert "<script>alert" not in content
     assert "<img src=x" not in content
     assert html.escape(HOSTILE) in content
-    assert f"2026-11-20 05:00 Error Decision failed {HOSTILE}" in text
+    assert f"2026-11-20 05:00 Error: Decision failed {HOSTILE}" in text
     # The 50 most recent: the hostile one and settled 54 … 6; 5 … 0 are left to the admin.
     assert "settled 6 " in text
     assert "settled 54 " in text

@@ -63,10 +63,19 @@ def _restore_seeded_rows() -> None:
     """Empty every table and put back what the migrations seeded (the lineup)."""
     for alias in connections:
         connection = connections[alias]
-        call_command("flush", verbosity=0, interactive=False, database=alias)
+        # As TransactionTestCase does: the serialized rows include the content types, and
+        # the sequences run on past the restored primary keys.
+        call_command(
+            "flush",
+            verbosity=0,
+            interactive=False,
+            database=alias,
+            reset_sequences=False,
+            inhibit_post_migrate=True,
+        )
         contents = getattr(connection, "_test_serialized_contents", None)
-        if contents:
-            connection.creation.deserialize_db_from_string(contents)
+        assert contents, "the walk's tests must be marked django_db(serialized_rollback=True)"
+        connection.creation.deserialize_db_from_string(contents)
 
 
 def _pick(base: str) -> dict[str, str]:
@@ -82,7 +91,8 @@ def _pick(base: str) -> dict[str, str]:
     agent: Agent = decision.agent
     cohort: Cohort = agent.cohort
     trade = decision.trades.filter(status=Trade.Status.EXECUTED).select_related("market").first()
-    assert trade is not None and trade.market is not None
+    assert trade is not None
+    assert trade.market is not None
     return {
         "cohort": f"{base}/cohorts/{cohort.number}/",
         "agent": f"{base}/cohorts/{cohort.number}/agents/{agent.pk}/",
@@ -107,10 +117,10 @@ def site(django_db_setup: None, django_db_blocker: Any) -> Iterator[Site]:
         server = None
         try:
             demo_run(weeks=3, tick=timedelta(hours=12), until=UNTIL)
-            hostile = build_world(scale=1, text=HOSTILE)
             server = LiveServer("localhost")
             server._live_server_modified_settings.enable()
-            yield Site(url=server.url, hostile=hostile, **_pick(server.url))
+            walk = _pick(server.url)  # from the demo, before the hostile world joins it
+            yield Site(url=server.url, hostile=build_world(scale=1, text=HOSTILE), **walk)
         finally:
             if server is not None:
                 server._live_server_modified_settings.disable()

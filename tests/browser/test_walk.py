@@ -11,13 +11,14 @@ The pages of a world whose every stored text is hostile keep their layout too, a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.urls import reverse
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.browser.conftest import CHROMIUM, Site
 
@@ -27,10 +28,13 @@ pytestmark = [
         reason="BROWSER WALK SKIPPED: no chromium on this machine — run `make browser` "
         "(apt-get install chromium) to test the pages in a real browser",
     ),
-    pytest.mark.django_db,  # see conftest.py: the data is the module's, committed
+    # See conftest.py: the data is the module's, committed. serialized_rollback makes the
+    # test database keep a copy of the seeded lineup, which the module puts back at its end.
+    pytest.mark.django_db(serialized_rollback=True),
 ]
 
 VIEWPORTS = {"desktop": (1280, 900), "phone": (390, 844)}
+CHROMIUM_SAYS = "the server responded with a status of"
 
 
 @dataclass
@@ -45,7 +49,7 @@ class Visit:
 
 
 @pytest.fixture(params=list(VIEWPORTS))
-def tab(request: pytest.FixtureRequest, browser: Any, site: Site) -> Any:
+def tab(request: pytest.FixtureRequest, browser: Any, site: Site) -> Iterator[Any]:
     width, height = VIEWPORTS[request.param]
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
@@ -56,7 +60,12 @@ def tab(request: pytest.FixtureRequest, browser: Any, site: Site) -> Any:
         lambda m: visit.note(f"console {m.type}: {m.text}") if m.type == "error" else None,
     )
     page.on("pageerror", lambda e: visit.note(f"page error: {e}"))
-    page.on("dialog", lambda d: (visit.note(f"a script opened a {d.type}"), d.dismiss()))
+
+    def dialog(d: Any) -> None:
+        visit.note(f"a script opened a {d.type}")
+        d.dismiss()
+
+    page.on("dialog", dialog)
     page.on(
         "requestfailed",
         lambda r: visit.note(f"request failed: {r.url} ({r.failure})"),
@@ -64,12 +73,14 @@ def tab(request: pytest.FixtureRequest, browser: Any, site: Site) -> Any:
     page.on(
         "response",
         # the page's own status is checked by arrive(); this catches its assets and calls
-        lambda r: visit.note(f"HTTP {r.status} for {r.url}")
-        if r.status >= 400 and r.request.resource_type != "document"
-        else None,
+        lambda r: (
+            visit.note(f"HTTP {r.status} for {r.url}")
+            if r.status >= 400 and r.request.resource_type != "document"
+            else None
+        ),
     )
-    page.visit = visit  # type: ignore[attr-defined]
-    page.viewport_name = request.param  # type: ignore[attr-defined]
+    page.visit = visit
+    page.viewport_name = request.param
     yield page
     context.close()
 
@@ -82,10 +93,15 @@ def arrive(page: Any, shots: Path, name: str, url: str | None = None, status: in
         response = page.goto(url, wait_until="load")
         if response is None or response.status != status:
             visit.note(f"status {response.status if response else 'none'} for {url}")
+        elif status != 200:  # chromium logs the page's own expected error status
+            own = f"console error: Failed to load resource: {CHROMIUM_SAYS} {status}"
+            visit.problems = [
+                p for p in visit.problems if not p.startswith(f"{visit.current}: {own}")
+            ]
     page.wait_for_load_state("load")
     wide = page.evaluate(
         "() => [document.documentElement.scrollWidth, window.innerWidth,"
-        " document.body.scrollWidth]"
+        " document.body.scrollWidth, document.documentElement.scrollHeight]"
     )
     if max(wide[0], wide[2]) > wide[1]:
         culprits = page.evaluate(
@@ -95,7 +111,9 @@ def arrive(page: Any, shots: Path, name: str, url: str | None = None, status: in
                 .slice(0, 5).map(e => e.tagName + '.' + e.className)"""
         )
         visit.note(f"page is {wide[0]} px wide in a {wide[1]} px viewport: {culprits}")
-    page.screenshot(path=str(shots / f"{page.viewport_name}-{name}.png"), full_page=True)
+    # A page of hostile text can be many screens tall: past 20,000 px the first screen will do.
+    full = wide[3] <= 20_000
+    page.screenshot(path=str(shots / f"{page.viewport_name}-{name}.png"), full_page=full)
 
 
 def expect_text(page: Any, selector: str, pattern: str) -> None:
@@ -173,16 +191,11 @@ def chart_ranges(page: Any, shots: Path, name: str) -> None:
     if not keys:
         page.visit.note("the chart has no range buttons")
     for key in keys:
-        page.locator(".chart-ranges a", has_text=re.compile(rf"^{re.escape(key)}$")).click()
-        page.wait_for_load_state("load")
-        drawn: Callable[[], bool] = lambda: page.locator(  # noqa: E731
-            ".chart-plot canvas, .chart-empty"
-        ).count() > 0
+        with page.expect_navigation(wait_until="load"):
+            page.locator(".chart-ranges a", has_text=re.compile(rf"^{re.escape(key)}$")).click()
         try:
             page.wait_for_selector(".chart-plot canvas, .chart-empty", timeout=5_000)
-        except Exception:  # noqa: BLE001 - reported below with the page's name
-            pass
-        if not drawn():
+        except PlaywrightTimeout:
             page.visit.note(f"range {key}: no chart drawn")
         active = page.locator(".chart-ranges a.active").all_inner_texts()
         if active != [key]:

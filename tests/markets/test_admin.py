@@ -131,6 +131,23 @@ def test_staff_cannot_add_or_delete_markets(admin_client: Client, catalogue: Non
     assert Market.objects.filter(pk=pk).exists()
 
 
+def test_change_page_is_read_only_with_no_save_button(
+    admin_client: Client, catalogue: None
+) -> None:
+    """Every field comes from Gamma; the only writes are the actions (resync, resolution)."""
+    html = _html(admin_client.get(reverse("admin:markets_market_change", args=[pk_of(OPRAH)])))
+    for control in ('name="_save"', 'name="_continue"', 'name="_addanother"', "deletelink"):
+        assert control not in html
+    assert 'class="closelink"' in html  # the submit row offers only Close
+    before = Market.objects.get(polymarket_id=OPRAH)
+    response = admin_client.post(
+        reverse("admin:markets_market_change", args=[pk_of(OPRAH)]),
+        {"question": "edited", "_save": "Save"},
+    )
+    assert response.status_code == 403
+    assert Market.objects.get(polymarket_id=OPRAH).question == before.question
+
+
 def test_resync_action_rereads_the_selected_markets_and_reports_the_summary(
     admin_client: Client,
     catalogue: None,
@@ -170,6 +187,28 @@ def test_resync_action_reports_a_failed_fetch_as_an_error_and_changes_nothing(
     )
     after = Market.objects.get(polymarket_id=OPRAH)
     assert (after.price, after.last_synced_at) == (before.price, before.last_synced_at)
+
+
+def test_resync_action_names_each_market_it_could_not_sync_and_why(
+    admin_client: Client,
+    catalogue: None,
+    records: dict[str, dict[str, Any]],
+    gamma_server: ReplayServer,
+) -> None:
+    odd = {**records[OPRAH], "outcomePrices": json.dumps(["0.25"])}  # one price, two outcomes
+    gamma_server.route("GET", "/markets", by_id_handler([odd]))  # and Chelsea is not returned
+    before = Market.objects.get(polymarket_id=OPRAH)
+    response = admin_client.post(
+        CHANGELIST,
+        {"action": "resync", "_selected_action": [pk_of(OPRAH), pk_of(CHELSEA)]},
+        follow=True,
+    )
+    html = _html(response)
+    warning = re.search(r'<li class="warning">(.*?)</li>', html)
+    assert warning is not None
+    assert warning[1].startswith(f"2 not synced — {OPRAH}: market {OPRAH}: 1 prices for 2 outcomes")
+    assert warning[1].endswith(f"; {CHELSEA}: not returned by gamma")
+    assert Market.objects.get(polymarket_id=OPRAH).price == before.price
 
 
 def test_hostile_question_is_escaped_in_the_changelist(
