@@ -537,8 +537,8 @@ class OpenRouterClient:
             max_retries=settings.HTTP_MAX_RETRIES,
             backoff_seconds=settings.HTTP_BACKOFF_SECONDS,
             retry_after_cap_seconds=settings.HTTP_RETRY_AFTER_CAP_SECONDS,
-            app_name=getattr(settings, "OPENROUTER_APP_NAME", DEFAULT_APP_NAME),
-            referer=getattr(settings, "OPENROUTER_REFERER", ""),
+            app_name=settings.OPENROUTER_APP_NAME,
+            referer=settings.OPENROUTER_REFERER,
         )
 
     def close(self) -> None:

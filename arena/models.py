@@ -429,6 +429,30 @@ class SnapshotTick(models.Model):
         return f"tick {self.slot:%Y-%m-%d %H:%M}"
 
 
+class ResolutionCheck(models.Model):
+    """One resolution check: how many markets it asked about and what became of them, so the
+    status page can say what the last check did even when it settled nothing."""
+
+    checked_at = models.DateTimeField()
+    markets_checked = models.PositiveIntegerField(default=0)
+    resolved = models.JSONField(default=list, blank=True)  # Polymarket ids settled
+    cancelled = models.JSONField(default=list, blank=True)  # refunded as ambiguous
+    failed = models.JSONField(default=list, blank=True)  # left open for the next check
+    completed_cohorts = models.JSONField(default=list, blank=True)  # cohort ids
+    error = models.TextField(blank=True)  # the fetch failed: nothing was settled
+
+    class Meta:
+        ordering = ["-checked_at", "-pk"]
+        indexes = [models.Index(fields=["-checked_at"], name="resolution_check_recent")]
+
+    def __str__(self) -> str:
+        return f"resolution check {self.checked_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and not self.failed
+
+
 class DeterminismCheck(models.Model):
     """A stored prompt re-sent to the same model at temperature 0: did the decision repeat?"""
 

@@ -22,8 +22,8 @@ Measured, each in a new 10-minute slot (a repeated slot writes nothing):
   JSON decoded), `parse_markets`, `markets_upsert(include_raw=False)`, `markets_refresh` whole;
 - a year of snapshots: 52,560 PortfolioSnapshot rows (one year of 10-minute slots) for one agent,
   interleaved slot by slot with the same for the other agents of its cohort (as ticks write
-  them), then `arena.selectors.standings.value_curves(agents=[agent])` (the agent page's
-  chart), the same for the cohort's agents (the cohort page), the last 7 days, and a raw
+  them), then `arena.selectors.curves.value_series(agents=[agent], range_key="ALL")` (the agent
+  page's chart), the same for the cohort's agents (the cohort page), the 1W range, and a raw
   range query on
   (agent_id, snapshot_timestamp) — with the query plans (EXPLAIN ANALYZE on PostgreSQL after
   ANALYZE, as autovacuum would have; EXPLAIN QUERY PLAN on SQLite).
@@ -476,7 +476,7 @@ def child(repeat: int) -> dict[str, Any]:
     from django.db import connection
 
     from arena.models import Agent, PortfolioSnapshot, Position, SnapshotTick
-    from arena.selectors.standings import value_curves
+    from arena.selectors.curves import value_series
     from arena.services.marking import held_market_ids, snapshots_take
     from markets.parsing import parse_markets
     from markets.services import markets_refresh, markets_upsert
@@ -578,8 +578,8 @@ def child(repeat: int) -> dict[str, Any]:
             cursor.execute(raw_sql, raw_params)
             return len(cursor.fetchall())
 
-    def curves(agents: list[Agent], since: datetime | None = None) -> Callable[[], list[int]]:
-        return lambda: [len(c.points) for c in value_curves(agents=agents, since=since)]
+    def curves(agents: list[Agent], range_key: str = "ALL") -> Callable[[], list[int]]:
+        return lambda: [len(s.points) for s in value_series(agents=agents, range_key=range_key)]
 
     # Diagnostic (README): the same ≤400-point curve thinned in SQL, ROW_NUMBER() kept every
     # step-th row, so 400 rows cross to Python instead of 52,560.
@@ -596,11 +596,10 @@ def child(repeat: int) -> dict[str, Any]:
             cursor.execute(thin_sql, [agent.pk, step])
             return len(cursor.fetchall())
 
-    week_ago = year_end - timedelta(days=7)
     reads = {
         "one_agent": _measure(curves([agent]), repeat=repeat),
         "cohort": _measure(curves(cohort_agents), repeat=0),  # seconds: one run is enough
-        "last_week": _measure(curves([agent], since=week_ago), repeat=repeat),
+        "last_week": _measure(curves([agent], "1W"), repeat=repeat),
         "raw": _measure(raw_range, repeat=repeat),
         "thinned": _measure(thinned, repeat=repeat),
     }
@@ -705,9 +704,9 @@ def print_database(name: str, figures: dict[str, Any], repeat: int) -> None:
         f"inserted in {year['insert_seconds']:.1f} s"
     )
     rows = [
-        ("value_curves(agents=[agent]), a year", "one_agent"),
-        (f"value_curves(agents={year['cohort_agents']} cohort agents), a year", "cohort"),
-        ("value_curves(agents=[agent], since=7 days ago)", "last_week"),
+        ("value_series(agents=[agent], ALL), a year", "one_agent"),
+        (f"value_series({year['cohort_agents']} cohort agents, ALL), a year", "cohort"),
+        ("value_series(agents=[agent], 1W)", "last_week"),
         ("raw range query (agent_id, snapshot_timestamp), a year", "raw"),
         ("diagnostic: count + ROW_NUMBER()-thinned query, a year", "thinned"),
     ]

@@ -97,10 +97,19 @@ class Series:
     points: list[tuple[datetime, Decimal]]
 
 
-def range_from(value: str | None) -> str:
-    """Return the range key `value` names (case-insensitive), or "ALL" for anything else."""
+def range_from(value: str | None, *, covering: timedelta | None = None) -> str:
+    """Return the range key `value` names (case-insensitive). Without a valid one: the
+    shortest range from 1D up whose span covers `covering` (a young cohort opens on its
+    week with hourly points, not on three weekly ones), else "ALL"."""
     key = (value or "").strip().upper()
-    return key if key in RANGES else DEFAULT_RANGE
+    if key in RANGES:
+        return key
+    if covering is not None:
+        for candidate in ("1D", "1W", "1M", "3M"):
+            span = RANGES[candidate].span
+            if span is not None and covering <= span:
+                return candidate
+    return DEFAULT_RANGE
 
 
 def model_colour(model: BenchmarkModel) -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
 from decimal import Decimal
 
 from django.db.models import Count, Prefetch, Q, QuerySet
@@ -29,7 +28,6 @@ from arena.models import (
     Agent,
     Cohort,
     Decision,
-    PortfolioSnapshot,
     Position,
     Trade,
 )
@@ -283,47 +281,6 @@ def cohort_list() -> QuerySet[Cohort]:
             "agents__positions", filter=Q(agents__positions__status="open"), distinct=True
         ),
     ).order_by("-week_start")
-
-
-@dataclass
-class Curve:
-    label: str
-    kind: str
-    points: list[tuple[datetime, Decimal]]
-
-
-MAX_POINTS = 400
-
-
-def value_curves(*, agents: list[Agent], since: datetime | None = None) -> list[Curve]:
-    """Return each agent's total-value curve, thinned in the database to about MAX_POINTS
-    evenly spaced snapshots (first and last kept): a year of 10-minute snapshots is 52,560
-    rows an agent, and only a few hundred can be drawn."""
-    ids = [a.pk for a in agents]
-    if not ids:
-        return []
-    table = PortfolioSnapshot._meta.db_table
-    where = "agent_id IN (" + ", ".join(["%s"] * len(ids)) + ")"
-    params: list[object] = list(ids)
-    if since is not None:
-        where += " AND snapshot_timestamp >= %s"
-        params.append(since)
-    sql = f"""
-        WITH numbered AS (
-            SELECT id, agent_id, snapshot_timestamp, total_value,
-                   ROW_NUMBER() OVER (PARTITION BY agent_id ORDER BY snapshot_timestamp) AS rn,
-                   COUNT(*) OVER (PARTITION BY agent_id) AS n
-            FROM {table} WHERE {where}
-        )
-        SELECT id, agent_id, snapshot_timestamp, total_value FROM numbered
-        WHERE (rn - 1) %% ((n + %s - 1) / %s) = 0 OR rn = n
-        ORDER BY agent_id, snapshot_timestamp
-    """  # noqa: S608 — the table name is ours, every value is a parameter
-    params += [MAX_POINTS, MAX_POINTS]
-    series: dict[int, list[tuple[datetime, Decimal]]] = defaultdict(list)
-    for snapshot in PortfolioSnapshot.objects.raw(sql, params):
-        series[snapshot.agent_id].append((snapshot.snapshot_timestamp, snapshot.total_value))
-    return [Curve(a.model.display_name, a.model.kind, series.get(a.pk, [])) for a in agents]
 
 
 def agent_decisions(*, agent: Agent) -> QuerySet[Decision]:

@@ -18,7 +18,14 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from arena.models import Decision, DecisionRun, DeterminismCheck, SnapshotTick, SystemEvent
+from arena.models import (
+    Decision,
+    DecisionRun,
+    DeterminismCheck,
+    ResolutionCheck,
+    SnapshotTick,
+    SystemEvent,
+)
 from markets.models import MarketSyncRun
 
 RECENT_EVENTS = 50
@@ -26,13 +33,6 @@ RECENT_CHECKS = 20
 SYNC_TASK = "markets.sync_markets"
 TICK_TASK = "arena.take_snapshots"
 RESOLUTION_TASK = "arena.check_resolutions"
-# What a resolution check leaves in the operations record (it stores no row of its own).
-RESOLUTION_KINDS = (
-    SystemEvent.Kind.RESOLUTION_CHECK_FAILED,
-    SystemEvent.Kind.SETTLEMENT_FAILED,
-    SystemEvent.Kind.MARKET_SETTLED,
-    SystemEvent.Kind.MARKET_CANCELLED,
-)
 # Used when no schedule for the job is declared: the v1 intervals (002, original notes).
 DEFAULT_INTERVALS = {SYNC_TASK: timedelta(minutes=5), TICK_TASK: timedelta(minutes=10)}
 
@@ -199,21 +199,6 @@ class RunOutcome:
     decisions: int
 
 
-@dataclass
-class ResolutionCheck:
-    """What is known of the resolution checks: when the scheduler last sent one, and the
-    latest outcome one recorded (a settlement, a refund, or a failure)."""
-
-    last_sent_at: datetime | None
-    last_event: SystemEvent | None
-
-    @property
-    def failed_last(self) -> bool:
-        """The latest recorded outcome is a failure not followed by a newer check."""
-        event = self.last_event
-        if event is None or event.level == SystemEvent.Level.INFO:
-            return False
-        return self.last_sent_at is None or event.created_at >= self.last_sent_at
 
 
 @dataclass
@@ -239,7 +224,7 @@ class SystemStatus:
     last_run: RunOutcome | None
     last_tick: SnapshotTick | None
     tick: Freshness
-    resolution: ResolutionCheck
+    last_check: ResolutionCheck | None
     jobs: list[ScheduledJob]
     events: list[SystemEvent]
     determinism: DeterminismSummary
@@ -299,7 +284,6 @@ def system_status(*, now: datetime | None = None) -> SystemStatus:
     last_sync = MarketSyncRun.objects.order_by("-started_at", "-pk").first()
     last_tick = SnapshotTick.objects.order_by("-slot").first()
     last_run = DecisionRun.objects.order_by("-started_at", "-pk").first()
-    resolution_sent = [j.last_run_at for j in jobs if j.task == RESOLUTION_TASK and j.last_run_at]
     return SystemStatus(
         now=now,
         last_sync=last_sync,
@@ -313,12 +297,7 @@ def system_status(*, now: datetime | None = None) -> SystemStatus:
         tick=_freshness(
             last_tick.slot if last_tick else None, interval=_interval(jobs, TICK_TASK), now=now
         ),
-        resolution=ResolutionCheck(
-            last_sent_at=max(resolution_sent) if resolution_sent else None,
-            last_event=SystemEvent.objects.filter(kind__in=RESOLUTION_KINDS)
-            .order_by("-created_at", "-pk")
-            .first(),
-        ),
+        last_check=ResolutionCheck.objects.order_by("-checked_at", "-pk").first(),
         jobs=jobs,
         events=list(
             SystemEvent.objects.select_related("cohort", "market").order_by("-created_at", "-pk")[

@@ -11,10 +11,11 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 
 from arena import clock, money
-from arena.evidence import error_text, traceback_summary
+from arena.evidence import error_text, storable_text, traceback_summary
 from arena.models import (
     Agent,
     Position,
+    ResolutionCheck,
     Trade,
 )
 from arena.services.cohorts import cohorts_complete
@@ -140,6 +141,7 @@ def resolutions_check(
                 level=Level.WARNING,
                 message=f"resolution check of {len(ids)} markets failed: {exc}",
             )
+            _check_record(report=report, at=now)
             return report
         batch = parse_markets(records)
         market_services.markets_upsert(
@@ -172,7 +174,20 @@ def resolutions_check(
                     data={"traceback": traceback_summary(exc)},
                 )
     report.completed_cohorts = cohorts_complete(now=now)
+    _check_record(report=report, at=now)
     return report
+
+
+def _check_record(*, report: ResolutionReport, at: datetime) -> None:
+    ResolutionCheck.objects.create(
+        checked_at=at,
+        markets_checked=report.checked,
+        resolved=report.resolved,
+        cancelled=report.cancelled,
+        failed=report.failed,
+        completed_cohorts=report.completed_cohorts,
+        error=storable_text(report.error),
+    )
 
 
 def markets_to_check() -> list[str]:

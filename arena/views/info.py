@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-import markdown  # type: ignore[import-untyped]  # no types-Markdown in the venv
+import markdown
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render

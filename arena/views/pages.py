@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, time, timedelta
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from arena import charts
+from arena import charts, clock
 from arena.models import Agent, Cohort, Decision
 from arena.selectors import curves
 from arena.selectors import standings as selectors
@@ -19,6 +21,12 @@ def _get_agent(number: int, agent_id: int) -> Agent:
     return get_object_or_404(
         Agent.objects.select_related("model", "cohort"), pk=agent_id, cohort__number=number
     )
+
+
+def _cohort_span(cohort: Cohort) -> timedelta:
+    """How long the cohort has run: what its chart shows by default."""
+    start = datetime.combine(cohort.week_start, time(0), tzinfo=UTC)
+    return (cohort.completed_at or clock.now()) - start
 
 
 def leaderboard(request: HttpRequest) -> HttpResponse:
@@ -47,7 +55,7 @@ def cohort_list(request: HttpRequest) -> HttpResponse:
 def cohort_detail(request: HttpRequest, number: int) -> HttpResponse:
     cohort = _get_cohort(number)
     standings = selectors.agent_standings(agents=cohort.agents.all())
-    range_key = curves.range_from(request.GET.get("range"))
+    range_key = curves.range_from(request.GET.get("range"), covering=_cohort_span(cohort))
     series = curves.value_series(agents=[s.agent for s in standings], range_key=range_key)
     return render(
         request,
@@ -71,7 +79,7 @@ def cohort_detail(request: HttpRequest, number: int) -> HttpResponse:
 def agent_detail(request: HttpRequest, number: int, agent_id: int) -> HttpResponse:
     agent = _get_agent(number, agent_id)
     (standing,) = selectors.agent_standings(agents=Agent.objects.filter(pk=agent.pk))
-    range_key = curves.range_from(request.GET.get("range"))
+    range_key = curves.range_from(request.GET.get("range"), covering=_cohort_span(agent.cohort))
     series = curves.value_series(agents=[agent], range_key=range_key)
     return render(
         request,

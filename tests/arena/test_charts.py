@@ -24,7 +24,7 @@ from agents.models import BenchmarkModel
 from arena import charts
 from arena.models import Agent, Cohort, Decision, PortfolioSnapshot
 from arena.selectors import curves
-from arena.selectors.curves import MAX_POINTS, RANGES, Series, value_series
+from arena.selectors.curves import MAX_POINTS, RANGES, Series, range_from, value_series
 from tests.arena.factories import AgentFactory, CohortFactory
 
 pytestmark = pytest.mark.django_db
@@ -330,7 +330,33 @@ def test_the_cohort_page_has_range_links_with_the_active_one_marked(client: Clie
     assert "<noscript>" in html
     assert "$10,014.39" in html
     unknown = client.get(f"/cohorts/{cohort.number}/?range=bogus").content.decode()
-    assert re.search(r'<a href="\?range=ALL#value-chart"[^>]*class="active"', unknown)
+    assert unknown.count('aria-current="true"') == 1  # an unknown range falls back to a default
+
+
+@pytest.mark.parametrize(
+    ("ran_for", "default"),
+    [
+        (timedelta(hours=5), "1D"),
+        (timedelta(days=3), "1W"),
+        (timedelta(days=10), "1M"),
+        (timedelta(days=45), "3M"),
+        (timedelta(days=200), "ALL"),
+    ],
+)
+def test_a_cohort_page_opens_on_the_shortest_range_covering_the_cohorts_life(
+    client: Client, ran_for: timedelta, default: str
+) -> None:
+    cohort = new_cohort()
+    start = datetime.combine(cohort.week_start, datetime.min.time(), tzinfo=UTC)
+    Cohort.objects.filter(pk=cohort.pk).update(completed_at=start + ran_for)
+    snapshots(new_agent(cohort), every_ten_minutes(start, days=1))
+    html = client.get(f"/cohorts/{cohort.number}/").content.decode()
+    assert re.search(
+        rf'<a href="\?range={default}#value-chart"[^>]*class="active" aria-current="true"', html
+    )
+    assert range_from("bogus", covering=ran_for) == default
+    assert range_from("1h", covering=ran_for) == "1H"  # an asked-for range always wins
+    assert range_from(None) == "ALL"
 
 
 def test_the_agent_page_draws_its_agents_curve(client: Client) -> None:

@@ -27,6 +27,7 @@ from arena.models import (
     Decision,
     DecisionRun,
     DeterminismCheck,
+    ResolutionCheck,
     SnapshotTick,
     SystemEvent,
 )
@@ -319,49 +320,48 @@ def _event(kind: str, message: str, *, at: datetime, level: str = "info") -> Sys
 
 
 @pytest.mark.django_db
-def test_status_shows_the_last_resolution_check_and_its_outcome(
-    client: Client, time_machine: Any
-) -> None:
-    time_machine.move_to(NOW, tick=False)
-    schedules_sync()
-    PeriodicTask.objects.filter(name="check-resolutions").update(
-        last_run_at=datetime(2026, 11, 23, 11, 37, tzinfo=UTC)
-    )
-    _event(
-        SystemEvent.Kind.MARKET_SETTLED,
-        "market 517310 resolved 'No'",
-        at=datetime(2026, 11, 23, 11, 7, tzinfo=UTC),
+def test_status_shows_the_last_resolution_check_and_its_outcome(client: Client) -> None:
+    ResolutionCheck.objects.create(
+        checked_at=datetime(2026, 11, 23, 10, 37, tzinfo=UTC),
+        markets_checked=9,
+        resolved=["517310"],
+        cancelled=["517311"],
+        completed_cohorts=[3],
     )
     text = _text(_get(client, "arena:status"))
     assert (
-        "Resolution check 2026-11-23 11:37 — Latest outcome: market settled at 2026-11-23 11:07: "
-        "market 517310 resolved 'No'" in text
+        "Resolution check 2026-11-23 10:37 — OK: 9 markets checked, 1 resolved, "
+        "1 cancelled (refunded), 1 cohort completed." in text
     )
 
-    _event(
-        SystemEvent.Kind.RESOLUTION_CHECK_FAILED,
-        "resolution check of 4 markets failed: Gamma unavailable",
-        at=datetime(2026, 11, 23, 11, 37, 30, tzinfo=UTC),
-        level="warning",
+    ResolutionCheck.objects.create(
+        checked_at=datetime(2026, 11, 23, 11, 37, tzinfo=UTC),
+        markets_checked=4,
+        error="Gamma unavailable <script>",
     )
-    response = _get(client, "arena:status")
+    html = _get(client, "arena:status").content.decode()
     assert (
-        '<strong class="neg">Resolution check failed</strong> at 2026-11-23 11:37: '
-        "resolution check of 4 markets failed" in response.content.decode()
+        '<strong class="neg">Failed, nothing settled</strong>: Gamma unavailable &lt;script&gt;'
+        in html
     )
 
 
 @pytest.mark.django_db
-def test_status_shows_a_resolution_check_that_settled_nothing_as_ok(
-    client: Client, time_machine: Any
-) -> None:
-    time_machine.move_to(NOW, tick=False)
-    schedules_sync()
-    PeriodicTask.objects.filter(name="check-resolutions").update(
-        last_run_at=datetime(2026, 11, 23, 11, 37, tzinfo=UTC)
+def test_status_shows_markets_that_failed_to_settle(client: Client) -> None:
+    ResolutionCheck.objects.create(
+        checked_at=datetime(2026, 11, 23, 11, 37, tzinfo=UTC), markets_checked=4, failed=["1"]
     )
     text = _text(_get(client, "arena:status"))
-    assert "OK: no market has resolved, been refunded or failed to settle yet." in text
+    assert "1 market failed to settle (retried at the next check); 4 markets checked" in text
+
+
+@pytest.mark.django_db
+def test_status_shows_a_resolution_check_that_settled_nothing_as_ok(client: Client) -> None:
+    ResolutionCheck.objects.create(
+        checked_at=datetime(2026, 11, 23, 11, 37, tzinfo=UTC), markets_checked=0
+    )
+    text = _text(_get(client, "arena:status"))
+    assert "OK: 0 markets checked, 0 resolved, 0 cancelled (refunded), 0 cohorts completed." in text
 
 
 # --- Status: the next scheduled runs ---------------------------------------------------------

@@ -26,6 +26,7 @@ from arena.models import (
     DecisionAttempt,
     PortfolioSnapshot,
     Position,
+    ResolutionCheck,
     Trade,
 )
 from arena.services.decisions import decision_claim, decision_run, decisions_run_all
@@ -441,6 +442,10 @@ def test_a_failed_fetch_settles_nothing_and_says_why(
     assert "500" in report.error
     assert "nothing settled" in report.summary()
     assert position(trade).status == Position.Status.OPEN
+    check = ResolutionCheck.objects.get()  # the status page reads the failure from here
+    assert check.checked_at == SETTLE_AT
+    assert (check.markets_checked, check.resolved, check.ok) == (1, [], False)
+    assert "500" in check.error
     assert Market.objects.get(polymarket_id="522900").resolution == Market.Resolution.OPEN
 
 
@@ -493,6 +498,9 @@ def test_a_failed_settlement_leaves_the_market_open_and_the_next_check_settles_i
 
     assert retried.resolved == ["522900"]
     assert retried.failed == []
+    first, second = ResolutionCheck.objects.order_by("checked_at")
+    assert (first.failed, first.resolved, first.ok) == (["522900"], ["537914"], False)
+    assert (second.resolved, second.failed, second.ok) == (["522900"], [], True)
     assert Market.objects.get(polymarket_id="522900").resolution == Market.Resolution.RESOLVED
     assert position(yes_bet).status == Position.Status.SETTLED
     assert cash(yes_agent) == Decimal("13000.00")

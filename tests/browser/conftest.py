@@ -119,6 +119,9 @@ def site(django_db_setup: None, django_db_blocker: Any) -> Iterator[Site]:
             demo_run(weeks=3, tick=timedelta(hours=12), until=UNTIL)
             server = LiveServer("localhost")
             server._live_server_modified_settings.enable()
+            from django.db import connection as _c
+            with _c.cursor() as cur:
+                cur.execute("select pg_backend_pid()"); print("SITE PID", cur.fetchone(), id(_c))
             walk = _pick(server.url)  # from the demo, before the hostile world joins it
             yield Site(url=server.url, hostile=build_world(scale=1, text=HOSTILE), **walk)
         finally:
