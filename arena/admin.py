@@ -27,6 +27,7 @@ from arena.models import (
     DeterminismCheck,
     PortfolioSnapshot,
     Position,
+    ResolutionCheck,
     SnapshotMarket,
     SnapshotTick,
     SystemEvent,
@@ -600,6 +601,38 @@ class SnapshotTickAdmin(ReadOnlyAdmin):
     @admin.display(description="Refresh error")
     def refresh_failure(self, obj: SnapshotTick) -> str:
         return short(obj.refresh_error, 100) or "—"
+
+
+@admin.register(ResolutionCheck)
+class ResolutionCheckAdmin(ReadOnlyAdmin):
+    list_display = (
+        "checked_at",
+        "markets_checked",
+        "n_resolved",
+        "n_cancelled",
+        "n_failed",
+        "failure",
+    )
+    list_filter = (("error", admin.EmptyFieldListFilter),)
+    date_hierarchy = "checked_at"
+    show_full_result_count = False
+    search_fields = ("error",)
+
+    @admin.display(description="Resolved")
+    def n_resolved(self, obj: ResolutionCheck) -> int:
+        return len(obj.resolved)
+
+    @admin.display(description="Cancelled (refunded)")
+    def n_cancelled(self, obj: ResolutionCheck) -> int:
+        return len(obj.cancelled)
+
+    @admin.display(description="Failed to settle")
+    def n_failed(self, obj: ResolutionCheck) -> int:
+        return len(obj.failed)
+
+    @admin.display(description="Fetch error")
+    def failure(self, obj: ResolutionCheck) -> str:
+        return short(obj.error, 100) or "—"
 
 
 @admin.register(DecisionRun)

@@ -199,8 +199,6 @@ class RunOutcome:
     decisions: int
 
 
-
-
 @dataclass
 class DeterminismSummary:
     total: int

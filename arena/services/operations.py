@@ -21,7 +21,7 @@ from arena.services.audit import determinism_check, determinism_sample
 from arena.services.cohorts import cohorts_complete
 from arena.services.decisions import decision_retry
 from arena.services.events import Kind, Level, event_record
-from arena.services.settlement import _settlement_event, market_settle
+from arena.services.settlement import market_settle, market_settlement_event_record
 from markets import services as market_services
 from markets.exceptions import GammaUnavailable
 from markets.models import Market
@@ -136,7 +136,7 @@ def market_resolution_check(
     if not settled:
         report.done.append(f"market {polymarket_id}: already settled, nothing to do")
         return report
-    _settlement_event(polymarket_id=polymarket_id, verdict=verdict)
+    market_settlement_event_record(polymarket_id=polymarket_id, verdict=verdict)
     outcome = (
         f"resolved {verdict.winning_outcome!r}"
         if verdict.state == "resolved"

@@ -159,7 +159,7 @@ def resolutions_check(
                     (report.resolved if verdict.state == "resolved" else report.cancelled).append(
                         pid
                     )
-                    _settlement_event(polymarket_id=pid, verdict=verdict)
+                    market_settlement_event_record(polymarket_id=pid, verdict=verdict)
             except Exception as exc:  # a failed settlement must not stop the others
                 logger.exception("settling market %s failed; the next check retries it", pid)
                 report.failed.append(pid)
@@ -208,7 +208,7 @@ def markets_to_check() -> list[str]:
     )
 
 
-def _settlement_event(*, polymarket_id: str, verdict: Verdict) -> None:
+def market_settlement_event_record(*, polymarket_id: str, verdict: Verdict) -> None:
     market = Market.objects.filter(polymarket_id=polymarket_id).values_list("pk", "question")[0]
     if verdict.state == "resolved":
         event_record(
