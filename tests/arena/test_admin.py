@@ -32,6 +32,7 @@ from arena.models import (
     DecisionRun,
     DeterminismCheck,
     Position,
+    ResolutionCheck,
     SnapshotTick,
     SystemEvent,
 )
@@ -90,6 +91,9 @@ def audit_rows(world: World) -> None:
     )
     SnapshotTick.objects.get_or_create(
         slot=datetime(2031, 2, 1, tzinfo=UTC), defaults={"refresh_error": HOSTILE}
+    )
+    ResolutionCheck.objects.create(
+        checked_at=datetime(2031, 2, 1, tzinfo=UTC), markets_checked=1, error=HOSTILE
     )
     MarketSyncRun.objects.create(
         source="gamma",
