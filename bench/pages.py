@@ -17,12 +17,13 @@ The year, written with COPY on PostgreSQL (executemany on SQLite), ids assigned 
 - `--weeks` weekly cohorts (52: a year), each with the whole active lineup (the LLMs and the
   baselines), running 2–6 weeks until its positions settle (the last ones still active);
 - each agent's weekly decision for every week its cohort runs, with its attempts (an LLM's
-  request holds the run's 500-market prompt, ~50 KB; 10% need a second attempt after an
+  request holds the run's 500-market prompt, ~61 KB; 10% need a second attempt after an
   unparseable first answer) and 0–4 bets (a few rejected), some sells, positions settled at
   their market's resolution, bets scored with Brier;
 - a portfolio snapshot every 10 minutes for every agent while its cohort runs (~2 M rows for
   52 cohorts × 9 agents × ~4 weeks), a SnapshotTick per slot, a market sync every 5 minutes,
-  the operations record (runs, cohorts, settlements) and a few determinism checks.
+  a resolution check every 30, the operations record (runs, cohorts, settlements) and a few
+  determinism checks.
 
 Pages are requested in-process through Django's test Client (the whole middleware, view and
 template stack; no network, no browser) with DEBUG off, as production serves them (static
@@ -64,6 +65,7 @@ CATALOGUE = 5_000
 UNIVERSE = 500
 SLOT = timedelta(minutes=10)
 SYNC_EVERY = timedelta(minutes=5)
+RESOLUTION_EVERY = timedelta(minutes=30)
 RANGES = ("10M", "1H", "1D", "1W", "1M", "3M", "ALL")
 CATEGORIES = (
     "Politics",
@@ -336,6 +338,7 @@ def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
         DeterminismCheck,
         PortfolioSnapshot,
         Position,
+        ResolutionCheck,
         SnapshotMarket,
         SnapshotTick,
         SystemEvent,
@@ -633,6 +636,15 @@ def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
               ts(first + SYNC_EVERY * n), ts(first + SYNC_EVERY * n + timedelta(seconds=4)))
              for n in range(syncs)),
         )  # fmt: skip
+        checks = int((now - first) / RESOLUTION_EVERY)
+        write(
+            ResolutionCheck,
+            ["checked_at", "markets_checked", "resolved"],
+            (
+                (ts(first + RESOLUTION_EVERY * n + timedelta(minutes=7)), 40, json.dumps([]))
+                for n in range(checks)
+            ),
+        )
         for m in markets:
             if m.resolved_at is not None and m.resolved_at <= now:
                 kind = "market_settled" if m.resolution == "resolved" else "market_cancelled"
@@ -659,7 +671,7 @@ def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
         if connection.vendor == "postgresql":
             models = [Market, DecisionRun, SnapshotMarket, Cohort, Agent, Decision,
                       DecisionAttempt, Position, Trade, PortfolioSnapshot, SnapshotTick,
-                      MarketSyncRun, SystemEvent, DeterminismCheck]  # fmt: skip
+                      MarketSyncRun, SystemEvent, DeterminismCheck, ResolutionCheck]  # fmt: skip
             with connection.cursor() as cursor:
                 for statement in connection.ops.sequence_reset_sql(no_style(), models):
                     cursor.execute(statement)
@@ -826,8 +838,9 @@ def clear() -> None:
     from django.db import connection, transaction
 
     tables = [
-        "arena_determinismcheck", "arena_systemevent", "arena_snapshottick",
-        "arena_portfoliosnapshot", "arena_trade", "arena_position", "arena_decisionattempt",
+        "arena_resolutioncheck", "arena_determinismcheck", "arena_systemevent",
+        "arena_snapshottick", "arena_portfoliosnapshot", "arena_trade", "arena_position",
+        "arena_decisionattempt",
         "arena_decision", "arena_agent", "arena_cohort", "arena_snapshotmarket",
         "arena_decisionrun", "markets_marketsyncrun", "markets_market",
     ]  # fmt: skip

@@ -59,6 +59,20 @@ class Site:
     hostile: World  # a world whose every stored text is HOSTILE
 
 
+def _end_server_sessions() -> None:
+    """End the PostgreSQL sessions the live server's request threads left open, so that the
+    test database can be dropped at the end of the run (pytest-django otherwise warns that it
+    "is being accessed by other users")."""
+    for alias in connections:
+        connection = connections[alias]
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+
+
 def _restore_seeded_rows() -> None:
     """Empty every table and put back what the migrations seeded (the lineup)."""
     for alias in connections:
@@ -119,15 +133,13 @@ def site(django_db_setup: None, django_db_blocker: Any) -> Iterator[Site]:
             demo_run(weeks=3, tick=timedelta(hours=12), until=UNTIL)
             server = LiveServer("localhost")
             server._live_server_modified_settings.enable()
-            from django.db import connection as _c
-            with _c.cursor() as cur:
-                cur.execute("select pg_backend_pid()"); print("SITE PID", cur.fetchone(), id(_c))
             walk = _pick(server.url)  # from the demo, before the hostile world joins it
             yield Site(url=server.url, hostile=build_world(scale=1, text=HOSTILE), **walk)
         finally:
             if server is not None:
                 server._live_server_modified_settings.disable()
                 server.stop()
+                _end_server_sessions()
             _restore_seeded_rows()
             snapshot_cache_clear()
             if async_unsafe is None:

@@ -180,6 +180,14 @@ def test_a_visitor_walks_the_site(tab: Any, site: Site, screenshots: Path) -> No
     arrive(page, screenshots, "10-not-found", base + "/cohorts/999999/", status=404)
     expect_text(page, "h1", "Not found")
 
+    # Browsers and crawlers ask for /favicon.ico even when the page links favicon.svg.
+    icon = page.goto(base + "/favicon.ico")
+    if icon is None or icon.status != 200 or "svg" not in icon.headers.get("content-type", ""):
+        page.visit.note("/favicon.ico is not served")
+    linked = page.request.get(base + "/static/favicon.svg")
+    if linked.status != 200:
+        page.visit.note(f"the linked favicon answers {linked.status}")
+
     assert not page.visit.problems, "\n".join(page.visit.problems)
 
 
