@@ -54,8 +54,9 @@ services:
 
 # The browser walk drives Debian's chromium through Playwright; nothing is downloaded by Playwright.
 browser:
-	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
-	@chromium --version
+	@(command -v chromium >/dev/null && dpkg -s fonts-noto-color-emoji >/dev/null 2>&1) || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-color-emoji >/dev/null)
+	@chromium --version 2>/dev/null
 
 check: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

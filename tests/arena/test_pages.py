@@ -32,6 +32,7 @@ from arena.models import (
     Position,
     Trade,
 )
+from forecaster.templatetags.figures import money
 from markets.models import Market
 from tests.arena.conftest import snapshot_cache_clear
 from tests.arena.factories import CohortFactory
@@ -174,15 +175,15 @@ def test_cohort_page_has_a_value_chart_with_a_line_per_agent_and_the_standings(
         standings = next(t for t in tables(html) if "Total value" in t)
         for agent in agents:
             row = next(r for r in rows(standings) if f"/agents/{agent.pk}/" in r)
-            assert f"${agent.cash:.2f}" in row
+            assert money(agent.cash) in row
             if cohort.status == Cohort.Status.COMPLETED:
                 # nothing open: the fixed final value is the cash
                 assert not agent.positions.filter(status="open").exists()
-                assert row.count(f"${agent.cash:.2f}") == 2  # cash and total value
+                assert row.count(money(agent.cash)) == 2  # cash and total value
             else:
                 # the live standing equals the last tick's snapshot: nothing moved since
                 latest = PortfolioSnapshot.objects.filter(agent=agent).latest("snapshot_timestamp")
-                assert f"${latest.total_value:.2f}" in row
+                assert money(latest.total_value) in row
 
 
 def test_agent_page_shows_positions_and_trades(world: DemoReport, client: Client) -> None:
