@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agents.types import MarketView
-from arena.models import Agent, Cohort, Decision, DecisionRun, SnapshotMarket
+from arena.models import Agent, Cohort, Decision, DecisionRun, SnapshotMarket, SystemEvent
 from arena.services import frozen as frozen_services
 from arena.services.cohorts import cohort_start
 from arena.services.decisions import decision_claim
@@ -66,6 +66,7 @@ def shared_world(django_db_setup: None, django_db_blocker: Any) -> Iterator[Worl
     with django_db_blocker.unblock():
         markets_before = set(Market.objects.values_list("pk", flat=True))
         syncs_before = set(MarketSyncRun.objects.values_list("pk", flat=True))
+        events_before = set(SystemEvent.objects.values_list("pk", flat=True))
         cohort, created = cohort_start(week_start=WEEK, now=COHORT_AT)
         assert created, "another test left a cohort behind"
         run = run_prepare(now=RUN_AT, source=RecordedSource())
@@ -76,6 +77,7 @@ def shared_world(django_db_setup: None, django_db_blocker: Any) -> Iterator[Worl
         Cohort.objects.filter(pk=cohort.pk).delete()
         Market.objects.exclude(pk__in=markets_before).delete()
         MarketSyncRun.objects.exclude(pk__in=syncs_before).delete()
+        SystemEvent.objects.exclude(pk__in=events_before).delete()  # "cohort started", …
 
 
 @pytest.fixture
