@@ -14,8 +14,9 @@ Two queries whatever the number of agents or snapshots: each agent's first and l
 snapshots (index lookups; they fix the window), then the window's buckets for all series at
 once. Buckets are counted from a Sunday (1970-01-04 00:00 UTC; `date_bin` on PostgreSQL, epoch
 seconds on SQLite), so a 1-week bucket is a cohort week and the shorter ones fall on round UTC
-times. A cohort's year of 10-minute snapshots (9 agents, 473,040 rows) reads in about 0.2 s on
-PostgreSQL at ALL, a few milliseconds at 1W.
+times. Buckets wider than the 10-minute slot (1W, 1M, 3M, ALL) are read by one index probe
+per bucket on (agent, timestamp), so a model's year at ALL reads a few hundred rows rather
+than every snapshot; the 10-minute ranges scan their short window (see bench/README.md).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.db import connection
@@ -33,6 +34,10 @@ from arena.models import Agent, PortfolioSnapshot
 from arena.selectors.standings import _offline_agent_ids
 
 MAX_POINTS = 1000
+SLOT = timedelta(minutes=10)  # the snapshot interval: a bucket this wide keeps every snapshot
+BUCKET_ORIGIN = datetime(1970, 1, 4, tzinfo=UTC)  # buckets are counted from this Sunday
+# Bind parameters of one probe query, well under SQLite's 32,766.
+MAX_PROBE_PARAMETERS = 30_000
 # Buckets touched by a window: its span ÷ width, plus a partial bucket at each end, plus the
 # series' first snapshot kept in its own right: widening to span ÷ (MAX_POINTS - 3) caps it.
 _BUCKETS_PER_SPAN = MAX_POINTS - 3
@@ -170,7 +175,12 @@ def _downsampled(*, agent_ids: list[int], window: Range) -> dict[int, Points]:
     # spans every series, so no series gets more than MAX_POINTS.
     bucket = window.bucket * max(1, -(-(end - first) // (window.bucket * _BUCKETS_PER_SPAN)))
     points: dict[int, Points] = defaultdict(list)
-    for row in PortfolioSnapshot.objects.raw(*_bucket_sql(agent_ids, bucket, start)):
+    query = None
+    if bucket > SLOT:  # buckets wider than a slot: one index probe per bucket beats a scan
+        query = _probe_sql(ends, bucket, start)
+    if query is None:
+        query = _bucket_sql(agent_ids, bucket, start)
+    for row in PortfolioSnapshot.objects.raw(*query):
         points[row.agent_id].append((row.snapshot_timestamp, row.total_value))
     for agent_id, known in ends.items():
         if len(points[agent_id]) < 2:  # a series the window (nearly) misses: its last two
@@ -204,6 +214,48 @@ def _bucket(column: str, width: int) -> str:
     if connection.vendor == "postgresql":  # date_bin: plain integer arithmetic, no numeric
         return f"date_bin(INTERVAL '{width} seconds', {column}, TIMESTAMPTZ '1970-01-04 00:00Z')"
     return f"(CAST(strftime('%%s', {column}) AS INTEGER) - {_SUNDAY_EPOCH}) / {width}"
+
+
+def _probe_sql(
+    ends: dict[int, Points], bucket: timedelta, start: datetime | None
+) -> tuple[str, list[object]] | None:
+    """Return the query of the window's kept snapshots as index probes on (agent, timestamp):
+    per series, the last snapshot of each bucket from its first in the window to its last,
+    and its first snapshot in the window. The same rows as `_bucket_sql` (buckets counted from
+    the same Sunday), without reading the snapshots between them: a model's year at ALL reads
+    a few hundred rows instead of two hundred thousand. None when there would be too many
+    probes for one statement; the scan serves then."""
+    adapt = connection.ops.adapt_datetimefield_value
+    buckets: list[object] = []
+    firsts: list[object] = []
+    for agent_id, known in ends.items():
+        first, last = known[0][0], known[-1][0]
+        low = first if start is None else max(first, start)
+        if last < low:
+            continue  # the window misses the series: `_downsampled` adds its last two
+        firsts += [agent_id, adapt(low)]
+        k = (low - BUCKET_ORIGIN) // bucket
+        while (bucket_start := BUCKET_ORIGIN + k * bucket) <= last:
+            buckets += [agent_id, adapt(max(bucket_start, low)), adapt(bucket_start + bucket)]
+            k += 1
+    if not firsts or len(buckets) + len(firsts) > MAX_PROBE_PARAMETERS:
+        return None
+    table = PortfolioSnapshot._meta.db_table
+    probe = (
+        f"SELECT p.id FROM {table} p WHERE p.agent_id = {{v}}.a "
+        f"AND p.snapshot_timestamp >= {{v}}.lo {{upper}}"
+        "ORDER BY p.snapshot_timestamp {order} LIMIT 1"
+    )
+    last_of_bucket = probe.format(v="b", upper="AND p.snapshot_timestamp < b.hi ", order="DESC")
+    first_in_window = probe.format(v="f", upper="", order="ASC")
+    sql = f"""
+        WITH b(a, lo, hi) AS (VALUES {", ".join(["(%s, %s, %s)"] * (len(buckets) // 3))}),
+             f(a, lo) AS (VALUES {", ".join(["(%s, %s)"] * (len(firsts) // 2))})
+        SELECT s.id, s.agent_id, s.snapshot_timestamp, s.total_value FROM {table} s
+        WHERE s.id IN (SELECT ({last_of_bucket}) FROM b UNION SELECT ({first_in_window}) FROM f)
+        ORDER BY s.agent_id, s.snapshot_timestamp
+    """  # noqa: S608 — the table name is ours, every value is a parameter
+    return sql, buckets + firsts
 
 
 def _bucket_sql(

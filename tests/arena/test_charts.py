@@ -221,6 +221,30 @@ def test_irregular_snapshots_downsample_to_the_same_points_on_every_database() -
             assert [ts for ts, _ in one.points] == _reference(times, window, first, end), range_key
 
 
+def test_index_probes_and_the_scan_keep_the_same_snapshots(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Wide buckets are read by one index probe per bucket; with too many probes for one
+    statement the scan serves instead. Both keep the same snapshots."""
+    rng = random.Random(3)
+    cohort = new_cohort()
+    agents = [new_agent(cohort, m) for m in ("gpt-5.1", "grok-4")]
+    for n, agent in enumerate(agents):
+        snapshots(
+            agent,
+            [
+                t + timedelta(seconds=rng.randrange(0, 59))
+                for t in every_ten_minutes(SUNDAY + timedelta(days=3 * n), days=50 - 20 * n)
+                if rng.random() > 0.3
+            ],
+        )
+    probed = {key: value_series(agents=agents, range_key=key) for key in RANGES}
+    monkeypatch.setattr(curves, "MAX_PROBE_PARAMETERS", 0)
+    scanned = {key: value_series(agents=agents, range_key=key) for key in RANGES}
+    assert probed == scanned
+    assert all(len(s.points) >= 2 for series in probed.values() for s in series)
+
+
 def test_the_series_take_a_constant_number_of_queries() -> None:
     def count(agents: list[Agent], range_key: str) -> int:
         agents = list(Agent.objects.filter(pk__in=[a.pk for a in agents]).select_related("model"))
