@@ -26,6 +26,9 @@ from markets.models import Market
 MAX_PRICE_POINTS = 1000
 # The most outcomes of a multi-outcome market drawn when no agent held any of them.
 MAX_OUTCOME_SERIES = 8
+# Rows a list of the page shows: a market every cohort buys gathers hundreds of positions and
+# trades, and rendering them all costs more than the page's budget (bench/README.md §3).
+LIST_LIMIT = 100
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,21 @@ class MarketPage:
     @property
     def ever_held(self) -> bool:
         return self.held_from is not None
+
+    @property
+    def holdings_shown(self) -> list[Holding]:
+        """Open positions first, then the earliest closed ones, up to LIST_LIMIT."""
+        return self.holdings[:LIST_LIMIT]
+
+    @property
+    def trades_shown(self) -> list[MarketTrade]:
+        """The latest LIST_LIMIT trades, oldest first."""
+        return self.trades[-LIST_LIMIT:]
+
+    @property
+    def scored_shown(self) -> list[MarketTrade]:
+        """The latest LIST_LIMIT scored bets, oldest first."""
+        return self.scored[-LIST_LIMIT:]
 
     @property
     def open_holdings(self) -> list[Holding]:

@@ -283,10 +283,26 @@ def cohort_list() -> QuerySet[Cohort]:
     ).order_by("-week_start")
 
 
+# A decision's prompts run to ~60 KB; the lists of decisions show none of them.
+LIST_DEFERRED = ("system_prompt", "user_prompt", "traceback", "parsed")
+
+
+def cohort_decisions(*, cohort: Cohort) -> QuerySet[Decision]:
+    return (
+        cohort.decisions.select_related("agent__model")
+        .defer(*LIST_DEFERRED)
+        .order_by("-week_start", "agent__model__kind", "agent__model__display_order")
+    )
+
+
 def agent_decisions(*, agent: Agent) -> QuerySet[Decision]:
-    return agent.decisions.order_by("-week_start").annotate(
-        executed=Count("trades", filter=Q(trades__status="executed")),
-        rejected=Count("trades", filter=Q(trades__status="rejected")),
+    return (
+        agent.decisions.defer(*LIST_DEFERRED)
+        .order_by("-week_start")
+        .annotate(
+            executed=Count("trades", filter=Q(trades__status="executed")),
+            rejected=Count("trades", filter=Q(trades__status="rejected")),
+        )
     )
 
 

@@ -11,7 +11,7 @@ from arena.selectors import curves, standings
 from arena.selectors import models as model_stats
 
 # The most bets listed on a model's page (newest first); the count says how many there are.
-MAX_BETS = 200
+MAX_BETS = 100  # the latest; every bet of a year renders slower than the page's budget
 
 
 def _get_model(internal_id: str) -> BenchmarkModel:

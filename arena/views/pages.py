@@ -68,9 +68,7 @@ def cohort_detail(request: HttpRequest, number: int) -> HttpResponse:
             "open_after_completion": sum(s.open_positions for s in standings)
             if cohort.completed_at
             else 0,
-            "decisions": cohort.decisions.select_related("agent__model").order_by(
-                "-week_start", "agent__model__kind", "agent__model__display_order"
-            ),
+            "decisions": selectors.cohort_decisions(cohort=cohort),
             "definitions": selectors.METRIC_DEFINITIONS,
         },
     )

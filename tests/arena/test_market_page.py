@@ -26,6 +26,7 @@ from django.utils.html import escape
 from agents.types import MarketView
 from arena import clock
 from arena.models import Agent, Cohort, Decision, DecisionRun, Position, SnapshotMarket, Trade
+from arena.selectors import markets as market_selectors
 from arena.selectors.markets import market_page
 from arena.services.decisions import decision_claim
 from arena.services.frozen import FrozenMarkets
@@ -147,7 +148,11 @@ def test_holders_show_each_agents_side_shares_average_entry_and_cost_basis(
 
 
 def test_every_trade_on_the_market_is_listed_including_rejected_ones_with_their_reason(
-    client: Client, decision: Decision, frozen: FrozenMarkets, binary: MarketView
+    client: Client,
+    decision: Decision,
+    frozen: FrozenMarkets,
+    binary: MarketView,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     bought = buy(decision, frozen, binary, "YES", "500", 0)
     with clock.simulated(BOUGHT_AT + timedelta(minutes=1)):
@@ -181,6 +186,13 @@ def test_every_trade_on_the_market_is_listed_including_rejected_ones_with_their_
     assert f"${sold.amount:,.2f}" in third
     for row in trades:
         assert f'href="/decisions/{decision.pk}/"' in row
+
+    # A market every cohort buys gathers hundreds of trades: the page shows the latest ones.
+    monkeypatch.setattr(market_selectors, "LIST_LIMIT", 2)
+    html = page(client, binary.market_id)
+    latest = rows(table(html, "market-trades"))
+    assert latest == trades[1:]
+    assert "Showing the latest 2 of 3." in html
 
 
 def test_an_offline_agents_rows_carry_the_offline_badge(
