@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from agents.models import BenchmarkModel
 from arena import clock, money
@@ -147,11 +147,20 @@ class TickReport:
 def agents_to_mark() -> QuerySet[Agent]:
     """Return the agents a tick marks: every agent of an active cohort, and every baseline
     agent of a completed cohort that still holds an open position (a long-dated bet: the
-    cohort completes without waiting for baselines)."""
+    cohort completes without waiting for baselines) or whose last position closed after its
+    last snapshot (one more snapshot, so its curve ends at the settled value it is ranked by)."""
     holding = Position.objects.filter(agent=OuterRef("pk"), status=Position.Status.OPEN)
-    return Agent.objects.filter(
+    closed_since = Position.objects.filter(
+        agent=OuterRef("pk"), closed_at__gt=OuterRef("last_snapshot_at")
+    )
+    last_snapshot_at = (
+        PortfolioSnapshot.objects.filter(agent=OuterRef("pk"))
+        .order_by("-snapshot_timestamp")
+        .values("snapshot_timestamp")[:1]
+    )
+    return Agent.objects.annotate(last_snapshot_at=Subquery(last_snapshot_at)).filter(
         Q(cohort__status=Cohort.Status.ACTIVE)
-        | Q(Exists(holding), model__kind=BenchmarkModel.Kind.BASELINE)
+        | Q(Exists(holding) | Exists(closed_since), model__kind=BenchmarkModel.Kind.BASELINE)
     )
 
 

@@ -372,6 +372,38 @@ def test_a_baseline_still_holding_a_position_after_its_cohort_completed_is_marke
     assert snapshot.positions_value == Decimal("60.00")  # 100 NO shares at 1 − 0.4
 
 
+def test_a_baselines_position_settled_after_completion_gets_one_last_snapshot(
+    db: None,
+) -> None:
+    """Its curve must end at the settled value the leaderboard ranks it by: the tick after
+    the settlement marks it once more, and the ticks after that leave it alone."""
+    done = new_cohort(status=Cohort.Status.COMPLETED, completed_at=NOW - timedelta(days=1))
+    baseline, _, llm = lineup(done, 3)
+    position = hold(baseline, market("9100033", ["0.4", "0.6"]), "NO", "100")
+    snapshots_take(now=NOW, refresh=False)
+    assert snapshot_of(baseline).positions_value == Decimal("60.00")
+
+    settled_at = NOW + timedelta(minutes=20)
+    Position.objects.filter(pk=position.pk).update(
+        status=Position.Status.SETTLED, closed_at=settled_at, settlement_value=Decimal("100")
+    )
+    Agent.objects.filter(pk=baseline.pk).update(cash=baseline.cash + Decimal("100"))
+    # A snapshot is stamped with its slot's start, so the one of the settlement's own slot
+    # may have been read before it: ticks go on until one is stamped after the settlement.
+    written = [
+        snapshots_take(now=settled_at + timedelta(minutes=m), refresh=False).written
+        for m in (5, 15, 25)
+    ]
+    assert written == [1, 1, 0]
+    final = PortfolioSnapshot.objects.filter(agent=baseline).latest("snapshot_timestamp")
+    assert final.snapshot_timestamp > settled_at
+    assert (final.positions_value, final.total_value) == (
+        Decimal("0.00"),
+        baseline.cash + Decimal("100"),
+    )
+    assert not PortfolioSnapshot.objects.filter(agent=llm).exists()
+
+
 def test_a_tick_with_no_active_cohort_writes_no_snapshot(db: None) -> None:
     report = snapshots_take(now=NOW, refresh=False)
     assert report.written == 0
