@@ -255,7 +255,7 @@ class AgentAdmin(ReadOnlyAdmin):
         "model_label",
         "cohort",
         "status",
-        "cash",
+        "cash_usd",
         "total_value",
         "return_percent",
     )
@@ -267,7 +267,7 @@ class AgentAdmin(ReadOnlyAdmin):
         "model",
         "cohort",
         "status",
-        "cash",
+        "cash_usd",
         "total_value",
         "return_percent",
         "created_at",
@@ -291,6 +291,10 @@ class AgentAdmin(ReadOnlyAdmin):
         standing = _standing(obj)
         offline = " (offline)" if standing is not None and standing.offline else ""
         return f"{obj.model.display_name} [{obj.model.internal_id}]{offline}"
+
+    @admin.display(description="Cash", ordering="cash")
+    def cash_usd(self, obj: Agent) -> str:
+        return usd(obj.cash)
 
     @admin.display(description="Total value")
     def total_value(self, obj: Agent) -> str:

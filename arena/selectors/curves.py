@@ -75,8 +75,8 @@ LLM_PALETTE = (
     "#f08a24",  # orange
     "#7b3fc4",  # purple
     "#3f8f29",  # green
+    "#b08900",  # ochre (magenta, next to red, was too close to slot 2 to tell apart)
     "#c2185b",  # magenta
-    "#b08900",  # ochre
     "#0f6e8c",  # petrol
     "#8d5a3c",  # brown
 )
@@ -87,7 +87,7 @@ COHORT_PALETTE = (
     "#1b998b",
     "#d7263d",
     "#7b3fc4",
-    "#3f8f29",
+    "#8d5a3c",
     "#c2185b",
     "#b08900",
 )

@@ -196,7 +196,7 @@ def test_agent_list_shows_cash_total_value_and_return(admin_client: Client) -> N
     html = html_of(admin_client.get(changelist(Agent), {"cohort__id__exact": world.cohort.pk}))
     row = re.search(rf"{re.escape(world.model.display_name)}.*?</tr>", html, re.S)
     assert row is not None
-    assert '<td class="field-cash">9000.00</td>' in row[0]
+    assert '<td class="field-cash_usd">$9,000.00</td>' in row[0]
     assert '<td class="field-total_value">$9,050.00</td>' in row[0]
     assert '<td class="field-return_percent">-9.50%</td>' in row[0]
 

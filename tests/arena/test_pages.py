@@ -223,7 +223,9 @@ def test_decision_page_shows_prompts_raw_response_parsed_decision_and_trades(
         assert escape(attempt.raw_response) in html
     assert decision.parsed is not None
     for bet in decision.parsed["bets"]:
-        assert escape(f"BET {bet['side']} ${bet['amount']} on market {bet['market_id']}") in html
+        assert (
+            escape(f"BET {bet['side']} {money(bet['amount'])} on market {bet['market_id']}") in html
+        )
     assert 'id="parsed-decision"' in html
     trade_table = next(t for t in tables(html) if "Cash before" in t)
     assert len(rows(trade_table)) == decision.trades.count()
