@@ -242,10 +242,13 @@ class BaselineNote:
 def baseline_notes(*, llms: list[ModelRow], baselines: list[ModelRow]) -> list[BaselineNote]:
     """Return a note for each baseline row whose pooled Brier is lower, or whose average
     return is higher, than the best real (not offline) LLM row's. Offline stand-ins are not
-    the models, so they are never the mark; with no real row having the figure, no note."""
+    the models, so they are the mark only where no real row has the figure (the demo, or
+    before any key is set), and the note then names them as stand-ins."""
     real = [r for r in llms if not r.offline]
-    briers = [r for r in real if r.brier is not None]
-    returns = [r for r in real if r.avg_return is not None]
+    briers = [r for r in real if r.brier is not None] or [r for r in llms if r.brier is not None]
+    returns = [r for r in real if r.avg_return is not None] or [
+        r for r in llms if r.avg_return is not None
+    ]
     best_brier = min(briers, key=lambda r: r.brier or 0.0) if briers else None
     best_return = max(returns, key=lambda r: r.avg_return or 0) if returns else None
     notes = []

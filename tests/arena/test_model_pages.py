@@ -438,10 +438,16 @@ def test_a_baseline_beating_the_best_real_model_is_explained(
     ) in html.replace("&#x27;", "'")
 
 
-def test_no_baseline_sentence_when_no_real_model_has_the_figure(lineup: Lineup) -> None:
+def test_with_no_real_model_the_baseline_is_measured_against_the_offline_stand_ins(
+    lineup: Lineup, client: Client
+) -> None:
     Decision.objects.filter(agent__model=lineup.model).update(responder=Decision.Responder.OFFLINE)
     llms, baselines = standings.leaderboard()
-    assert standings.baseline_notes(llms=llms, baselines=baselines) == []
+    (note,) = standings.baseline_notes(llms=llms, baselines=baselines)
+    assert note.best_brier is not None
+    assert note.best_brier.offline
+    html = re.sub(r"\s+", " ", page(client, "/")).replace("&#x27;", "'")
+    assert "(offline stand-in)'s" in html
 
 
 # ---------------------------------------------------------------------- query counts
