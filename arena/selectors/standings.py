@@ -32,7 +32,7 @@ from arena.models import (
     Trade,
 )
 from arena.selectors import models as model_stats
-from arena.services.marking import positions_value_by_agent
+from arena.services.marking import position_mark, positions_value_by_agent
 from scoring.aggregates import mean_brier, win_rate
 
 METRIC_DEFINITIONS = [
@@ -309,8 +309,31 @@ def agent_decisions(*, agent: Agent) -> QuerySet[Decision]:
     )
 
 
-def agent_positions(*, agent: Agent) -> QuerySet[Position]:
-    return agent.positions.select_related("market").order_by("status", "-opened_at")
+@dataclass(frozen=True)
+class PositionRow:
+    """A position with, while it is open, the side-correct price it is marked at now and its
+    value at that price (shares × price): the parts of the agent's positions value."""
+
+    position: Position
+    price_now: Decimal | None = None
+    value_now: Decimal | None = None
+
+
+def agent_positions(*, agent: Agent) -> list[PositionRow]:
+    rows = []
+    for position in agent.positions.select_related("market").order_by("status", "-opened_at"):
+        if position.status != Position.Status.OPEN:
+            rows.append(PositionRow(position))
+            continue
+        market = position.market
+        price = position_mark(
+            side=position.side, index=position.outcome_index, outcomes=market.outcomes,
+            prices=market.outcome_prices, last_open_prices=market.last_open_prices,
+            closed=market.closed, last_price=position.last_price,
+            shares=position.shares, cost_basis=position.cost_basis,
+        )  # fmt: skip
+        rows.append(PositionRow(position, price, position.shares * price))
+    return rows
 
 
 def agent_trades(*, agent: Agent) -> QuerySet[Trade]:

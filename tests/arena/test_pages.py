@@ -32,6 +32,7 @@ from arena.models import (
     Position,
     Trade,
 )
+from arena.selectors import standings as selectors
 from forecaster.templatetags.figures import money
 from markets.models import Market
 from tests.arena.conftest import snapshot_cache_clear
@@ -201,6 +202,24 @@ def test_agent_page_shows_positions_and_trades(world: DemoReport, client: Client
     assert len(rows(trades)) == agent.trades.count()
     for decision in agent.decisions.all():
         assert f'href="/decisions/{decision.pk}/"' in html
+
+
+def test_an_agents_open_positions_add_up_to_its_positions_value(
+    world: DemoReport, client: Client
+) -> None:
+    """Each open position shows the side-correct price it is marked at and its value; the
+    values add up to the positions value the standings give (each cut to the cent)."""
+    agent = Agent.objects.filter(positions__status="open").distinct().first()
+    assert agent is not None
+    (standing,) = selectors.agent_standings(agents=Agent.objects.filter(pk=agent.pk))
+    rows_ = selectors.agent_positions(agent=agent)
+    open_rows = [r for r in rows_ if r.value_now is not None]
+    assert len(open_rows) == agent.positions.filter(status="open").count() > 0
+    total = sum((r.value_now for r in open_rows if r.value_now is not None), Decimal(0))
+    assert abs(total - standing.positions_value) < Decimal("0.01")
+    html = page(client, f"/cohorts/{agent.cohort.number}/agents/{agent.pk}/")
+    for row in open_rows:
+        assert money(row.value_now) in html
 
 
 def test_decision_page_shows_prompts_raw_response_parsed_decision_and_trades(
