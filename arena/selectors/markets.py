@@ -28,7 +28,7 @@ MAX_PRICE_POINTS = 1000
 MAX_OUTCOME_SERIES = 8
 # Rows a list of the page shows: a market every cohort buys gathers hundreds of positions and
 # trades, and rendering them all costs more than the page's budget (bench/README.md §3).
-LIST_LIMIT = 100
+LIST_LIMIT = 50
 
 
 @dataclass(frozen=True)
