@@ -48,7 +48,9 @@ def demo_run(
     until: datetime | None = None,
 ) -> DemoReport:
     """Simulate `weeks` weekly cohorts ending with this week's, from `weeks - 1` Sundays ago
-    up to `until` (default: now), one tick every `tick` of simulated time."""
+    up to `until` (default: now), one tick every `tick` of simulated time — hourly over the
+    last day and every 10 minutes over the last two hours, so the charts' short ranges (1D,
+    1H, 10M) have points to show."""
     if weeks < 1:
         raise ValueError("the demo needs at least one week")
     until = until or timezone.now()
@@ -77,5 +79,16 @@ def demo_run(
             report.resolved += len(check.resolved)
             report.cancelled += len(check.cancelled)
             report.completed += len(check.completed_cohorts)
-        moment += tick
+        moment += _step(moment, until=until, tick=tick)
     return report
+
+
+def _step(moment: datetime, *, until: datetime, tick: timedelta) -> timedelta:
+    """The next tick's distance: finer near `until`. Each step divides the coarser one, so
+    the ticks still fall on every Sunday 00:00 that starts a cohort."""
+    left = until - moment
+    if left <= timedelta(hours=2):
+        return min(tick, timedelta(minutes=10))
+    if left <= timedelta(days=1):
+        return min(tick, timedelta(hours=1))
+    return tick
