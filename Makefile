@@ -40,7 +40,7 @@ run: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput -v0
 	@$(BIN)/python manage.py demo_fill --weeks $(DEMO_WEEKS) & fill=$$!; \
 	trap 'kill $$fill 2>/dev/null' EXIT INT TERM; \
-	echo "Serving Forecaster Arena (demo data) at http://$(HOST):$(PORT) — the demo fills in over 10 to 30 seconds, until it prints \"demo: … completed in …s\""; \
+	echo "Serving Forecaster Arena (demo data) at http://$(HOST):$(PORT) — the demo fills in about 10 seconds (up to 30 on a busy machine), until it prints \"demo: … completed in …s\""; \
 	$(BIN)/python manage.py runserver --noreload $(HOST):$(PORT)
 
 superuser: $(VENV)/.installed-run
