@@ -516,6 +516,7 @@ class PositionAdmin(ReadOnlyAdmin):
     list_filter = ("status", "agent__model")
     list_select_related = ("agent__model", "agent__cohort", "market")
     search_fields = (
+        "id__exact",  # the decision and agent pages name positions by id
         "market__question",
         "market__polymarket_id",
         "agent__model__display_name",

@@ -231,7 +231,7 @@ def test_cohort_list_searches_by_number_and_week(admin_client: Client) -> None:
 
 
 @pytest.mark.django_db
-def test_position_list_searches_by_market_question_id_and_model(admin_client: Client) -> None:
+def test_position_list_searches_by_id_market_question_id_and_model(admin_client: Client) -> None:
     first, second = build_world(scale=1, text="gamma"), build_world(scale=1, text="delta")
 
     def positions(q: str) -> set[int]:
@@ -249,6 +249,9 @@ def test_position_list_searches_by_market_question_id_and_model(admin_client: Cl
     assert positions(first.model.internal_id) == set(
         Position.objects.filter(agent__model=first.model).values_list("pk", flat=True)
     )
+    some = Position.objects.filter(agent__model=second.model).first()
+    assert some is not None
+    assert some.pk in positions(str(some.pk))  # by the id the decision page names
 
 
 @pytest.mark.django_db
