@@ -585,3 +585,20 @@ def test_every_page_links_to_methodology_status_and_about(client: Client) -> Non
     content = _get(client, "arena:leaderboard").content.decode()
     for name in ("arena:methodology", "arena:status", "arena:about", "arena:models"):
         assert f'href="{reverse(name)}"' in content, name
+
+
+@pytest.mark.django_db
+def test_a_market_event_links_to_its_market(client: Client) -> None:
+    from markets.models import Market
+
+    market = Market.objects.create(
+        polymarket_id="517310", question="Q?", outcomes=["Yes", "No"], outcome_prices=["1", "0"]
+    )
+    SystemEvent.objects.create(
+        kind=SystemEvent.Kind.MARKET_SETTLED,
+        message="market 517310 resolved 'Yes'",
+        market=market,
+        created_at=datetime(2026, 11, 23, 11, 7, tzinfo=UTC),
+    )
+    html = _get(client, "arena:status").content.decode()
+    assert '<a href="/markets/517310/">market</a>' in html
