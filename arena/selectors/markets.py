@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from arena.models import Decision, Position, SnapshotMarket, Trade
 from arena.selectors.curves import Series
+from arena.selectors.standings import ANSWERED_OFFLINE
 from markets.models import Market
 
 # The most points a price series keeps; a longer one is thinned evenly (first and last kept).
@@ -172,7 +173,7 @@ def _offline_trader_ids(*, market: Market) -> set[int]:
     offline as a whole), in one query whether or not anybody traded."""
     traders = Trade.objects.filter(market=market).values("agent_id")
     return set(
-        Decision.objects.filter(agent_id__in=traders, responder=Decision.Responder.OFFLINE)
+        Decision.objects.filter(ANSWERED_OFFLINE, agent_id__in=traders)
         .order_by()
         .values_list("agent_id", flat=True)
         .distinct()

@@ -10,14 +10,16 @@ an offline agent with a real one. Definitions (shown on the pages as USAGE_DEFIN
   that ended DONE from a parsed answer: a default HOLD after an unparseable answer, and a week
   skipped (bankrupt, or expired before an answer), are not the model's choice and not counted.
 - **Malformed first answer** = decisions whose first answer (the first attempt that got a
-  reply; a failed API call is not an answer) did not parse ÷ decisions with an answer.
+  reply: one parsed or failed to parse; a failed API call, or an attempt that broke before
+  any reply, is not an answer) did not parse ÷ decisions with an answer.
   Such a decision was sent the error and asked again (002): it may still have ended valid.
 - **Rejected trades** = rejected orders ÷ every order (buys and sells) of the model's answers.
 - A **call** is an attempt sent to the model through OpenRouter. Offline stand-ins and
   baselines answer without one, so their rows have no cost, latency or provider.
 - **USD per decision** = Σ cost of the calls of each decision that made a call ÷ those
-  decisions. A decision with a call of unknown cost (the provider reported none usable) is
-  left out of both sums and counted as "unknown cost".
+  decisions. A failed call (an API error) costs nothing. A decision with a reply of unknown
+  cost (the provider reported none usable) is left out of both sums and counted as
+  "unknown cost".
 - **p95 latency** = the nearest-rank 95th percentile of every call's latency (ms) with a
   known latency: the smallest latency at least 95% of calls did not exceed.
 - **Upstream providers** = the providers OpenRouter reported serving the calls, with counts.
@@ -61,8 +63,8 @@ USAGE_DEFINITIONS = [
     (
         "USD per decision",
         "total cost of the calls to the model through OpenRouter ÷ decisions that made at "
-        "least one call; a decision with a call of unknown cost is left out and counted as "
-        "unknown. Offline stand-ins and baselines make no call",
+        "least one call; a failed call costs nothing, and a decision with a reply of unknown "
+        "cost is left out and counted as unknown. Offline stand-ins and baselines make no call",
     ),
     (
         "p95 latency",
@@ -182,7 +184,12 @@ def usage_by_key(agent_keys: Mapping[int, Key]) -> dict[Key, Usage]:
     attempts = (
         DecisionAttempt.objects.filter(decision__agent_id__in=ids)
         .annotate(
-            answered=ExpressionWrapper(Q(api_error=""), output_field=BooleanField()),
+            # A reply came back: it was parsed, or it failed to parse. A failed call, or an
+            # attempt that broke before any reply, answered nothing.
+            answered=ExpressionWrapper(
+                Q(valid=True) | ~Q(parse_error=""), output_field=BooleanField()
+            ),
+            failed_call=ExpressionWrapper(~Q(api_error=""), output_field=BooleanField()),
             malformed=ExpressionWrapper(~Q(parse_error=""), output_field=BooleanField()),
             called=ExpressionWrapper(
                 Q(responder=Decision.Responder.OPENROUTER), output_field=BooleanField()
@@ -195,12 +202,23 @@ def usage_by_key(agent_keys: Mapping[int, Key]) -> dict[Key, Usage]:
             "answered",
             "malformed",
             "called",
+            "failed_call",
             "cost_usd",
             "latency_ms",
             "upstream_provider",
         )
     )
-    for decision_id, agent_id, answered, malformed, called, cost, latency, provider in attempts:
+    for (
+        decision_id,
+        agent_id,
+        answered,
+        malformed,
+        called,
+        failed_call,
+        cost,
+        latency,
+        provider,
+    ) in attempts:
         row = usage[agent_keys[agent_id]]
         if answered and decision_id not in first_answer_seen:
             first_answer_seen.add(decision_id)
@@ -208,6 +226,8 @@ def usage_by_key(agent_keys: Mapping[int, Key]) -> dict[Key, Usage]:
             row.malformed_first += int(bool(malformed))
         if not called:
             continue
+        if cost is None and failed_call:
+            cost = Decimal(0)  # a refused or failed call is not billed; only a reply's cost counts
         _, so_far = decisions.get(decision_id, (row, Decimal(0)))
         decisions[decision_id] = (row, None if so_far is None or cost is None else so_far + cost)
         if latency is not None:

@@ -97,10 +97,19 @@ def _bet_scores(agent_filter: Q) -> dict[int, list[tuple[float, bool]]]:
     return scores
 
 
+# A decision an offline stand-in answered, in any of its rounds: `Decision.responder` names
+# only the latest round, so an offline round later retried through OpenRouter is found by its
+# attempts.
+ANSWERED_OFFLINE = Q(responder=Decision.Responder.OFFLINE) | Q(
+    attempts__responder=Decision.Responder.OFFLINE
+)
+
+
 def _offline_agent_ids(agent_ids: list[int]) -> set[int]:
     """Return those of `agent_ids` with any decision answered by an offline agent."""
     return set(
-        Decision.objects.filter(agent_id__in=agent_ids, responder=Decision.Responder.OFFLINE)
+        Decision.objects.filter(ANSWERED_OFFLINE, agent_id__in=agent_ids)
+        .order_by()
         .values_list("agent_id", flat=True)
         .distinct()
     )

@@ -246,6 +246,65 @@ def test_usd_per_decision_leaves_out_and_counts_decisions_of_unknown_cost(
     assert real.usage.usd_per_decision == Decimal("0.014") / 3
 
 
+def _real_row(model: BenchmarkModel) -> standings.ModelRow:
+    (row,) = [r for r in standings.model_rows(model=model) if not r.offline]
+    return row
+
+
+def test_a_failed_call_costs_nothing_and_leaves_its_decision_costed(db: None) -> None:
+    """A 502 is not billed: the retry's known cost is the decision's cost, not "unknown"."""
+    model = BenchmarkModel.objects.get(internal_id="gpt-5.1")
+    agent = agent_of(model, CohortFactory.create(), "10000")
+    d = decision(agent, week=0, action="HOLD", responder=Decision.Responder.OPENROUTER)
+    attempt(d, 1, api_error="502 Bad Gateway")
+    attempt(d, 2, cost="0.003", latency=1000, provider="OpenAI")
+    usage = _real_row(model).usage
+    assert (usage.costed, usage.unknown_cost) == (1, 0)
+    assert usage.usd_per_decision == Decimal("0.003")
+
+
+def test_an_attempt_that_broke_before_any_reply_is_not_the_first_answer(db: None) -> None:
+    model = BenchmarkModel.objects.get(internal_id="gpt-5.1")
+    agent = agent_of(model, CohortFactory.create(), "10000")
+    d = decision(agent, week=0, action="HOLD", responder=Decision.Responder.OPENROUTER)
+    DecisionAttempt.objects.create(
+        decision=d,
+        number=1,
+        responder=Decision.Responder.OPENROUTER,
+        request_messages=[],
+        error="ConnectionResetError",
+        valid=False,
+        started_at=d.cohort.started_at,
+    )
+    attempt(d, 2, cost="0.001", latency=900, parse_error="not JSON")
+    attempt(d, 3, cost="0.001", latency=900)
+    usage = _real_row(model).usage
+    assert (usage.answered, usage.malformed_first) == (1, 1)
+
+
+def test_an_offline_round_retried_through_openrouter_keeps_the_agent_offline(db: None) -> None:
+    """`Decision.responder` names the latest round only; an earlier round answered offline
+    still makes the agent offline, so none of its figures reaches the real row."""
+    model = BenchmarkModel.objects.get(internal_id="gpt-5.1")
+    agent = agent_of(model, CohortFactory.create(), "10000")
+    d = decision(agent, week=0, action="BET", responder=Decision.Responder.OPENROUTER, tries=2)
+    attempt(d, 1, latency=0, responder=Decision.Responder.OFFLINE, parse_error="bad")
+    attempt(d, 2, cost="0.002", latency=800, provider="OpenAI")
+    Trade.objects.create(
+        decision=d,
+        agent=agent,
+        order_index=0,
+        try_number=1,
+        kind="BUY",
+        status="rejected",
+        reject_reason="x",
+        created_at=d.cohort.started_at,
+    )
+    rows = standings.model_rows(model=model)
+    assert [r.offline for r in rows] == [True]
+    assert rows[0].usage.rejected == 1
+
+
 def test_p95_latency_and_upstream_providers_of_the_calls(lineup: Lineup) -> None:
     real, _ = rows_of(lineup.model)
     assert sorted(real.usage.latencies) == [1000, 2000, 3000, 4000, 5000, 6000]
