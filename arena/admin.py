@@ -18,6 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
+from arena.evidence import error_text
 from arena.models import (
     Agent,
     Cohort,
@@ -841,7 +842,11 @@ class MarketAdmin(CatalogueMarketAdmin):
         for polymarket_id in queryset.order_by("polymarket_id").values_list(
             "polymarket_id", flat=True
         ):
-            one = operations.market_resolution_check(polymarket_id=polymarket_id)
+            try:
+                one = operations.market_resolution_check(polymarket_id=polymarket_id)
+            except Exception as exc:  # one market's failure must not hide the others' results
+                report.failed.append(f"market {polymarket_id}: check failed: {error_text(exc)}")
+                continue
             report.done += one.done
             report.failed += one.failed
         report_to(self, request, report, what="Resolution check")

@@ -188,23 +188,30 @@ def _downsampled(*, agent_ids: list[int], window: Range) -> dict[int, Points]:
     return dict(points)
 
 
+# Agents per query of `_ends`: two sub-selects each, and SQLite allows 500 in one compound
+# SELECT (a model that played every week for five years has 260 agents).
+ENDS_PER_QUERY = 200
+
+
 def _ends(agent_ids: list[int]) -> dict[int, Points]:
-    """Return each agent's first and last two snapshots, oldest first: index lookups, all in
-    one query (a window function would read every snapshot of every agent)."""
+    """Return each agent's first and last two snapshots, oldest first: index lookups, in one
+    query per ENDS_PER_QUERY agents (a window function would read every snapshot)."""
     table = PortfolioSnapshot._meta.db_table
     one = (
         "SELECT * FROM (SELECT id, agent_id, snapshot_timestamp, total_value FROM {table} "
         "WHERE agent_id = %s ORDER BY snapshot_timestamp {order} LIMIT {limit}) AS end_{n}"
     )
-    sql = " UNION ALL ".join(
-        one.format(table=table, order=order, limit=limit, n=f"{n}_{limit}")
-        for n in range(len(agent_ids))
-        for order, limit in (("ASC", 1), ("DESC", 2))
-    )
-    params = [agent_id for agent_id in agent_ids for _ in range(2)]
     ends: dict[int, set[tuple[datetime, Decimal]]] = defaultdict(set)
-    for row in PortfolioSnapshot.objects.raw(sql, params):
-        ends[row.agent_id].add((row.snapshot_timestamp, row.total_value))
+    for at in range(0, len(agent_ids), ENDS_PER_QUERY):
+        chunk = agent_ids[at : at + ENDS_PER_QUERY]
+        sql = " UNION ALL ".join(
+            one.format(table=table, order=order, limit=limit, n=f"{n}_{limit}")
+            for n in range(len(chunk))
+            for order, limit in (("ASC", 1), ("DESC", 2))
+        )
+        params = [agent_id for agent_id in chunk for _ in range(2)]
+        for row in PortfolioSnapshot.objects.raw(sql, params):
+            ends[row.agent_id].add((row.snapshot_timestamp, row.total_value))
     return {agent_id: sorted(known) for agent_id, known in ends.items()}
 
 

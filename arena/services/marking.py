@@ -151,7 +151,7 @@ def agents_to_mark() -> QuerySet[Agent]:
     last snapshot (one more snapshot, so its curve ends at the settled value it is ranked by)."""
     holding = Position.objects.filter(agent=OuterRef("pk"), status=Position.Status.OPEN)
     closed_since = Position.objects.filter(
-        agent=OuterRef("pk"), closed_at__gt=OuterRef("last_snapshot_at")
+        agent=OuterRef("pk"), closed_at__gte=OuterRef("last_snapshot_at")
     )
     last_snapshot_at = (
         PortfolioSnapshot.objects.filter(agent=OuterRef("pk"))

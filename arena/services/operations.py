@@ -142,7 +142,15 @@ def market_resolution_check(
         if verdict.state == "resolved"
         else "cancelled, positions refunded"
     )
-    completed = cohorts_complete()
+    try:
+        completed = cohorts_complete()
+    except Exception as exc:  # the settlement stands; the next check completes the cohorts
+        logger.exception("completing cohorts after settling market %s failed", polymarket_id)
+        report.failed.append(
+            f"market {polymarket_id}: {outcome}, but completing its cohorts failed: "
+            f"{error_text(exc)}; the next resolution check completes them"
+        )
+        return report
     report.done.append(
         f"market {polymarket_id}: {outcome}"
         + (f"; cohorts completed: {', '.join(map(str, completed))}" if completed else "")

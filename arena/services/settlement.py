@@ -128,53 +128,59 @@ def resolutions_check(
     now = now or clock.now()
     source = source or market_source()
     report = ResolutionReport()
-    ids = markets_to_check()
-    report.checked = len(ids)
-    if ids:
-        wanted = set(ids)
-        try:
-            records = source.fetch_markets_by_ids(ids)  # network, no transaction open
-        except GammaUnavailable as exc:
-            report.error = str(exc)
-            event_record(
-                kind=Kind.RESOLUTION_CHECK_FAILED,
-                level=Level.WARNING,
-                message=f"resolution check of {len(ids)} markets failed: {exc}",
-            )
-            _check_record(report=report, at=now)
-            return report
-        batch = parse_markets(records)
-        market_services.markets_upsert(
-            markets=[m for m in batch.markets if m.polymarket_id in wanted], include_raw=False
-        )
-        for record in records:
-            if not isinstance(record, dict) or str(record.get("id")) not in wanted:
-                continue
-            pid = str(record["id"])
+    # Recorded however it ends, so the status page never shows an older check as the last.
+    try:
+        ids = markets_to_check()
+        report.checked = len(ids)
+        if ids:
+            wanted = set(ids)
             try:
-                verdict = verdict_for_record(record, now=now)
-                if verdict.state == "open":
-                    continue
-                if market_settle(polymarket_id=pid, verdict=verdict, now=now):
-                    (report.resolved if verdict.state == "resolved" else report.cancelled).append(
-                        pid
-                    )
-                    market_settlement_event_record(polymarket_id=pid, verdict=verdict)
-            except Exception as exc:  # a failed settlement must not stop the others
-                logger.exception("settling market %s failed; the next check retries it", pid)
-                report.failed.append(pid)
+                records = source.fetch_markets_by_ids(ids)  # network, no transaction open
+            except GammaUnavailable as exc:
+                report.error = str(exc)
                 event_record(
-                    kind=Kind.SETTLEMENT_FAILED,
-                    level=Level.ERROR,
-                    message=f"settling market {pid} failed; the next check retries it: "
-                    f"{error_text(exc)}",
-                    market_id=Market.objects.filter(polymarket_id=pid)
-                    .values_list("pk", flat=True)
-                    .first(),
-                    data={"traceback": traceback_summary(exc)},
+                    kind=Kind.RESOLUTION_CHECK_FAILED,
+                    level=Level.WARNING,
+                    message=f"resolution check of {len(ids)} markets failed: {exc}",
                 )
-    report.completed_cohorts = cohorts_complete(now=now)
-    _check_record(report=report, at=now)
+                return report
+            batch = parse_markets(records)
+            market_services.markets_upsert(
+                markets=[m for m in batch.markets if m.polymarket_id in wanted], include_raw=False
+            )
+            for record in records:
+                if not isinstance(record, dict) or str(record.get("id")) not in wanted:
+                    continue
+                pid = str(record["id"])
+                try:
+                    verdict = verdict_for_record(record, now=now)
+                    if verdict.state == "open":
+                        continue
+                    if market_settle(polymarket_id=pid, verdict=verdict, now=now):
+                        settled = (
+                            report.resolved if verdict.state == "resolved" else report.cancelled
+                        )
+                        settled.append(pid)
+                        market_settlement_event_record(polymarket_id=pid, verdict=verdict)
+                except Exception as exc:  # a failed settlement must not stop the others
+                    logger.exception("settling market %s failed; the next check retries it", pid)
+                    report.failed.append(pid)
+                    event_record(
+                        kind=Kind.SETTLEMENT_FAILED,
+                        level=Level.ERROR,
+                        message=f"settling market {pid} failed; the next check retries it: "
+                        f"{error_text(exc)}",
+                        market_id=Market.objects.filter(polymarket_id=pid)
+                        .values_list("pk", flat=True)
+                        .first(),
+                        data={"traceback": traceback_summary(exc)},
+                    )
+        report.completed_cohorts = cohorts_complete(now=now)
+    except Exception as exc:
+        report.error = f"the check broke off: {error_text(exc)}"
+        raise
+    finally:
+        _check_record(report=report, at=now)
     return report
 
 

@@ -393,6 +393,30 @@ def test_check_resolution_action_reports_a_failed_fetch_and_settles_nothing(
     assert Agent.objects.get(pk=position.agent_id).cash == Decimal("9960.00")
 
 
+def test_check_resolution_action_keeps_a_settlement_whose_cohort_completion_failed(
+    admin_client: Client,
+    held_resolved_market: tuple[Market, Position],
+    gamma_server: ReplayServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Completing the cohorts breaks after the market settled: the settlement stands and the
+    message says what happened, instead of a server error."""
+    market, position = held_resolved_market
+    gamma_server.route("GET", "/markets", by_id_handler([gamma_json(RESOLVED_YES)]))
+
+    def broken(**kwargs: Any) -> list[int]:
+        raise RuntimeError("database went away while completing")
+
+    monkeypatch.setattr("arena.services.operations.cohorts_complete", broken)
+    ((level, text),) = messages_of(
+        post_action(admin_client, Market, "check_resolution", [market.pk])
+    )
+    assert level == "error"
+    assert "market 522900: resolved &#x27;Yes&#x27;, but completing its cohorts failed" in text
+    position.refresh_from_db()
+    assert position.status == Position.Status.SETTLED
+
+
 def test_check_resolution_action_leaves_a_market_still_trading_open(
     admin_client: Client, held_resolved_market: tuple[Market, Position], gamma_server: ReplayServer
 ) -> None:

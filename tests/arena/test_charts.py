@@ -245,6 +245,21 @@ def test_index_probes_and_the_scan_keep_the_same_snapshots(
     assert all(len(s.points) >= 2 for series in probed.values() for s in series)
 
 
+def test_a_model_of_many_cohorts_reads_its_ends_in_chunks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SQLite allows 500 terms in a compound SELECT: a model with more agents than a chunk
+    (five years of weekly cohorts) is read in several queries, with the same result."""
+    agents = []
+    for n in range(5):
+        agent = new_agent(new_cohort())
+        snapshots(agent, every_ten_minutes(SUNDAY + timedelta(days=n), days=1))
+        agents.append(agent)
+    whole = value_series(agents=agents, range_key="ALL")
+    monkeypatch.setattr(curves, "ENDS_PER_QUERY", 2)
+    assert value_series(agents=agents, range_key="ALL") == whole
+
+
 def test_the_series_take_a_constant_number_of_queries() -> None:
     def count(agents: list[Agent], range_key: str) -> int:
         agents = list(Agent.objects.filter(pk__in=[a.pk for a in agents]).select_related("model"))

@@ -341,7 +341,7 @@ def test_status_shows_the_last_resolution_check_and_its_outcome(client: Client) 
     )
     html = _get(client, "arena:status").content.decode()
     assert (
-        '<strong class="neg">Failed, nothing settled</strong>: Gamma unavailable &lt;script&gt;'
+        '<strong class="neg">Failed</strong>: Gamma unavailable &lt;script&gt; — nothing settled.'
         in html
     )
 

@@ -449,6 +449,31 @@ def test_a_failed_fetch_settles_nothing_and_says_why(
     assert Market.objects.get(polymarket_id="522900").resolution == Market.Resolution.OPEN
 
 
+def test_a_check_that_breaks_off_after_settling_is_recorded_with_what_it_settled(
+    gamma: Gamma, yes_and_no: tuple[Agent, Agent, Agent], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Completing the cohorts fails after a market settled: the settlement stands, the error
+    goes up to the task, and the check is recorded, so the status page does not show the
+    previous check as the last one."""
+    yes_agent, _, _ = yes_and_no
+    frozen = list_and_freeze(gamma, trading(RESOLVED_YES, ["0.4", "0.6"]))
+    trade = bet(decision_for(yes_agent), frozen, "522900", "YES", "2000.00")
+    gamma.serve(gamma_json(RESOLVED_YES))
+
+    def broken(**kwargs: Any) -> list[int]:
+        raise RuntimeError("database went away while completing")
+
+    monkeypatch.setattr("arena.services.settlement.cohorts_complete", broken)
+    with pytest.raises(RuntimeError):
+        resolutions_check(now=SETTLE_AT)
+
+    assert position(trade).status == Position.Status.SETTLED
+    check = ResolutionCheck.objects.get()
+    assert check.resolved == ["522900"]
+    assert "the check broke off: " in check.error
+    assert "database went away while completing" in check.error
+
+
 # ----------------------------------------------- marked resolved only with its settlement
 
 
