@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -370,6 +370,14 @@ def test_the_model_page_shows_every_figure(lineup: Lineup, client: Client) -> No
     assert ">won<" in bets
     assert ">lost<" in bets
     assert ">open<" in bets
+    open_market = Trade.objects.filter(
+        agent__model=lineup.model, kind="BUY", market__resolution="open"
+    ).values_list("market_id", flat=True)[:1]
+    Market.objects.filter(pk__in=list(open_market)).update(
+        close_date=datetime(2020, 1, 1, tzinfo=UTC)
+    )
+    closed_bets = page(client, f"/models/{lineup.model.internal_id}/")
+    assert ">closed, awaiting resolution<" in closed_bets  # not "open" past its close date
     assert ">0.0900<" in bets
     assert ">0.4900<" in bets
     assert "4 executed bets" in html  # 3 real buys and 1 offline; the sell is no bet
