@@ -181,6 +181,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "django_celery_beat",
+    "ninja",
     "forecaster.apps.ForecasterConfig",
     "markets",
     "agents",

@@ -11,7 +11,7 @@ urlpatterns = [
     # Browsers and crawlers ask for /favicon.ico whatever the page links; lazy, because the
     # manifest storage of production only knows the hashed name once collectstatic ran.
     path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("favicon.svg"))),
-    path("api/", api.urls),
+    path("api/v1/", api.urls),
     path("", include("markets.urls")),
     path("", include("arena.urls")),
 ]

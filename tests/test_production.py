@@ -183,7 +183,7 @@ def test_info_page_renders_with_debug_off_and_links_hashed_static_files(
 
 
 def test_api_docs_render_with_debug_off(production: None, db: None, client: Client) -> None:
-    response = client.get("/api/docs")
+    response = client.get("/api/v1/docs")
     assert response.status_code == 200
 
 
