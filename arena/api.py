@@ -6,27 +6,50 @@ is the page's figure; this module only shapes them (`arena/schemas.py`).
 
 from __future__ import annotations
 
+from datetime import date
+from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeVar
 
 from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from ninja import Path, Query, Router
+from ninja.errors import HttpError
 
 from agents.models import BenchmarkModel
-from arena.models import Agent, Cohort
+from arena.models import Agent, Cohort, Decision, DecisionAttempt, Position, Trade
 from arena.schemas import (
+    AgentDetailOut,
+    AttemptOut,
+    CheckOut,
     CohortDetailOut,
     CohortOut,
     CohortPage,
+    DecisionDetailOut,
+    DecisionOut,
+    DecisionPage,
+    HoldingOut,
+    JobOut,
     LeaderboardOut,
+    MarketDetailOut,
+    MarketTradeOut,
     ModelDetailOut,
     ModelRowOut,
+    PositionOut,
+    RunOut,
     SeriesOut,
     StandingOut,
+    StatusOut,
+    SyncOut,
+    TickOut,
+    TradeOut,
     decimal_string,
     return_string,
 )
-from arena.selectors import curves, standings
+from arena.selectors import api as api_selectors
+from arena.selectors import curves, markets, standings
+from arena.selectors import status as status_selectors
+from markets.models import Market
 
 router = Router(tags=["arena"])
 
@@ -37,6 +60,18 @@ MAX_ID = 2**31 - 1  # ids and numbers past a 32-bit integer name nothing (and ov
 Id = Annotated[int, Path(ge=1, le=MAX_ID)]
 C = TypeVar("C", bound=CohortOut)
 RangeKey = Literal["10M", "1H", "1D", "1W", "1M", "3M", "ALL"]
+Page = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+PageSize = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
+ActionKey = Literal["BET", "SELL", "HOLD"]
+DecisionStatus = Literal["pending", "running", "done", "retryable", "skipped"]
+# Polymarket's ids are short digit strings; anything else names no market.
+# Stable ids are printable text: a control character (NUL breaks PostgreSQL) names no model.
+ModelId = Annotated[str, Query(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
+PolymarketId = Annotated[str, Path(min_length=1, max_length=32, pattern=r"^[0-9A-Za-z_-]+$")]
+
+
+def _optional(value: Decimal | None) -> str | None:
+    return None if value is None else decimal_string(value)
 
 
 def _model_row(row: standings.ModelRow) -> ModelRowOut:
@@ -76,6 +111,97 @@ def _standing(standing: standings.AgentStanding) -> StandingOut:
     )
 
 
+def _position(row: standings.PositionRow) -> PositionOut:
+    position = row.position
+    return PositionOut(
+        id=position.pk,
+        market=position.market.polymarket_id,
+        question=position.market.question,
+        side=position.side,
+        outcome_index=position.outcome_index,
+        status=position.status,
+        shares=decimal_string(position.shares),
+        cost_basis=decimal_string(position.cost_basis),
+        realized_pnl=decimal_string(position.realized_pnl),
+        settlement_value=_optional(position.settlement_value),
+        price_now=_optional(row.price_now),
+        value_now=_optional(row.value_now),
+        opened_at=position.opened_at,
+        closed_at=position.closed_at,
+    )
+
+
+def _trade_fields(trade: Trade, *, market: Market | None = None) -> dict[str, Any]:
+    """The trade's fields; `market` is the trade's market when the caller has it already."""
+    market = market or trade.market
+    return {
+        "id": trade.pk,
+        "decision": trade.decision_id,
+        "agent": trade.agent_id,
+        "kind": trade.kind,
+        "status": trade.status,
+        "reject_reason": trade.reject_reason,
+        "market": market.polymarket_id if market else None,
+        "side": trade.side,
+        "order_index": trade.order_index,
+        "try_number": trade.try_number,
+        "price": _optional(trade.price),
+        "shares": _optional(trade.shares),
+        "amount": _optional(trade.amount),
+        "implied_confidence": trade.implied_confidence,
+        "brier": trade.brier_score,
+        "side_won": trade.side_won,
+        "created_at": trade.created_at,
+    }
+
+
+def _market_trade(row: markets.MarketTrade, market: Market) -> MarketTradeOut:
+    agent = row.trade.agent
+    return MarketTradeOut(
+        **_trade_fields(row.trade, market=market),
+        cohort=agent.cohort.number,
+        model=agent.model.internal_id,
+        display_name=agent.model.display_name,
+        offline=row.offline,
+    )
+
+
+def _decision_fields(decision: Decision) -> dict[str, Any]:
+    return {
+        "id": decision.pk,
+        "agent": decision.agent_id,
+        "cohort": decision.cohort.number,
+        "model": decision.agent.model.internal_id,
+        "display_name": decision.agent.model.display_name,
+        "week_start": decision.week_start,
+        "status": decision.status,
+        "action": decision.action,
+        "responder": decision.responder,
+        "parse_failed": decision.parse_failed,
+        "created_at": decision.created_at,
+    }
+
+
+def _attempt(attempt: DecisionAttempt) -> AttemptOut:
+    return AttemptOut(
+        number=attempt.number,
+        responder=attempt.responder,
+        requested_model=attempt.requested_model,
+        response_model=attempt.response_model,
+        upstream_provider=attempt.upstream_provider,
+        prompt_tokens=attempt.prompt_tokens,
+        completion_tokens=attempt.completion_tokens,
+        reasoning_tokens=attempt.reasoning_tokens,
+        cost_usd=_optional(attempt.cost_usd),
+        latency_ms=attempt.latency_ms,
+        raw_response=attempt.raw_response,
+        parse_error=attempt.parse_error,
+        api_error=attempt.api_error,
+        valid=attempt.valid,
+        started_at=attempt.started_at,
+    )
+
+
 def _cohort(cohort: Cohort, schema: type[C], **more: Any) -> C:
     """Return the cohort as `schema`: its fields, with the counts `cohort_list` annotates."""
     return schema(
@@ -107,6 +233,8 @@ def model_list(request: HttpRequest) -> list[ModelRowOut]:
 # Stable ids may hold "/" or ":" (a provider-style id): the path converter keeps them.
 @router.get("/models/{path:internal_id}", response=ModelDetailOut, summary="One model")
 def model_detail(request: HttpRequest, internal_id: str) -> ModelDetailOut:
+    if "\x00" in internal_id:  # PostgreSQL refuses NUL in text; no id holds one
+        raise Http404("No such model.")
     try:
         model = BenchmarkModel.objects.get(internal_id=internal_id)
     except BenchmarkModel.DoesNotExist as exc:
@@ -160,4 +288,200 @@ def agent_series(
         label=series.label,
         range=range,
         points=[(at, decimal_string(value)) for at, value in series.points],
+    )
+
+
+@router.get(
+    "/agents/{agent_id}", response=AgentDetailOut, summary="An agent, its positions and trades"
+)
+def agent_detail(request: HttpRequest, agent_id: Id) -> AgentDetailOut:
+    """The agent's standing now, every position (open ones marked to market: `price_now`,
+    `value_now`) and every trade, executed or rejected, newest first."""
+    agents = Agent.objects.filter(pk=agent_id)
+    found = standings.agent_standings(agents=agents)
+    if not found:
+        raise Http404("No such agent.")
+    (standing,) = found
+    agent = standing.agent
+    return AgentDetailOut(
+        standing=_standing(standing),
+        positions=[_position(row) for row in standings.agent_positions(agent=agent)],
+        trades=[TradeOut(**_trade_fields(t)) for t in standings.agent_trades(agent=agent)],
+    )
+
+
+@router.get("/decisions", response=DecisionPage, summary="Decisions, newest week first")
+def decision_list(
+    request: HttpRequest,
+    model: ModelId | None = None,
+    cohort: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
+    week: date | None = None,
+    action: ActionKey | None = None,
+    status: DecisionStatus | None = None,
+    page: Page = 1,
+    page_size: PageSize = 20,
+) -> DecisionPage:
+    """Every decision matching the filters: `model` a stable id, `cohort` a number, `week`
+    the ISO date of the week's Sunday. An unknown model or cohort is a 422."""
+    found_model = None
+    if model is not None:
+        found_model = BenchmarkModel.objects.filter(internal_id=model).first()
+        if found_model is None:
+            raise HttpError(422, "model: no model has this id")
+    found_cohort = None
+    if cohort is not None:
+        found_cohort = Cohort.objects.filter(number=cohort).first()
+        if found_cohort is None:
+            raise HttpError(422, "cohort: no cohort has this number")
+    decisions = api_selectors.decision_list(
+        model=found_model, cohort=found_cohort, week=week, action=action, status=status
+    )
+    start = (page - 1) * page_size
+    return DecisionPage(
+        count=decisions.count(),
+        page=page,
+        page_size=page_size,
+        results=[DecisionOut(**_decision_fields(d)) for d in decisions[start : start + page_size]],
+    )
+
+
+@router.get("/decisions/{decision_id}", response=DecisionDetailOut, summary="One decision")
+def decision_detail(request: HttpRequest, decision_id: Id) -> DecisionDetailOut:
+    """The decision with its prompts, the decision it parsed, every attempt (raw responses
+    included) and its trades."""
+    try:
+        decision = standings.decision_detail(decision_id=decision_id)
+    except Decision.DoesNotExist as exc:
+        raise Http404("No such decision.") from exc
+    return DecisionDetailOut(
+        **_decision_fields(decision),
+        reasoning=decision.reasoning,
+        system_prompt=decision.system_prompt,
+        user_prompt=decision.user_prompt,
+        parsed=decision.parsed,
+        prompt_version=decision.prompt_version,
+        cost_usd=_optional(decision.cost_usd),
+        attempts=[_attempt(a) for a in sorted(decision.attempts.all(), key=lambda a: a.number)],
+        trades=[TradeOut(**_trade_fields(t)) for t in decision.trades.all()],
+    )
+
+
+@router.get("/markets/{polymarket_id}", response=MarketDetailOut, summary="One market")
+def market_detail(request: HttpRequest, polymarket_id: PolymarketId) -> MarketDetailOut:
+    """The catalogue's facts, the market's status, its holders, trades and scored bets."""
+    try:
+        market = markets.market_get(polymarket_id=polymarket_id)
+    except Market.DoesNotExist as exc:
+        raise Http404("No such market.") from exc
+    page = markets.market_page(market=market)
+    return MarketDetailOut(
+        polymarket_id=market.polymarket_id,
+        question=market.question,
+        description=market.description,
+        category=market.category,
+        slug=market.slug,
+        event_title=market.event_title,
+        outcomes=[str(o) for o in market.outcomes],
+        outcome_prices=[None if p is None else str(p) for p in market.outcome_prices],
+        volume=decimal_string(market.volume),
+        liquidity=_optional(market.liquidity),
+        close_date=market.close_date,
+        closed=market.closed,
+        resolution=market.resolution,
+        winning_outcome=market.winning_outcome,
+        resolved_at=market.resolved_at,
+        status=market.status,
+        status_label=market.status_label,
+        holders=[_holding(h) for h in page.holdings],
+        trades=[_market_trade(t, market) for t in page.trades],
+        scored=[_market_trade(t, market) for t in page.scored],
+    )
+
+
+def _holding(holding: markets.Holding) -> HoldingOut:
+    position: Position = holding.position
+    return HoldingOut(
+        agent=position.agent_id,
+        cohort=position.agent.cohort.number,
+        model=position.agent.model.internal_id,
+        display_name=position.agent.model.display_name,
+        offline=holding.offline,
+        side=position.side,
+        status=position.status,
+        shares=decimal_string(position.shares),
+        cost_basis=decimal_string(position.cost_basis),
+        opened_at=position.opened_at,
+        closed_at=position.closed_at,
+    )
+
+
+@router.get("/status", response=StatusOut, summary="The system's last runs and next schedules")
+def system_status(request: HttpRequest) -> StatusOut:
+    """The last catalogue sync, decision run (with how its decisions ended), snapshot tick and
+    resolution check, and the next run of every scheduled job."""
+    now = timezone.now()
+    found = status_selectors.system_status(now=now)
+    sync, run, tick, check = found.last_sync, found.last_run, found.last_tick, found.last_check
+    return StatusOut(
+        now=found.now,
+        last_sync=None
+        if sync is None
+        else SyncOut(
+            status=sync.status,
+            source=sync.source,
+            requested=sync.requested,
+            fetched=sync.fetched,
+            created=sync.created,
+            updated=sync.updated,
+            rejected=sync.rejected,
+            error=sync.error,
+            started_at=sync.started_at,
+            finished_at=sync.finished_at,
+            stale=found.sync.stale,
+        ),  # fmt: skip
+        last_run=None
+        if run is None
+        else RunOut(
+            id=run.run.pk,
+            week_start=run.run.week_start,
+            started_at=run.run.started_at,
+            finished_at=run.run.finished_at,
+            source=run.run.source,
+            decisions=run.decisions,
+            parse_failed=run.parse_failed,
+            by_status=dict(run.by_status),
+        ),  # fmt: skip
+        last_tick=None
+        if tick is None
+        else TickOut(
+            slot=tick.slot,
+            markets_refreshed=tick.markets_refreshed,
+            snapshots_written=tick.snapshots_written,
+            refresh_error=tick.refresh_error,
+            stale=found.tick.stale,
+        ),  # fmt: skip
+        last_check=None
+        if check is None
+        else CheckOut(
+            checked_at=check.checked_at,
+            markets_checked=check.markets_checked,
+            resolved=[str(i) for i in check.resolved],
+            cancelled=[str(i) for i in check.cancelled],
+            failed=[str(i) for i in check.failed],
+            completed_cohorts=[int(i) for i in check.completed_cohorts],
+            error=check.error,
+            ok=check.ok,
+        ),  # fmt: skip
+        jobs=[
+            JobOut(
+                name=job.name,
+                task=job.task,
+                schedule=job.schedule,
+                next_run_at=job.next_run_at,
+                last_run_at=job.last_run_at,
+                enabled=job.enabled,
+                installed=job.installed,
+            )  # fmt: skip
+            for job in found.jobs
+        ],
     )

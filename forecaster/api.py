@@ -1,18 +1,19 @@
 """The one NinjaAPI instance, served at /api/v1/; each app mounts its router here.
 
 Every 4xx answers in one envelope: `{"error": {"status": 404, "code": "not_found",
-"message": "..."}}`.
+"message": "..."}}`. The 4xx Django answers itself (an unknown path, a wrong method) and the
+rate limit's 429 get the same envelope from `forecaster.http.ApiMiddleware`, which also adds
+ETag/304 and CORS to the API's answers.
 """
 
 from __future__ import annotations
-
-from http import HTTPStatus
 
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 
 from arena.api import router as arena_router
+from forecaster.http import error_body
 
 api = NinjaAPI(
     title="Forecaster Arena API",
@@ -24,9 +25,7 @@ api = NinjaAPI(
 
 def error_response(request: HttpRequest, *, status: int, message: str) -> HttpResponse:
     """Return the error envelope: the status, a snake_case code from its phrase, a message."""
-    code = HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
-    body = {"error": {"status": status, "code": code, "message": message}}
-    return api.create_response(request, body, status=status)
+    return api.create_response(request, error_body(status=status, message=message), status=status)
 
 
 @api.exception_handler(Http404)

@@ -154,6 +154,11 @@ DECISION_PARSE_RETRIES = env.int("DECISION_PARSE_RETRIES", 1, validate=AT_LEAST_
 # Celery. With no broker (the embedded default only) tasks run in-process; tests always have one.
 REDIS_URL = env.redis_url("REDIS_URL", "")
 
+# The JSON API's rate limit: requests per client IP in a fixed window (0 turns it off),
+# counted in Django's cache (the default per-process memory cache: the limit is per process).
+API_RATE_LIMIT = env.int("API_RATE_LIMIT", 120, validate=AT_LEAST_0)
+API_RATE_WINDOW_SECONDS = env.int("API_RATE_WINDOW_SECONDS", 60, validate=AT_LEAST_1)
+
 try:
     env.seal()
 except EnvValidationError as exc:
@@ -190,6 +195,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "forecaster.http.ApiMiddleware",  # /api/v1/ only: rate limit, error envelope, ETag, CORS
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -25,6 +25,13 @@ def _fast_http(settings: Any) -> None:
     settings.HTTP_READ_TIMEOUT = 2
 
 
+@pytest.fixture(autouse=True)
+def _no_api_rate_limit(settings: Any) -> None:
+    """The API's rate limit is tested on purpose (tests/api/test_api_http.py), off elsewhere:
+    its counts live in a per-process cache that would carry over from test to test."""
+    settings.API_RATE_LIMIT = 0
+
+
 @pytest.fixture
 def replay_server() -> Iterator[ReplayServer]:
     with ReplayServer() as server:

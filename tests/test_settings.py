@@ -52,6 +52,9 @@ MALFORMED = (
     ("HTTP_RETRY_AFTER_CAP_SECONDS", "-5"),
     ("DECISION_PARSE_RETRIES", "1.5"),
     ("REDIS_URL", "http://x"),
+    ("API_RATE_LIMIT", "-1"),
+    ("API_RATE_LIMIT", "lots"),
+    ("API_RATE_WINDOW_SECONDS", "0"),
 )
 ALPHABET = string.ascii_letters + string.digits + "!@#%^&*(-_=+)"
 PRODUCTION = {

@@ -66,10 +66,14 @@ def tab(request: pytest.FixtureRequest, browser: Any, site: Site) -> Iterator[An
         d.dismiss()
 
     page.on("dialog", dialog)
-    page.on(
-        "requestfailed",
-        lambda r: visit.note(f"request failed: {r.url} ({r.failure})"),
-    )
+
+    def failed(r: Any) -> None:
+        # A request still in flight when the walk moves on (the favicon, typically) is
+        # cancelled by the browser: ERR_ABORTED is that cancellation, not a failure.
+        if "ERR_ABORTED" not in str(r.failure):
+            visit.note(f"request failed: {r.url} ({r.failure})")
+
+    page.on("requestfailed", failed)
     page.on(
         "response",
         # the page's own status is checked by arrive(); this catches its assets and calls

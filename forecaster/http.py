@@ -1,0 +1,129 @@
+"""HTTP hygiene for the JSON API (`/api/v1/`), one middleware; the HTML site is left alone.
+
+- Rate limiting: a fixed window per client, counted in Django's cache; over the limit, `429`
+  with `Retry-After` (seconds to the window's end) in the error envelope. The client is
+  `REMOTE_ADDR`: behind a reverse proxy every request would share the proxy's address, so a
+  deployment there would key on the forwarded header the proxy sets (`X-Forwarded-For`'s last
+  hop it appends) instead. `API_RATE_LIMIT=0` turns the limit off.
+- The error envelope for the 4xx Django answers itself in HTML (an unknown path, a 404) or as
+  plain text (ninja's 405 for a wrong method), so every API 4xx reads alike.
+- `ETag` and `304 Not Modified` on GET/HEAD (Django's conditional GET: a strong ETag, the hash of
+  the body). Streaming responses (the exports) pass through untouched, still streaming.
+  The HTML pages don't take it: each carries a fresh CSRF token, so their hash never repeats.
+- HEAD answered as the GET it mirrors (ninja routes GET only).
+- CORS open for reading: `Access-Control-Allow-Origin: *` on GET/HEAD/OPTIONS answers, a
+  preflight OPTIONS answered `204`; no credentials.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from http import HTTPStatus
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.middleware.http import ConditionalGetMiddleware
+
+API_PREFIX = "/api/v1/"
+READ_METHODS = ("GET", "HEAD", "OPTIONS")
+CORS_HEADERS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Expose-Headers": "ETag, Retry-After",
+}
+PREFLIGHT_HEADERS = {
+    "Access-Control-Allow-Methods": ", ".join(READ_METHODS),
+    "Access-Control-Allow-Headers": "If-None-Match, Content-Type",
+    "Access-Control-Max-Age": "86400",
+}
+
+
+def error_body(*, status: int, message: str, code: str | None = None) -> dict[str, object]:
+    """Return the error envelope; the code defaults to the status phrase in snake_case."""
+    if code is None:
+        code = HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
+    return {"error": {"status": status, "code": code, "message": message}}
+
+
+def rate_limited(request: HttpRequest) -> int | None:
+    """Count the request in its client's window; return the seconds to wait if over the limit."""
+    limit: int = settings.API_RATE_LIMIT
+    if limit <= 0:
+        return None
+    window: int = settings.API_RATE_WINDOW_SECONDS
+    now = time.time()
+    number = int(now // window)
+    key = f"api-rate:{request.META.get('REMOTE_ADDR', '')}:{number}"
+    cache.add(key, 0, timeout=window + 1)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # expired between add and incr: this request opens a new count
+        cache.set(key, 1, timeout=window + 1)
+        count = 1
+    if count <= limit:
+        return None
+    return max(1, int((number + 1) * window - now + 0.999))
+
+
+def _is_json(response: HttpResponseBase) -> bool:
+    return response.get("Content-Type", "").startswith("application/json")
+
+
+class ApiMiddleware:
+    """Rate limit, error envelope, ETag/304 and CORS for paths under /api/v1/."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+        self.conditional = ConditionalGetMiddleware(get_response)
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if not request.path.startswith(API_PREFIX):
+            return self.get_response(request)
+        response = self.answer(request)
+        if request.method in READ_METHODS:
+            for header, value in CORS_HEADERS.items():
+                response[header] = value
+        return response
+
+    def answer(self, request: HttpRequest) -> HttpResponseBase:
+        wait = rate_limited(request)
+        if wait is not None:
+            message = f"Too many requests: try again in {wait} seconds."
+            body = error_body(status=429, code="rate_limited", message=message)
+            limited = JsonResponse(body, status=429)
+            limited["Retry-After"] = str(wait)
+            return limited
+        if request.method == "OPTIONS":
+            preflight = HttpResponse(status=204)
+            for header, value in PREFLIGHT_HEADERS.items():
+                preflight[header] = value
+            preflight["Allow"] = PREFLIGHT_HEADERS["Access-Control-Allow-Methods"]
+            return preflight
+        head = request.method == "HEAD"
+        if head:  # ninja routes GET only: answer HEAD as GET (the server drops the body)
+            request.method = "GET"
+        try:
+            response = self.get_response(request)
+        finally:
+            if head:
+                request.method = "HEAD"
+        if 400 <= response.status_code < 500 and not response.streaming:
+            if not _is_json(response):
+                response = self.envelope(request, response)
+        # Conditional GET: ETag on a complete GET/HEAD body, 304 when If-None-Match matches.
+        return self.conditional.process_response(request, response)
+
+    @staticmethod
+    def envelope(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+        status = response.status_code
+        if status == 404:
+            message = f"No API endpoint at {request.path}."
+        elif status == 405:
+            message = f"{request.method} is not allowed here; allowed: {response.get('Allow')}."
+        else:
+            message = HTTPStatus(status).description or HTTPStatus(status).phrase
+        converted = JsonResponse(error_body(status=status, message=message), status=status)
+        if "Allow" in response:
+            converted["Allow"] = response["Allow"]
+        return converted

@@ -1,0 +1,179 @@
+"""Issue 10, the API's HTTP hygiene: ETag with 304 on GETs, per-client rate limiting with 429
+and `Retry-After` in the error envelope, CORS open for reading, and the envelope for the
+unknown paths and wrong methods Django answers itself; the HTML site keeps its own behaviour.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import time_machine
+from django.core.cache import cache
+from django.test import Client
+
+from tests.page_world import World, build_world
+
+API = "/api/v1"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_counts() -> Iterator[None]:
+    """Rate-limit counts live in the cache: start and end each test with none."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def world(db: None) -> World:
+    return build_world(scale=1)
+
+
+def assert_envelope(body: Any, status: int, code: str) -> None:
+    assert set(body) == {"error"}
+    assert body["error"]["status"] == status
+    assert body["error"]["code"] == code
+    assert body["error"]["message"]
+
+
+# ETag and 304
+
+
+def test_a_get_carries_a_strong_etag_of_its_body(world: World, client: Client) -> None:
+    response = client.get(f"{API}/leaderboard")
+    assert response.status_code == 200
+    etag = response["ETag"]
+    assert not etag.startswith("W/")
+    assert etag == f'"{hashlib.md5(response.content, usedforsecurity=False).hexdigest()}"'
+    assert client.get(f"{API}/leaderboard")["ETag"] == etag  # same data, same tag
+
+
+def test_a_matching_if_none_match_answers_304_without_a_body(world: World, client: Client) -> None:
+    etag = client.get(f"{API}/cohorts")["ETag"]
+    again = client.get(f"{API}/cohorts", HTTP_IF_NONE_MATCH=etag)
+    assert again.status_code == 304
+    assert again.content == b""
+    assert again["ETag"] == etag
+    assert again["Access-Control-Allow-Origin"] == "*"
+    stale = client.get(f"{API}/cohorts", HTTP_IF_NONE_MATCH='"not-the-tag"')
+    assert stale.status_code == 200
+    assert stale.json()
+
+
+def test_the_bets_export_still_streams_and_gets_no_etag(world: World, client: Client) -> None:
+    response = client.get(f"{API}/exports/bets.csv")
+    assert response.status_code == 200
+    assert response.streaming
+    assert not response.has_header("ETag")
+    assert response["Access-Control-Allow-Origin"] == "*"
+    body = b"".join(response.streaming_content)  # type: ignore[attr-defined]
+    header = body.decode().splitlines()[0]
+    assert header.startswith("trade_id,model,cohort,")
+
+
+# Rate limiting
+
+
+def test_over_the_limit_a_client_gets_429_with_retry_after(
+    world: World, client: Client, settings: Any
+) -> None:
+    settings.API_RATE_LIMIT = 3
+    settings.API_RATE_WINDOW_SECONDS = 60
+    with time_machine.travel("2026-11-23 12:00:10Z", tick=False):
+        for _ in range(3):
+            assert client.get(f"{API}/status").status_code == 200
+        limited = client.get(f"{API}/status")
+        assert limited.status_code == 429
+        assert limited["Retry-After"] == "50"  # to the window's end, 12:01:00
+        assert limited["Content-Type"].startswith("application/json")
+        assert_envelope(limited.json(), 429, "rate_limited")
+        assert "50 seconds" in limited.json()["error"]["message"]
+        assert limited["Access-Control-Allow-Origin"] == "*"  # a browser client can read it
+        # Another client has its own count.
+        assert client.get(f"{API}/status", REMOTE_ADDR="10.0.0.2").status_code == 200
+    # The next window starts a fresh count.
+    with time_machine.travel("2026-11-23 12:01:00Z", tick=False):
+        assert client.get(f"{API}/status").status_code == 200
+
+
+def test_the_rate_limit_counts_api_requests_only(
+    world: World, client: Client, settings: Any
+) -> None:
+    settings.API_RATE_LIMIT = 1
+    assert client.get(f"{API}/status").status_code == 200
+    assert client.get(f"{API}/status").status_code == 429
+    for _ in range(3):
+        assert client.get("/").status_code == 200  # the site's pages are not limited
+
+
+def test_a_zero_limit_turns_rate_limiting_off(client: Client, settings: Any, db: None) -> None:
+    settings.API_RATE_LIMIT = 0
+    for _ in range(5):
+        assert client.get(f"{API}/status").status_code == 200
+
+
+# CORS
+
+
+@pytest.mark.parametrize("method", ["get", "head"])
+def test_reads_are_open_to_every_origin(world: World, client: Client, method: str) -> None:
+    response = getattr(client, method)(f"{API}/leaderboard", HTTP_ORIGIN="https://x.example")
+    assert response.status_code == 200
+    assert response["Access-Control-Allow-Origin"] == "*"
+    assert not response.has_header("Access-Control-Allow-Credentials")
+    if method == "head":
+        assert response.content == b""
+
+
+def test_a_preflight_is_answered_204_with_the_read_methods(client: Client, db: None) -> None:
+    response = client.options(
+        f"{API}/leaderboard",
+        HTTP_ORIGIN="https://x.example",
+        HTTP_ACCESS_CONTROL_REQUEST_METHOD="GET",
+    )
+    assert response.status_code == 204
+    assert response["Access-Control-Allow-Origin"] == "*"
+    assert response["Access-Control-Allow-Methods"] == "GET, HEAD, OPTIONS"
+    assert not response.has_header("Access-Control-Allow-Credentials")
+
+
+def test_the_site_pages_carry_no_cors_header_nor_etag(world: World, client: Client) -> None:
+    response = client.get("/", HTTP_ORIGIN="https://x.example")
+    assert response.status_code == 200
+    assert not response.has_header("Access-Control-Allow-Origin")
+    assert not response.has_header("ETag")
+
+
+# The error envelope for what Django answers itself
+
+
+@pytest.mark.parametrize("path", ["/nowhere", "/leaderboard/extra/bits", "/exports/bets.xml"])
+def test_an_unknown_api_path_answers_404_in_the_envelope(
+    client: Client, db: None, path: str
+) -> None:
+    response = client.get(f"{API}{path}")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("application/json")
+    assert_envelope(response.json(), 404, "not_found")
+    assert response["Access-Control-Allow-Origin"] == "*"
+
+
+@pytest.mark.parametrize("method", ["post", "put", "delete"])
+def test_a_wrong_method_answers_405_in_the_envelope(
+    world: World, client: Client, method: str
+) -> None:
+    response = getattr(client, method)(f"{API}/leaderboard")
+    assert response.status_code == 405
+    assert_envelope(response.json(), 405, "method_not_allowed")
+    assert "GET" in response["Allow"]
+    assert not response.has_header("Access-Control-Allow-Origin")  # reads only
+
+
+def test_the_sites_own_404_stays_html(client: Client, db: None) -> None:
+    response = client.get("/no-such-page/")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("text/html")
+    assert not response.has_header("Access-Control-Allow-Origin")
