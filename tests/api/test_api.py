@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
 
 import pytest
 from django.db import connection
@@ -19,28 +18,13 @@ from agents.models import BenchmarkModel
 from arena.models import Agent, Cohort
 from arena.schemas import RETURN_PLACES
 from arena.selectors import curves, standings
+from tests.api.helpers import API, assert_envelope, get_json
 from tests.page_world import World, build_world
-
-API = "/api/v1"
 
 
 @pytest.fixture
 def world(db: None) -> World:
     return build_world(scale=2)
-
-
-def get_json(client: Client, url: str, status: int = 200) -> Any:
-    response = client.get(url)
-    assert response.status_code == status, response.content
-    assert response["Content-Type"].startswith("application/json")
-    return response.json()
-
-
-def assert_envelope(body: Any, status: int, code: str) -> None:
-    assert set(body) == {"error"}
-    assert body["error"]["status"] == status
-    assert body["error"]["code"] == code
-    assert body["error"]["message"]
 
 
 def return_of(value: Decimal | None) -> str | None:

@@ -14,9 +14,8 @@ import time_machine
 from django.core.cache import cache
 from django.test import Client
 
+from tests.api.helpers import API, assert_envelope
 from tests.page_world import World, build_world
-
-API = "/api/v1"
 
 
 @pytest.fixture(autouse=True)
@@ -30,13 +29,6 @@ def _fresh_counts() -> Iterator[None]:
 @pytest.fixture
 def world(db: None) -> World:
     return build_world(scale=1)
-
-
-def assert_envelope(body: Any, status: int, code: str) -> None:
-    assert set(body) == {"error"}
-    assert body["error"]["status"] == status
-    assert body["error"]["code"] == code
-    assert body["error"]["message"]
 
 
 # ETag and 304

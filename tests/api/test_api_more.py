@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any
 
 import pytest
 from django.db import connection
@@ -21,28 +20,13 @@ from arena.selectors import api as api_selectors
 from arena.selectors import markets, standings
 from arena.selectors import status as status_selectors
 from markets.models import Market, MarketSyncRun
+from tests.api.helpers import API, assert_envelope, get_json
 from tests.page_world import World, build_world
-
-API = "/api/v1"
 
 
 @pytest.fixture
 def world(db: None) -> World:
     return build_world(scale=2)
-
-
-def get_json(client: Client, url: str, status: int = 200) -> Any:
-    response = client.get(url)
-    assert response.status_code == status, response.content
-    assert response["Content-Type"].startswith("application/json")
-    return response.json()
-
-
-def assert_envelope(body: Any, status: int) -> None:
-    assert set(body) == {"error"}
-    assert body["error"]["status"] == status
-    assert body["error"]["code"]
-    assert body["error"]["message"]
 
 
 def money(value: Decimal | None) -> str | None:
