@@ -22,6 +22,7 @@ from arena.evidence import error_text
 from arena.models import (
     Agent,
     Cohort,
+    DataRelease,
     Decision,
     DecisionAttempt,
     DecisionRun,
@@ -38,6 +39,7 @@ from arena.selectors.standings import AgentStanding, agent_standings
 from arena.services import operations
 from arena.services.audit import determinism_cost_estimate, determinism_sample
 from arena.services.cohorts import cohort_start
+from arena.services.releases import releases_publish
 from markets.admin import MarketAdmin as CatalogueMarketAdmin
 from markets.models import Market
 
@@ -136,6 +138,7 @@ class CohortAdmin(ReadOnlyAdmin):
     list_filter = ("status",)
     search_fields = ("number__exact", "week_start__icontains")
     inlines = [AgentInline]
+    actions = ["publish_release"]
     fields = (
         "number",
         "week_start",
@@ -166,6 +169,11 @@ class CohortAdmin(ReadOnlyAdmin):
     @admin.display(description="Agents", ordering="agent_total")
     def agent_count(self, obj: Cohort) -> int:
         return int(getattr(obj, "agent_total", 0))
+
+    @admin.action(description="Publish the selected completed cohorts' data releases")
+    def publish_release(self, request: HttpRequest, queryset: QuerySet[Cohort]) -> None:
+        numbers = list(queryset.values_list("number", flat=True))
+        report_to(self, request, releases_publish(cohort_numbers=numbers), what="Publish")
 
     def get_urls(self) -> list[URLPattern]:
         start = path(
@@ -823,6 +831,56 @@ class SystemEventAdmin(ReadOnlyAdmin):
     @admin.display(description="Data")
     def data_text(self, obj: SystemEvent) -> str:
         return _json(obj.data)
+
+
+# ---------------------------------------------------------------------------- data releases
+
+
+@admin.register(DataRelease)
+class DataReleaseAdmin(ReadOnlyAdmin):
+    """The frozen weekly data releases: a published release is never edited; publishing again
+    makes a new version only if the cohort's data changed."""
+
+    list_display = ("name", "cohort", "version", "published_at", "total_bytes", "sha256")
+    list_filter = ("version",)
+    search_fields = ("name", "cohort__number__exact")
+    list_select_related = ("cohort",)
+    actions = ["publish_again"]
+    fields = (
+        "name",
+        "cohort",
+        "version",
+        "published_at",
+        "methodology_version",
+        "total_bytes",
+        "sha256",
+        "changes",
+        "files_text",
+        "manifest_text",
+        "page",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="Files")
+    def files_text(self, obj: DataRelease) -> str:
+        return _json(obj.files)
+
+    @admin.display(description="Manifest")
+    def manifest_text(self, obj: DataRelease) -> str:
+        return _json(obj.manifest)
+
+    @admin.display(description="Public page")
+    def page(self, obj: DataRelease) -> str:
+        url = reverse("arena:release", args=[obj.name])
+        return format_html('<a href="{}">{}</a>', url, url)
+
+    @admin.action(
+        description="Publish the selected releases' cohorts again (a new version if "
+        "their data changed)"
+    )
+    def publish_again(self, request: HttpRequest, queryset: QuerySet[DataRelease]) -> None:
+        numbers = list(queryset.values_list("cohort__number", flat=True))
+        report_to(self, request, releases_publish(cohort_numbers=numbers), what="Publish")
 
 
 # --------------------------------------------------------------------------------- markets

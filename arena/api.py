@@ -10,6 +10,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeVar
 
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -28,14 +29,21 @@ from arena.schemas import (
     DecisionDetailOut,
     DecisionOut,
     DecisionPage,
+    ErrorEnvelope,
     HoldingOut,
     JobOut,
     LeaderboardOut,
     MarketDetailOut,
-    MarketTradeOut,
+    MarketOut,
+    MarketPage,
     ModelDetailOut,
     ModelRowOut,
+    OutcomePriceOut,
     PositionOut,
+    PositionPage,
+    PricePointOut,
+    ResolutionOut,
+    ResolutionPage,
     RunOut,
     SeriesOut,
     StandingOut,
@@ -43,6 +51,8 @@ from arena.schemas import (
     SyncOut,
     TickOut,
     TradeOut,
+    TradePage,
+    TradeRowOut,
     decimal_string,
     return_string,
 )
@@ -50,6 +60,7 @@ from arena.selectors import api as api_selectors
 from arena.selectors import curves, markets, standings
 from arena.selectors import status as status_selectors
 from markets.models import Market
+from markets.selectors import MarketFilter
 
 router = Router(tags=["arena"])
 
@@ -58,6 +69,7 @@ MAX_PAGE = 1_000_000  # far beyond any real list; keeps the offset an ordinary i
 MAX_ID = 2**31 - 1  # ids and numbers past a 32-bit integer name nothing (and overflow SQL)
 
 Id = Annotated[int, Path(ge=1, le=MAX_ID)]
+QueryId = Annotated[int, Query(ge=1, le=MAX_ID)]
 C = TypeVar("C", bound=CohortOut)
 RangeKey = Literal["10M", "1H", "1D", "1W", "1M", "3M", "ALL"]
 Page = Annotated[int, Query(ge=1, le=MAX_PAGE)]
@@ -68,6 +80,59 @@ DecisionStatus = Literal["pending", "running", "done", "retryable", "skipped"]
 # Stable ids are printable text: a control character (NUL breaks PostgreSQL) names no model.
 ModelId = Annotated[str, Query(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
 PolymarketId = Annotated[str, Path(min_length=1, max_length=32, pattern=r"^[0-9A-Za-z_-]+$")]
+MarketId = Annotated[str, Query(min_length=1, max_length=32, pattern=r"^[0-9A-Za-z_-]+$")]
+SearchText = Annotated[str, Query(max_length=200, pattern=r"^[^\x00-\x1f]*$")]
+Category = Annotated[str, Query(max_length=64, pattern=r"^[^\x00-\x1f]*$")]
+LeaderboardSort = Literal["brier", "return", "win_rate", "resolved_bets"]
+TradeKind = Literal["BUY", "SELL"]
+TradeStatus = Literal["executed", "rejected"]
+MarketStatus = Literal["open", "closed", "resolved", "cancelled"]
+MarketSort = Literal["volume", "close"]
+ResolutionKind = Literal["resolved", "cancelled"]
+# An agent's own page shows its latest trades; the rest are a page away (/agents/{id}/trades).
+AGENT_TRADES_SHOWN = 50
+
+
+def _page_of(page: int, page_size: int) -> slice:
+    start = (page - 1) * page_size
+    return slice(start, start + page_size)
+
+
+def _known_model(model: str | None) -> BenchmarkModel | None:
+    """Return the model a filter names, or None with no filter; an unknown one is a 422."""
+    if model is None:
+        return None
+    found = BenchmarkModel.objects.filter(internal_id=model).first()
+    if found is None:
+        raise HttpError(422, "model: no model has this id")
+    return found
+
+
+def _known_cohort(number: int | None) -> Cohort | None:
+    if number is None:
+        return None
+    found = Cohort.objects.filter(number=number).first()
+    if found is None:
+        raise HttpError(422, "cohort: no cohort has this number")
+    return found
+
+
+def _known_agent(agent_id: int | None) -> Agent | None:
+    if agent_id is None:
+        return None
+    found = Agent.objects.filter(pk=agent_id).first()
+    if found is None:
+        raise HttpError(422, "agent: no agent has this id")
+    return found
+
+
+def _known_market(polymarket_id: str | None) -> Market | None:
+    if polymarket_id is None:
+        return None
+    try:
+        return markets.market_get(polymarket_id=polymarket_id)
+    except Market.DoesNotExist as exc:
+        raise HttpError(422, "market: no market has this Polymarket id") from exc
 
 
 def _optional(value: Decimal | None) -> str | None:
@@ -155,14 +220,61 @@ def _trade_fields(trade: Trade, *, market: Market | None = None) -> dict[str, An
     }
 
 
-def _market_trade(row: markets.MarketTrade, market: Market) -> MarketTradeOut:
-    agent = row.trade.agent
-    return MarketTradeOut(
-        **_trade_fields(row.trade, market=market),
+def _trade_row(trade: Trade, *, offline: bool, market: Market | None = None) -> TradeRowOut:
+    """The trade with its agent's cohort and model (`trade.agent` read with both)."""
+    agent = trade.agent
+    return TradeRowOut(
+        **_trade_fields(trade, market=market),
         cohort=agent.cohort.number,
         model=agent.model.internal_id,
         display_name=agent.model.display_name,
-        offline=row.offline,
+        offline=offline,
+    )
+
+
+def _trade_page(trades: QuerySet[Trade], page: int, page_size: int) -> TradePage:
+    """One page of `trades` (a `trade_list`), each marked offline by the standings' rule."""
+    rows = list(trades[_page_of(page, page_size)])
+    offline = api_selectors.offline_agent_ids(agent_ids=sorted({t.agent_id for t in rows}))
+    return TradePage(
+        count=trades.count(),
+        page=page,
+        page_size=page_size,
+        results=[_trade_row(t, offline=t.agent_id in offline) for t in rows],
+    )
+
+
+def _market_fields(market: Market) -> dict[str, Any]:
+    """The catalogue's facts of a market and its status, shared by the list and the detail."""
+    return {
+        "polymarket_id": market.polymarket_id,
+        "question": market.question,
+        "category": market.category,
+        "slug": market.slug,
+        "event_title": market.event_title,
+        "outcomes": [str(o) for o in market.outcomes],
+        "outcome_prices": [None if p is None else str(p) for p in market.outcome_prices],
+        "volume": decimal_string(market.volume),
+        "liquidity": _optional(market.liquidity),
+        "close_date": market.close_date,
+        "closed": market.closed,
+        "resolution": market.resolution,
+        "winning_outcome": market.winning_outcome,
+        "resolved_at": market.resolved_at,
+        "status": market.status,
+        "status_label": market.status_label,
+    }
+
+
+def _price_point(point: markets.PricePoint) -> PricePointOut:
+    return PricePointOut(
+        at=point.at,
+        source=point.source,
+        run=point.run_id,
+        prices=[
+            OutcomePriceOut(outcome=outcome, price=_optional(price))
+            for outcome, price in point.prices
+        ],
     )
 
 
@@ -217,12 +329,30 @@ def _cohort(cohort: Cohort, schema: type[C], **more: Any) -> C:
     )
 
 
-@router.get("/leaderboard", response=LeaderboardOut, summary="Leaderboard across every cohort")
-def leaderboard(request: HttpRequest, sort: Literal["brier", "return"] = "brier") -> LeaderboardOut:
-    """The LLM rows ranked by pooled Brier (lower first) or mean return, offline rows after
-    the real ones, then the baselines (never ranked among the LLMs)."""
-    llms, baselines = standings.leaderboard(sort=sort)
-    return LeaderboardOut(sort=sort, rows=[_model_row(row) for row in llms + baselines])
+@router.get(
+    "/leaderboard",
+    response=LeaderboardOut,
+    summary="Leaderboard across cohorts",
+)
+def leaderboard(
+    request: HttpRequest,
+    sort: LeaderboardSort = "brier",
+    cohorts: Literal["all", "completed"] = "all",
+    baselines: Literal["include", "exclude"] = "include",
+) -> LeaderboardOut:
+    """The LLM rows ranked by `sort`: pooled Brier lower first; mean return, win rate or
+    resolved bets higher first; rows without the figure last, offline rows after the real
+    ones. Then the baselines (never ranked among the LLMs), unless `baselines=exclude`.
+    With `cohorts=completed` every figure comes from the agents of completed cohorts only."""
+    llms, baseline_rows = standings.leaderboard(
+        sort=sort, cohorts=cohorts, baselines=baselines == "include"
+    )
+    return LeaderboardOut(
+        sort=sort,
+        cohorts=cohorts,
+        baselines=baselines,
+        rows=[_model_row(row) for row in llms + baseline_rows],
+    )
 
 
 @router.get("/models", response=list[ModelRowOut], summary="Every model of the lineup")
@@ -267,14 +397,22 @@ def cohort_list(
     )
 
 
-@router.get("/cohorts/{number}", response=CohortDetailOut, summary="One cohort's standings")
+@router.get(
+    "/cohorts/{number}",
+    response=CohortDetailOut,
+    summary="One cohort's standings",
+)
 def cohort_detail(request: HttpRequest, number: Id) -> CohortDetailOut:
     cohort = get_object_or_404(standings.cohort_list(), number=number)
     rows = standings.agent_standings(agents=cohort.agents.all())
     return _cohort(cohort, CohortDetailOut, standings=[_standing(s) for s in rows])
 
 
-@router.get("/agents/{agent_id}/series", response=SeriesOut, summary="An agent's value series")
+@router.get(
+    "/agents/{agent_id}/series",
+    response=SeriesOut,
+    summary="An agent's value series",
+)
 def agent_series(
     request: HttpRequest,
     agent_id: Id,
@@ -292,22 +430,86 @@ def agent_series(
 
 
 @router.get(
-    "/agents/{agent_id}", response=AgentDetailOut, summary="An agent, its positions and trades"
+    "/agents/{agent_id}",
+    response=AgentDetailOut,
+    summary="An agent, its positions and latest trades",
 )
 def agent_detail(request: HttpRequest, agent_id: Id) -> AgentDetailOut:
     """The agent's standing now, every position (open ones marked to market: `price_now`,
-    `value_now`) and every trade, executed or rejected, newest first."""
+    `value_now`) and its latest trades, executed or rejected, newest first, with the count
+    of all of them (every one is at /agents/{id}/trades)."""
     agents = Agent.objects.filter(pk=agent_id)
     found = standings.agent_standings(agents=agents)
     if not found:
         raise Http404("No such agent.")
     (standing,) = found
     agent = standing.agent
+    trades = standings.agent_trades(agent=agent)
     return AgentDetailOut(
         standing=_standing(standing),
         positions=[_position(row) for row in standings.agent_positions(agent=agent)],
-        trades=[TradeOut(**_trade_fields(t)) for t in standings.agent_trades(agent=agent)],
+        trades=[TradeOut(**_trade_fields(t)) for t in trades[:AGENT_TRADES_SHOWN]],
+        trades_count=trades.count(),
     )
+
+
+@router.get(
+    "/agents/{agent_id}/positions",
+    response=PositionPage,
+    summary="An agent's positions",
+)
+def agent_position_list(
+    request: HttpRequest, agent_id: Id, page: Page = 1, page_size: PageSize = 20
+) -> PositionPage:
+    """Every position the agent opened, open first, then newest first; open ones marked to
+    market (`price_now`, `value_now`)."""
+    agent = get_object_or_404(Agent, pk=agent_id)
+    rows = standings.agent_positions(agent=agent)
+    return PositionPage(
+        count=len(rows),
+        page=page,
+        page_size=page_size,
+        results=[_position(row) for row in rows[_page_of(page, page_size)]],
+    )
+
+
+@router.get(
+    "/agents/{agent_id}/trades",
+    response=TradePage,
+    summary="An agent's trades",
+)
+def agent_trade_list(
+    request: HttpRequest, agent_id: Id, page: Page = 1, page_size: PageSize = 20
+) -> TradePage:
+    """Every order of the agent, executed or rejected, newest first (by id): /trades?agent=."""
+    agent = get_object_or_404(Agent, pk=agent_id)
+    return _trade_page(api_selectors.trade_list(agent=agent), page, page_size)
+
+
+@router.get("/trades", response=TradePage, summary="Trades, newest first")
+def trade_list(
+    request: HttpRequest,
+    model: ModelId | None = None,
+    cohort: QueryId | None = None,
+    agent: QueryId | None = None,
+    market: MarketId | None = None,
+    kind: TradeKind | None = None,
+    status: TradeStatus | None = None,
+    page: Page = 1,
+    page_size: PageSize = 20,
+) -> TradePage:
+    """Every order the agents placed, executed or rejected (with its reason), newest first by
+    id, matching every filter given: `model` a stable id, `cohort` a number, `agent` an id,
+    `market` a Polymarket id. An unknown model, cohort, agent or market is a 422."""
+    trades = api_selectors.trade_list(
+        model=_known_model(model),
+        cohort=_known_cohort(cohort),
+        agent=_known_agent(agent),
+        market=_known_market(market),
+        kind=kind,
+        status=status,
+    )
+    return _trade_page(trades, page, page_size)
 
 
 @router.get("/decisions", response=DecisionPage, summary="Decisions, newest week first")
@@ -323,18 +525,12 @@ def decision_list(
 ) -> DecisionPage:
     """Every decision matching the filters: `model` a stable id, `cohort` a number, `week`
     the ISO date of the week's Sunday. An unknown model or cohort is a 422."""
-    found_model = None
-    if model is not None:
-        found_model = BenchmarkModel.objects.filter(internal_id=model).first()
-        if found_model is None:
-            raise HttpError(422, "model: no model has this id")
-    found_cohort = None
-    if cohort is not None:
-        found_cohort = Cohort.objects.filter(number=cohort).first()
-        if found_cohort is None:
-            raise HttpError(422, "cohort: no cohort has this number")
     decisions = api_selectors.decision_list(
-        model=found_model, cohort=found_cohort, week=week, action=action, status=status
+        model=_known_model(model),
+        cohort=_known_cohort(cohort),
+        week=week,
+        action=action,
+        status=status,
     )
     start = (page - 1) * page_size
     return DecisionPage(
@@ -345,7 +541,11 @@ def decision_list(
     )
 
 
-@router.get("/decisions/{decision_id}", response=DecisionDetailOut, summary="One decision")
+@router.get(
+    "/decisions/{decision_id}",
+    response=DecisionDetailOut,
+    summary="One decision",
+)
 def decision_detail(request: HttpRequest, decision_id: Id) -> DecisionDetailOut:
     """The decision with its prompts, the decision it parsed, every attempt (raw responses
     included) and its trades."""
@@ -366,35 +566,97 @@ def decision_detail(request: HttpRequest, decision_id: Id) -> DecisionDetailOut:
     )
 
 
-@router.get("/markets/{polymarket_id}", response=MarketDetailOut, summary="One market")
+@router.get("/markets", response=MarketPage, summary="The market catalogue")
+def market_list(
+    request: HttpRequest,
+    q: SearchText = "",
+    category: Category = "",
+    status: MarketStatus | None = None,
+    sort: MarketSort = "volume",
+    held: bool | None = None,
+    page: Page = 1,
+    page_size: PageSize = 20,
+) -> MarketPage:
+    """The catalogue as its page lists it (`q` searches the question or matches the id;
+    `sort=volume`, highest first, or `close`, soonest first), each market with the bets
+    agents placed on it; `held=true` keeps the markets some agent bet on, `held=false` the
+    others."""
+    filters = MarketFilter(q=q.strip(), category=category.strip(), status=status or "", sort=sort)
+    found = api_selectors.market_list(filters=filters, held=held)
+    return MarketPage(
+        count=found.count(),
+        page=page,
+        page_size=page_size,
+        results=[
+            MarketOut(**_market_fields(m), bets=getattr(m, "bets", 0))
+            for m in found[_page_of(page, page_size)]
+        ],
+    )
+
+
+@router.get(
+    "/markets/{polymarket_id}",
+    response=MarketDetailOut,
+    summary="One market",
+)
 def market_detail(request: HttpRequest, polymarket_id: PolymarketId) -> MarketDetailOut:
-    """The catalogue's facts, the market's status, its holders, trades and scored bets."""
+    """The catalogue's facts, the market's status, its holders, trades and scored bets, and
+    its stored prices while agents held it (the market page's price history)."""
     try:
         market = markets.market_get(polymarket_id=polymarket_id)
     except Market.DoesNotExist as exc:
         raise Http404("No such market.") from exc
     page = markets.market_page(market=market)
     return MarketDetailOut(
-        polymarket_id=market.polymarket_id,
-        question=market.question,
+        **_market_fields(market),
         description=market.description,
-        category=market.category,
-        slug=market.slug,
-        event_title=market.event_title,
-        outcomes=[str(o) for o in market.outcomes],
-        outcome_prices=[None if p is None else str(p) for p in market.outcome_prices],
-        volume=decimal_string(market.volume),
-        liquidity=_optional(market.liquidity),
-        close_date=market.close_date,
-        closed=market.closed,
-        resolution=market.resolution,
-        winning_outcome=market.winning_outcome,
-        resolved_at=market.resolved_at,
-        status=market.status,
-        status_label=market.status_label,
         holders=[_holding(h) for h in page.holdings],
-        trades=[_market_trade(t, market) for t in page.trades],
-        scored=[_market_trade(t, market) for t in page.scored],
+        trades=[_trade_row(t.trade, offline=t.offline, market=market) for t in page.trades],
+        scored=[_trade_row(t.trade, offline=t.offline, market=market) for t in page.scored],
+        held_from=page.held_from,
+        held_until=page.held_until,
+        price_history=[_price_point(p) for p in page.price_points],
+    )
+
+
+@router.get(
+    "/resolutions",
+    response={200: ResolutionPage, 400: ErrorEnvelope},
+    summary="Markets resolved or cancelled, newest first",
+)
+def resolution_list(
+    request: HttpRequest,
+    resolution: ResolutionKind | None = None,
+    since: date | None = None,
+    until: date | None = None,
+    page: Page = 1,
+    page_size: PageSize = 20,
+) -> ResolutionPage:
+    """The markets resolved (a winning outcome) or cancelled (refunded) here, newest
+    resolution first, each with the positions it settled and the bets it scored. `since`
+    and `until` are UTC days, both included; `until` before `since` is a 400."""
+    if since is not None and until is not None and until < since:
+        raise HttpError(400, "until: must be the same day as since or later")
+    found = api_selectors.resolution_list(resolution=resolution, since=since, until=until)
+    return ResolutionPage(
+        count=found.count(),
+        page=page,
+        page_size=page_size,
+        results=[
+            ResolutionOut(
+                polymarket_id=m.polymarket_id,
+                question=m.question,
+                category=m.category,
+                outcomes=[str(o) for o in m.outcomes],
+                resolution=m.resolution,
+                winning_outcome=m.winning_outcome,
+                resolved_at=m.resolved_at,
+                resolution_note=m.resolution_note,
+                positions_settled=getattr(m, "positions_settled", 0),
+                bets_scored=getattr(m, "bets_scored", 0),
+            )
+            for m in found[_page_of(page, page_size)]
+        ],
     )
 
 
@@ -415,7 +677,11 @@ def _holding(holding: markets.Holding) -> HoldingOut:
     )
 
 
-@router.get("/status", response=StatusOut, summary="The system's last runs and next schedules")
+@router.get(
+    "/status",
+    response=StatusOut,
+    summary="The system's last runs and next schedules",
+)
 def system_status(request: HttpRequest) -> StatusOut:
     """The last catalogue sync, decision run (with how its decisions ended), snapshot tick and
     resolution check, and the next run of every scheduled job."""

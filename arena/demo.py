@@ -17,6 +17,7 @@ from arena import clock
 from arena.services.cohorts import cohort_start, cohort_week_start
 from arena.services.decisions import decisions_run_all
 from arena.services.marking import snapshots_take
+from arena.services.releases import releases_publish
 from arena.services.settlement import resolutions_check
 from markets.demo import SimulatedSource
 
@@ -74,6 +75,8 @@ def demo_run(
                 source.now = moment
             # The resolution check re-reads every held market, so the tick need not.
             check = resolutions_check(now=moment, source=source)
+            if check.completed_cohorts:  # a failed publish is recorded, never raised
+                releases_publish(cohort_numbers=check.completed_cohorts, now=moment)
             snapshots_take(now=moment, source=source, refresh=False)
             report.ticks += 1
             report.resolved += len(check.resolved)

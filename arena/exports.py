@@ -1,54 +1,52 @@
 """The bulk exports' router (mounted at `/api/v1/exports/`): streamed CSV and JSON Lines.
 
-`GET bets.csv` and `GET bets.jsonl` stream one row per executed BUY (columns and meanings:
-arena/selectors/exports.py), bounded by `?cohort=N` and/or `?since=&until=` (ISO dates, both
-inclusive, the UTC day the bet was placed), with `?offline=include|exclude|only` (default
-`include`) to keep or split off the bets of agents an offline stand-in answered for. A bad
-parameter is a 4xx with a JSON body, never a 500.
+`GET <dataset>.csv` and `GET <dataset>.jsonl` stream one dataset (decisions, attempts, trades,
+positions, snapshots, bets: columns and meanings in arena/selectors/exports.py, cells in
+arena/services/exports.py), bounded by `?cohort=N` and/or `?since=&until=` (ISO dates, both
+inclusive, UTC days on the row's natural day), with `?offline=include|exclude|only` (default
+`include`) to keep or split off the rows of agents an offline stand-in answered for.
+`GET manifest.json` with the same bounds gives each download's row count and SHA-256, computed
+over the very bytes the downloads stream. A bad parameter is a 4xx in the error envelope,
+never a 500.
 """
 
 from __future__ import annotations
 
-import csv
-import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date
-from decimal import Decimal
-from typing import Literal
+from typing import Any, Literal
 
 from django.http import HttpRequest, StreamingHttpResponse
-from ninja import Router
+from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 from ninja.params.functions import Query
 
-from arena.selectors.exports import BET_COLUMNS, BetRow, Offline, bet_rows
+from arena.selectors.exports import BET_COLUMNS, DATASETS, BetRow, Dataset, Offline
+from arena.services.exports import CONTENT_TYPES, dataset_stream, export_stream, stream_manifest
 
 router = Router(tags=["exports"])
 
 Format = Literal["csv", "jsonl"]
-CONTENT_TYPES: dict[Format, str] = {
-    "csv": "text/csv; charset=utf-8",
-    "jsonl": "application/x-ndjson; charset=utf-8",
-}
 MAX_ID = 2**31 - 1  # the largest value a cohort number column holds
-# The query parameters, shared by both formats.
-COHORT = Query(None, ge=1, le=MAX_ID, description="Only this cohort's bets (its number).")
-SINCE = Query(None, description="Only bets placed on or after this UTC day (ISO date).")
-UNTIL = Query(None, description="Only bets placed on or before this UTC day; not before since.")
+# The query parameters, shared by every download and the manifest.
+COHORT = Query(None, ge=1, le=MAX_ID, description="Only this cohort's rows (its number).")
+SINCE = Query(None, description="Only rows of this UTC day or later (ISO date).")
+UNTIL = Query(None, description="Only rows of this UTC day or earlier; not before since.")
 OFFLINE = Query(
     "include",
-    description="Bets of agents an offline stand-in answered for: include (the default), "
-    "exclude (the real models' bets, which the leaderboard's real rows pool) or only (the "
-    "bets its offline rows pool).",
+    description="Rows of agents an offline stand-in answered for: include (the default), "
+    "exclude (the real models' rows, which the leaderboard's real rows pool) or only (the "
+    "rows its offline rows pool).",
 )
 
 
-def _file_responses(fmt: Format) -> dict[str, object]:
+def _file_responses(dataset: Dataset, fmt: Format) -> dict[str, object]:
     """The OpenAPI description of a streamed file and of the 4xx a bad parameter gets."""
     return {
         "responses": {
             200: {
-                "description": f"The bets as {fmt.upper()}, streamed as an attachment.",
+                "description": f"{dataset.description} As {fmt.upper()}, streamed as an "
+                "attachment.",
                 "content": {CONTENT_TYPES[fmt].split(";")[0]: {"schema": {"type": "string"}}},
             },
             400: {"description": "`until` before `since`."},
@@ -57,41 +55,24 @@ def _file_responses(fmt: Format) -> dict[str, object]:
     }
 
 
-class _Echo:
-    """A file-like object whose `write` hands back what it was given, for `csv.writer`."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
-def _csv_lines(rows: Iterable[BetRow]) -> Iterator[str]:
-    writer = csv.writer(_Echo(), lineterminator="\n")
-    yield writer.writerow(BET_COLUMNS)
-    for row in rows:
-        yield writer.writerow(["" if row[c] is None else row[c] for c in BET_COLUMNS])
-
-
-def _json_default(value: object) -> str:
-    if isinstance(value, Decimal):
-        return str(value)  # money and prices as decimal strings
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-def _jsonl_lines(rows: Iterable[BetRow]) -> Iterator[str]:
-    for row in rows:
-        yield json.dumps(row, default=_json_default, separators=(",", ":")) + "\n"
-
-
 def bets_stream(rows: Iterable[BetRow], fmt: Format) -> Iterator[str]:
-    """Return the export's body as an iterator of text lines: CSV with a header row (an empty
-    cell for None), or JSON Lines (one object a line, decimals as strings, None as null)."""
-    return _csv_lines(rows) if fmt == "csv" else _jsonl_lines(rows)
+    """Return the bets export's body, as text chunks, for rows keyed by `BET_COLUMNS`: CSV
+    with a header row (an empty cell for None), or JSON Lines (decimals as strings)."""
+    tuples = (tuple(row[c] for c in BET_COLUMNS) for row in rows)
+    return (chunk.decode() for chunk in dataset_stream(DATASETS["bets"], fmt, tuples))
 
 
-def bets_filename(
-    *, cohort: int | None, since: date | None, until: date | None, offline: Offline, fmt: Format
+def export_filename(
+    dataset: str,
+    *,
+    cohort: int | None,
+    since: date | None,
+    until: date | None,
+    offline: Offline,
+    fmt: str,
 ) -> str:
-    parts = ["bets"]
+    """Return the download's file name, which names its bounds: `bets-cohort-3.csv`."""
+    parts = [dataset]
     if cohort is not None:
         parts.append(f"cohort-{cohort}")
     if since is not None:
@@ -105,44 +86,114 @@ def bets_filename(
     return "-".join(parts) + f".{fmt}"
 
 
-def _bets_response(
-    fmt: Format, cohort: int | None, since: date | None, until: date | None, offline: Offline
-) -> StreamingHttpResponse:
+def bets_filename(
+    *, cohort: int | None, since: date | None, until: date | None, offline: Offline, fmt: Format
+) -> str:
+    return export_filename(
+        "bets", cohort=cohort, since=since, until=until, offline=offline, fmt=fmt
+    )
+
+
+def _check_bounds(since: date | None, until: date | None) -> None:
     if since is not None and until is not None and until < since:
         raise HttpError(400, "until must not be before since")
-    rows = bet_rows(cohort=cohort, since=since, until=until, offline=offline)
-    response = StreamingHttpResponse(bets_stream(rows, fmt), content_type=CONTENT_TYPES[fmt])
-    name = bets_filename(cohort=cohort, since=since, until=until, offline=offline, fmt=fmt)
+
+
+def _download(
+    dataset: Dataset,
+    fmt: Format,
+    cohort: int | None,
+    since: date | None,
+    until: date | None,
+    offline: Offline,
+) -> StreamingHttpResponse:
+    _check_bounds(since, until)
+    chunks = export_stream(dataset, fmt, cohort=cohort, since=since, until=until, offline=offline)
+    response = StreamingHttpResponse(chunks, content_type=CONTENT_TYPES[fmt])
+    name = export_filename(
+        dataset.name, cohort=cohort, since=since, until=until, offline=offline, fmt=fmt
+    )
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
 
 
+def _register(dataset: Dataset, fmt: Format) -> None:
+    """Route `GET <dataset>.<fmt>` (URL name `<dataset>_<fmt>`)."""
+
+    def download(
+        request: HttpRequest,
+        cohort: int | None = COHORT,
+        since: date | None = SINCE,
+        until: date | None = UNTIL,
+        offline: Offline = OFFLINE,
+    ) -> StreamingHttpResponse:
+        return _download(dataset, fmt, cohort, since, until, offline)
+
+    download.__doc__ = f"{dataset.description} Streamed; columns in the manifest's schema."
+    label = "CSV" if fmt == "csv" else "JSON Lines"
+    route: Callable[[Any], Any] = router.get(
+        f"/{dataset.name}.{fmt}",
+        url_name=f"{dataset.name}_{fmt}",
+        operation_id=f"export_{dataset.name}_{fmt}",
+        summary=f"{dataset.name.capitalize()} as {label}",
+        openapi_extra=_file_responses(dataset, fmt),
+    )
+    route(download)
+
+
+FORMATS: tuple[Format, ...] = ("csv", "jsonl")
+for _dataset in DATASETS.values():
+    for _fmt in FORMATS:
+        _register(_dataset, _fmt)
+
+
+class ColumnOut(Schema):
+    name: str
+    type: str
+    description: str
+
+
+class FileOut(Schema):
+    name: str
+    dataset: str
+    format: str
+    rows: int
+    bytes: int
+    sha256: str
+
+
+class BoundsOut(Schema):
+    cohort: int | None
+    since: date | None
+    until: date | None
+    offline: str
+
+
+class ManifestOut(Schema):
+    methodology_versions: list[str]
+    generated_at: str
+    bounds: BoundsOut
+    files: list[FileOut]
+    # `schema` would shadow pydantic's own attribute: the field is named in the JSON only.
+    columns: dict[str, list[ColumnOut]] = Field(alias="schema")
+
+
 @router.get(
-    "/bets.csv", url_name="bets_csv", summary="Bets as CSV", openapi_extra=_file_responses("csv")
+    "/manifest.json",
+    url_name="exports_manifest",
+    operation_id="export_manifest",
+    summary="The downloads' manifest",
+    response={200: ManifestOut},
+    by_alias=True,
 )
-def bets_csv(
+def manifest(
     request: HttpRequest,
     cohort: int | None = COHORT,
     since: date | None = SINCE,
     until: date | None = UNTIL,
     offline: Offline = OFFLINE,
-) -> StreamingHttpResponse:
-    """One row per executed BUY, streamed: enough to recompute the leaderboard's Brier."""
-    return _bets_response("csv", cohort, since, until, offline)
-
-
-@router.get(
-    "/bets.jsonl",
-    url_name="bets_jsonl",
-    summary="Bets as JSON Lines",
-    openapi_extra=_file_responses("jsonl"),
-)
-def bets_jsonl(
-    request: HttpRequest,
-    cohort: int | None = COHORT,
-    since: date | None = SINCE,
-    until: date | None = UNTIL,
-    offline: Offline = OFFLINE,
-) -> StreamingHttpResponse:
-    """One JSON object a line per executed BUY, streamed (decimals as strings)."""
-    return _bets_response("jsonl", cohort, since, until, offline)
+) -> dict[str, Any]:
+    """Each CSV and JSON Lines download under these bounds: rows, bytes and SHA-256 of exactly
+    what it streams; with the methodology versions, the time and every dataset's columns."""
+    _check_bounds(since, until)
+    return stream_manifest(cohort=cohort, since=since, until=until, offline=offline)

@@ -494,6 +494,8 @@ class SystemEvent(models.Model):
         SETTLEMENT_FAILED = "settlement_failed", "Settlement failed"
         SYNC_FAILED = "sync_failed", "Market sync failed"
         RESOLUTION_CHECK_FAILED = "resolution_check_failed", "Resolution check failed"
+        RELEASE_PUBLISHED = "release_published", "Data release published"
+        RELEASE_FAILED = "release_failed", "Data release failed"
 
     class Level(models.TextChoices):
         INFO = "info", "Info"
@@ -530,3 +532,39 @@ class SystemEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.kind}: {self.message[:80]}"
+
+
+class DataRelease(models.Model):
+    """A frozen, versioned release of one completed cohort's data: the folder
+    `RELEASES_ROOT/<name>/` with the exports, their schema, checksums and a citation.
+
+    A row exists only for a folder written in full; the folder never changes afterwards. A
+    correction is a new version of the same cohort, whose `changes` says what differs from the
+    version before it (empty for version 1).
+    """
+
+    cohort = models.ForeignKey(Cohort, on_delete=models.PROTECT, related_name="releases")
+    version = models.PositiveIntegerField()
+    name = models.CharField(max_length=64, unique=True, help_text="e.g. cohort-12-v1")
+    published_at = models.DateTimeField()
+    methodology_version = models.CharField(max_length=8)
+    manifest = models.JSONField(help_text="The export's manifest.json, as written.")
+    files = models.JSONField(
+        help_text="Every file of the folder: name, bytes, sha256, and for a data file its "
+        "dataset, format and rows. Only these names are ever served."
+    )
+    sha256 = models.CharField(
+        max_length=64, help_text="SHA-256 of the release's SHA256SUMS: one digest for it all."
+    )
+    total_bytes = models.PositiveBigIntegerField()
+    changes = models.TextField(blank=True, help_text="What differs from the version before.")
+
+    class Meta:
+        ordering = ["-published_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["cohort", "version"], name="one_release_per_version"),
+            models.CheckConstraint(condition=Q(version__gte=1), name="release_version_from_1"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

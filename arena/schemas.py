@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Annotated, Any
 
 from ninja import Schema
+from pydantic import WithJsonSchema
 
 # Returns are means of exact percents: four places keep every figure the pages show.
 RETURN_PLACES = Decimal("0.0001")
+# A series point, [ISO 8601 timestamp, decimal string], in terms every JSON Schema draft reads.
+POINT_SCHEMA = {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2}
 
 
 def decimal_string(value: Decimal) -> str:
@@ -53,8 +56,12 @@ class ModelRowOut(Schema):
 
 
 class LeaderboardOut(Schema):
-    sort: str
-    rows: list[ModelRowOut]  # the LLM rows ranked, then the baselines
+    """The filters the ranking used, echoed, and its rows."""
+
+    sort: str  # brier, return, win_rate or resolved_bets
+    cohorts: str  # all, or completed: only the agents of completed cohorts count
+    baselines: str  # include or exclude
+    rows: list[ModelRowOut]  # the LLM rows ranked, then the baselines (if included)
 
 
 class StandingOut(Schema):
@@ -112,7 +119,10 @@ class SeriesOut(Schema):
     agent: int
     label: str
     range: str
-    points: list[tuple[datetime, str]]  # [timestamp, total value]
+    # [timestamp, total value]: both strings in JSON. Described as a pair of strings, not
+    # with `prefixItems` (what pydantic writes for a tuple), which schema validators of
+    # older JSON Schema drafts (schemathesis's among them) reject as an invalid schema.
+    points: list[Annotated[tuple[datetime, str], WithJsonSchema(POINT_SCHEMA)]]
 
 
 class PositionOut(Schema):
@@ -156,10 +166,18 @@ class TradeOut(Schema):
     created_at: datetime
 
 
+class PositionPage(Schema):
+    count: int
+    page: int
+    page_size: int
+    results: list[PositionOut]  # open first, newest first
+
+
 class AgentDetailOut(Schema):
     standing: StandingOut
     positions: list[PositionOut]  # open first, newest first
-    trades: list[TradeOut]  # newest first
+    trades: list[TradeOut]  # the latest AGENT_TRADES_SHOWN, newest first
+    trades_count: int  # all of them: /agents/{id}/trades pages through every one
 
 
 class DecisionOut(Schema):
@@ -226,11 +244,85 @@ class HoldingOut(Schema):
     closed_at: datetime | None
 
 
-class MarketTradeOut(TradeOut):
+class TradeRowOut(TradeOut):
+    """A trade with its agent's cohort, model and whether an offline stand-in answered it."""
+
     cohort: int
     model: str
     display_name: str
     offline: bool
+
+
+class TradePage(Schema):
+    count: int
+    page: int
+    page_size: int
+    results: list[TradeRowOut]  # newest first (by id)
+
+
+class OutcomePriceOut(Schema):
+    outcome: str
+    price: str | None  # None where the record gave no usable price
+
+
+class PricePointOut(Schema):
+    """The market's prices at one moment: frozen by a decision run, or the latest sync."""
+
+    at: datetime
+    source: str  # "decision run" or "latest sync"
+    run: int | None  # the decision run that froze them
+    prices: list[OutcomePriceOut]  # in Polymarket's outcome order
+
+
+class MarketOut(Schema):
+    """A catalogue market as the list shows it, with the bets agents placed on it."""
+
+    polymarket_id: str
+    question: str
+    category: str
+    slug: str
+    event_title: str
+    outcomes: list[str]
+    outcome_prices: list[str | None]
+    volume: str
+    liquidity: str | None
+    close_date: datetime | None
+    closed: bool
+    resolution: str
+    winning_outcome: str
+    resolved_at: datetime | None
+    status: str  # open, closed, resolved, cancelled
+    status_label: str
+    bets: int  # executed BUYs on it
+
+
+class MarketPage(Schema):
+    count: int
+    page: int
+    page_size: int
+    results: list[MarketOut]  # the catalogue's order: highest volume first, or by close date
+
+
+class ResolutionOut(Schema):
+    """A market resolved (a winning outcome) or cancelled (every position refunded) here."""
+
+    polymarket_id: str
+    question: str
+    category: str
+    outcomes: list[str]
+    resolution: str  # resolved or cancelled
+    winning_outcome: str  # "" for a cancelled market
+    resolved_at: datetime | None
+    resolution_note: str
+    positions_settled: int  # positions its resolution paid out or refunded
+    bets_scored: int  # bets it gave a Brier score (none when cancelled)
+
+
+class ResolutionPage(Schema):
+    count: int
+    page: int
+    page_size: int
+    results: list[ResolutionOut]  # newest resolution first
 
 
 class MarketDetailOut(Schema):
@@ -252,8 +344,11 @@ class MarketDetailOut(Schema):
     status: str  # open, closed, resolved, cancelled
     status_label: str  # what the pages print
     holders: list[HoldingOut]  # open first
-    trades: list[MarketTradeOut]  # oldest first
-    scored: list[MarketTradeOut]  # the executed bets a resolution scored
+    trades: list[TradeRowOut]  # oldest first
+    scored: list[TradeRowOut]  # the executed bets a resolution scored
+    held_from: datetime | None  # the first position's opening; None if never held
+    held_until: datetime | None  # the last close; None while held (or never held)
+    price_history: list[PricePointOut]  # the stored prices while held, oldest first
 
 
 class SyncOut(Schema):

@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 
 from celery import chain, shared_task
+from django.db import transaction
 
 from arena.models import DecisionRun
 from arena.services.cohorts import cohort_start
 from arena.services.decisions import decision_run, run_finish, run_open
 from arena.services.marking import snapshots_take
+from arena.services.releases import releases_publish_due
 from arena.services.settlement import resolutions_check
 
 logger = logging.getLogger(__name__)
@@ -73,5 +75,24 @@ def take_snapshots() -> str:
 
 @shared_task(name="arena.check_resolutions", acks_late=True, soft_time_limit=600, time_limit=660)
 def check_resolutions() -> str:
-    """Settle the markets that resolved upstream; complete finished cohorts."""
-    return resolutions_check().summary()
+    """Settle the markets that resolved upstream; complete finished cohorts; then queue the
+    data releases of completed cohorts that have none (those completed now, or by hand, or
+    whose publish failed)."""
+    summary = resolutions_check().summary()
+    # Only once the completions committed, and as a task of its own: a release writes files
+    # for as long as the export takes, and its failure must never touch a completion.
+    queued: list[str] = []
+    transaction.on_commit(lambda: queued.append(publish_due_releases.delay().id))
+    return f"{summary}; data releases: task {queued[0]}" if queued else summary
+
+
+@shared_task(
+    name="arena.publish_due_releases", acks_late=True, soft_time_limit=1800, time_limit=1860
+)
+def publish_due_releases() -> str:
+    """Publish the first data release of every completed cohort without one. Safe to deliver
+    twice: a cohort with a release is not due, and a publish under way makes the other wait
+    for the next check."""
+    report = releases_publish_due()
+    lines = report.done + report.failed
+    return "; ".join(lines) if lines else "no release is due"

@@ -1,5 +1,6 @@
 from django.urls import path
 
+from arena.views import data as data_views
 from arena.views import info as info_views
 from arena.views import markets as market_views
 from arena.views import models as model_views
@@ -18,5 +19,13 @@ urlpatterns = [
     path("methodology/", info_views.methodology, name="methodology"),
     path("status/", info_views.status, name="status"),
     path("about/", info_views.about, name="about"),
+    path("data/", data_views.data_page, name="data"),
+    path("data/releases/<str:name>/", data_views.release_detail, name="release"),
+    # <str:> never holds a "/": a file name with one does not even reach the view.
+    path(
+        "data/releases/<str:name>/<str:filename>",
+        data_views.release_file,
+        name="release_file",
+    ),
     path("markets/<str:polymarket_id>/", market_views.market_detail, name="market"),
 ]

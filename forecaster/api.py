@@ -8,14 +8,70 @@ ETag/304 and CORS to the API's answers.
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
+from ninja.openapi.schema import OpenAPISchema
+from ninja.operation import Operation
 
 from arena.api import router as arena_router
+from arena.schemas import ErrorEnvelope
 from forecaster.http import error_body
 
-api = NinjaAPI(
+ENVELOPE_REF = "#/components/schemas/ErrorEnvelope"
+# The 4xx any operation may answer, by what it takes: described once here, not per endpoint.
+RATE_LIMITED = "Too many requests from this client: wait `Retry-After` seconds."
+INVALID = (
+    "A parameter it does not take, or one that is not the number, date, choice or id it must be."
+)
+NOT_FOUND = "Nothing has this id."
+
+
+def declare_errors(schema: OpenAPISchema) -> None:
+    """Declare, on every operation, the 4xx it can answer and the envelope they answer in.
+
+    Every operation may be rate limited (429) and refuses a parameter it does not take or
+    cannot read (422); one with a path parameter may find nothing there (404). A 4xx an
+    operation declares itself (a 400) gets the envelope as its content when it names none.
+    """
+    envelope = ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components.update(envelope.pop("$defs", {}))
+    components["ErrorEnvelope"] = envelope
+    for name in ("ErrorEnvelope", "ErrorBody"):  # the envelope holds nothing else
+        components[name]["additionalProperties"] = False
+    content = {"application/json": {"schema": {"$ref": ENVELOPE_REF}}}
+    for methods in schema["paths"].values():
+        for operation in methods.values():
+            parameters = operation.get("parameters", [])
+            errors = {"422": INVALID, "429": RATE_LIMITED}
+            if any(p["in"] == "path" for p in parameters):
+                errors["404"] = NOT_FOUND
+            responses: dict[str, Any] = {str(k): v for k, v in operation["responses"].items()}
+            for status, description in errors.items():
+                responses.setdefault(status, {"description": description})
+            for status, response in responses.items():
+                if status.startswith("4"):
+                    response.setdefault("content", content)
+            operation["responses"] = dict(sorted(responses.items()))
+
+
+class ArenaAPI(NinjaAPI):
+    """The NinjaAPI whose OpenAPI schema declares the error envelope on every operation."""
+
+    def get_openapi_schema(
+        self, *, path_prefix: str | None = None, path_params: dict[str, Any] | None = None
+    ) -> OpenAPISchema:
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        declare_errors(schema)
+        return schema
+
+
+api = ArenaAPI(
     title="Forecaster Arena API",
     version="1",
     urls_namespace="api",
@@ -47,5 +103,36 @@ def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     return error_response(request, status=exc.status_code, message=str(exc))
 
 
+Run = Callable[..., HttpResponseBase]
+
+
+def query_names(operation: Operation) -> frozenset[str]:
+    """The query parameters the operation takes, as a URL spells them."""
+    names: set[str] = set()
+    for model in operation.signature.models:
+        if model.__ninja_param_source__ == "query":
+            names.update(model.__ninja_flatten_map__)
+    return frozenset(names)
+
+
+def refuse_unknown_parameters(run: Run) -> Run:
+    """Wrap an operation so a query parameter it does not take is a 422, not ignored: a
+    misspelt filter (`?cohrt=3`) would otherwise answer every row as if it had filtered."""
+    operation = run.__self__  # type: ignore[attr-defined]  # ninja hands over the bound `run`
+    known = query_names(operation)
+
+    @wraps(run)
+    def checked(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
+        unknown = sorted(set(request.GET) - known)
+        if unknown:
+            takes = ", ".join(sorted(known)) or "none"
+            message = f"unknown parameter: {', '.join(unknown)}; this endpoint takes: {takes}"
+            return error_response(request, status=422, message=message)
+        return run(request, **kwargs)
+
+    return checked
+
+
+api.add_decorator(refuse_unknown_parameters, mode="view")
 api.add_router("/", arena_router)
 api.add_router("/exports/", "arena.exports.router")

@@ -124,6 +124,8 @@ ALLOWED_HOSTS = env.comma_list("ALLOWED_HOSTS", "") or (
 CSRF_TRUSTED_ORIGINS = env.origins("CSRF_TRUSTED_ORIGINS", "")
 _DATABASE = env.database("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
 STATIC_ROOT = env.path("STATIC_ROOT", BASE_DIR / "staticfiles", validate=absolute)
+# The frozen weekly data releases: one folder per release, never rewritten once published.
+RELEASES_ROOT = env.path("RELEASES_ROOT", BASE_DIR / "var" / "releases", validate=absolute)
 _SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", True)
 _SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", 31_536_000, validate=AT_LEAST_0)
 LOG_LEVEL = env.log_level("LOG_LEVEL", logging.INFO)

@@ -32,6 +32,16 @@ def _no_api_rate_limit(settings: Any) -> None:
     settings.API_RATE_LIMIT = 0
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _releases_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Data releases the demo and the tasks publish go to a temporary folder, never into the
+    checkout's var/releases."""
+    from django.test.utils import override_settings
+
+    with override_settings(RELEASES_ROOT=tmp_path_factory.mktemp("releases")):
+        yield
+
+
 @pytest.fixture
 def replay_server() -> Iterator[ReplayServer]:
     with ReplayServer() as server:

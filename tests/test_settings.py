@@ -33,6 +33,7 @@ MALFORMED = (
     ("DATABASE_URL", "not-a-url"),
     ("DATABASE_URL", "postgres://127.0.0.1:5432"),  # no database name
     ("STATIC_ROOT", "staticfiles"),  # relative: would depend on the working directory
+    ("RELEASES_ROOT", "var/releases"),  # relative
     ("SECURE_SSL_REDIRECT", "sometimes"),
     ("SECURE_HSTS_SECONDS", "a year"),
     ("SECURE_HSTS_SECONDS", "-1"),

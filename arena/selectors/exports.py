@@ -1,6 +1,17 @@
-"""Reads for the bulk exports: rows streamed straight from the database in chunks.
+"""Reads for the bulk exports: each dataset's columns, and its rows streamed from the database.
 
-The bets export has one row per executed BUY, ordered by trade id, with exactly the columns of
+A dataset is a table of the benchmark's record with a fixed, documented column list
+(`DATASETS`): decisions (prompts, reasoning, the parsed answer), attempts (every call to a
+model with its raw response), trades, positions, snapshots and bets. `Dataset.rows()` yields
+plain tuples in column order, ordered by id, from one query read in chunks of `CHUNK_SIZE`
+(a server-side cursor on PostgreSQL): memory stays flat whatever the number of rows, and the
+same data always gives the same rows in the same order.
+
+Every dataset takes the same bounds: `cohort` (its number), `since`/`until` (UTC days, both
+inclusive, on the row's natural day: a trade's execution, a position's opening, a snapshot's
+slot, a decision's week start — an attempt goes with its decision), and `offline`.
+
+The bets dataset has one row per executed BUY, ordered by trade id, with exactly the columns of
 `BET_COLUMNS` — enough to recompute the leaderboard's pooled Brier and win rate (issue 10):
 
 - `model`: the model's stable id (`BenchmarkModel.internal_id`); `cohort`: the cohort number;
@@ -13,46 +24,568 @@ The bets export has one row per executed BUY, ordered by trade id, with exactly 
 - `brier`: the bet's Brier score, None (an empty cell) until it is scored.
 
 Offline stand-ins are never pooled with the real models (arena/selectors/standings.py), and the
-columns are fixed, so the split is a filter: `offline="exclude"` keeps the bets of agents no
+columns are fixed, so the split is a filter: `offline="exclude"` keeps the rows of agents no
 offline stand-in ever answered for, `"only"` the others, `"include"` (the default) both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
-from typing import Literal
+from typing import Any, Literal
 
-from django.db.models import Q
+from django.db import connection
+from django.db.models import CharField, DecimalField, F, Q, QuerySet, TextField, Value
+from django.db.models.expressions import Case, Combinable, Expression, Func, When
+from django.db.models.functions import Cast, NullIf
 
-from arena.models import Decision, Trade
+from arena.models import Cohort, Decision, DecisionAttempt, PortfolioSnapshot, Position, Trade
 from arena.selectors.standings import ANSWERED_OFFLINE
 from markets.models import Market
 
-BET_COLUMNS = (
-    "trade_id",
-    "model",
-    "cohort",
-    "decision_id",
-    "market_id",
-    "side",
-    "amount",
-    "implied_confidence",
-    "market_price",
-    "status",
-    "brier",
-)
-
 Offline = Literal["include", "exclude", "only"]
 OFFLINE_CHOICES: tuple[Offline, ...] = ("include", "exclude", "only")
-CHUNK_SIZE = 2000
+ColumnType = Literal[
+    "integer", "string", "decimal", "float", "boolean", "timestamp", "date", "json"
+]
+CHUNK_SIZE = 5000
 
-BetRow = dict[str, int | str | Decimal | float | None]
+MONEY, PRICE, SHARES = 2, 6, 6  # decimal places, as arena/models.py stores them
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a dataset: its name, value type and meaning.
+
+    `scale` is a decimal column's number of places (every value has exactly that many), so
+    a typed format (Parquet) can declare it; None for the other types.
+    """
+
+    name: str
+    type: ColumnType
+    description: str
+    scale: int | None = None
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A table of the export: its columns and how to read its rows under the bounds."""
+
+    name: str
+    description: str
+    columns: tuple[Column, ...]
+    # How the rows are read: the model's base queryset, one ORM path or expression per column,
+    # the path from a row to its agent, and the row's natural day (a date or datetime field).
+    base: Callable[[], QuerySet[Any]] = field(repr=False, compare=False)
+    sources: tuple[str | Combinable, ...] = field(repr=False, compare=False)
+    agent_path: str = field(default="agent", repr=False, compare=False)
+    day_field: str = field(default="created_at", repr=False, compare=False)
+    day_is_date: bool = field(default=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if len(self.columns) != len(self.sources):
+            raise ValueError(
+                f"{self.name}: {len(self.columns)} columns, {len(self.sources)} sources"
+            )
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.columns)
+
+    def queryset(
+        self,
+        *,
+        cohort: int | None = None,
+        since: date | None = None,
+        until: date | None = None,
+        offline: Offline = "include",
+    ) -> QuerySet[Any]:
+        """Return the bounded rows' queryset, ordered by id (no columns chosen yet)."""
+        rows = self.base()
+        if cohort is not None:
+            rows = rows.filter(**{f"{self.agent_path}__cohort__number": cohort})
+        if self.day_is_date:
+            if since is not None:
+                rows = rows.filter(**{f"{self.day_field}__gte": since})
+            if until is not None:
+                rows = rows.filter(**{f"{self.day_field}__lte": until})
+        else:
+            if since is not None:
+                rows = rows.filter(**{f"{self.day_field}__gte": _day_start(since)})
+            if until is not None and until < date.max:  # date.max: no day after it to stop at
+                rows = rows.filter(
+                    **{f"{self.day_field}__lt": _day_start(until + timedelta(days=1))}
+                )
+        if offline != "include":
+            answered_offline = Decision.objects.filter(ANSWERED_OFFLINE).values("agent_id")
+            offline_agents = Q(**{f"{self.agent_path}_id__in": answered_offline})
+            rows = (
+                rows.filter(offline_agents) if offline == "only" else rows.exclude(offline_agents)
+            )
+        return rows.order_by("pk")
+
+    def rows(
+        self,
+        *,
+        cohort: int | None = None,
+        since: date | None = None,
+        until: date | None = None,
+        offline: Offline = "include",
+    ) -> Iterator[tuple[Any, ...]]:
+        """Yield the bounded rows as tuples in column order, ordered by id.
+
+        One query, read in chunks (flat memory). Decimals come as `Decimal`, timestamps as
+        aware UTC datetimes, JSON as decoded values, a missing value as None.
+        """
+        bounded = self.queryset(cohort=cohort, since=since, until=until, offline=offline)
+        return bounded.values_list(*self.sources).iterator(chunk_size=CHUNK_SIZE)
+
+    def formatted_batches(
+        self,
+        fmt: str,
+        *,
+        batch_rows: int,
+        cohort: int | None = None,
+        since: date | None = None,
+        until: date | None = None,
+        offline: Offline = "include",
+    ) -> Iterator[tuple[int, bytes]] | None:
+        """Return the bounded rows already written as CSV or JSON Lines by the database, in
+        chunks of up to `batch_rows` lines (each with its count), or None where it cannot.
+
+        PostgreSQL formats the cells itself (`COPY ... CSV`, `row_to_json`), many times faster
+        than Python, in the same cell formats arena/services/exports.py writes. Only there, and
+        only for datasets without JSON columns (PostgreSQL would print their nested JSON with
+        other spacing and key order); elsewhere the caller formats `rows()`.
+        """
+        if connection.vendor != "postgresql" or any(c.type == "json" for c in self.columns):
+            return None
+        if fmt not in ("csv", "jsonl"):
+            return None
+        bounded = self.queryset(cohort=cohort, since=since, until=until, offline=offline)
+        cells = [_pg_cell(c, s, fmt) for c, s in zip(self.columns, self.sources, strict=True)]
+        sql, params = bounded.values_list(*cells).query.sql_with_params()
+        if fmt == "jsonl":
+            # Each line concatenated in SQL: several times faster than row_to_json, which
+            # looks up every column's type again on every row.
+            aliases = [f"c{i}" for i in range(len(self.columns))]
+            pieces = []
+            for i, column in enumerate(self.columns):
+                opener = "{" if i == 0 else ","
+                pieces.append(f"'{opener}\"{column.name}\":'")
+                pieces.append(_JSON_VALUE[column.type].format(f"t.c{i}"))
+            pieces.append("'}'")
+            sql = (
+                f"SELECT {' || '.join(pieces)} FROM ({sql}) AS t({', '.join(aliases)}) "
+                "ORDER BY t.c0"  # the id: the order of the rows
+            )
+            # One column written verbatim: CSV with a quote and a delimiter JSON text never
+            # holds raw (it escapes control characters), so nothing is quoted or escaped.
+            options = "FORMAT csv, QUOTE e'\\x01', DELIMITER e'\\x02'"
+        else:
+            options = "FORMAT csv"
+        # COPY takes no bind parameters: psycopg binds them client-side, quoted.
+        statement = connection.ops.compose_sql(sql, params)  # type: ignore[attr-defined]
+        return _copied(f"COPY ({statement}) TO STDOUT WITH ({options})", batch_rows)
+
+    def count(
+        self,
+        *,
+        cohort: int | None = None,
+        since: date | None = None,
+        until: date | None = None,
+        offline: Offline = "include",
+    ) -> int:
+        """Return how many rows `rows()` yields under the same bounds (one query)."""
+        return self.queryset(cohort=cohort, since=since, until=until, offline=offline).count()
 
 
 def _day_start(day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+class _IsoUtc(Func):
+    """A timestamptz as ISO 8601 in UTC with a Z, microseconds only when not zero (as
+    Python's `isoformat`): `2026-01-04T00:10:00Z`, `2026-01-04T00:10:00.000005Z`."""
+
+    template = (
+        "to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')"
+        " || CASE WHEN date_trunc('second', %(expressions)s) = %(expressions)s THEN 'Z'"
+        " ELSE to_char(%(expressions)s AT TIME ZONE 'UTC', '.US\"Z\"') END"
+    )
+    output_field = TextField()
+
+
+# A cell of the inner query (as `_pg_cell` gives it for JSON Lines) as JSON text, null for
+# NULL. Decimals, timestamps and dates are digits and punctuation: quoted, nothing to escape.
+_JSON_VALUE = {
+    "integer": "coalesce({0}::text, 'null')",
+    "float": "coalesce({0}::text, 'null')",
+    "string": "coalesce(to_json({0})::text, 'null')",
+    "decimal": "coalesce('\"' || {0} || '\"', 'null')",
+    "timestamp": "coalesce('\"' || {0} || '\"', 'null')",
+    "date": "coalesce('\"' || {0} || '\"', 'null')",
+    "boolean": "CASE WHEN {0} THEN 'true' WHEN NOT {0} THEN 'false' ELSE 'null' END",
+}
+
+
+class _FifteenDigits(Func):
+    """A double as PostgreSQL's numeric cast prints it: 15 significant digits, plain
+    notation (0.053824, 1, 0.0000001)."""
+
+    template = "(%(expressions)s)::numeric"
+    output_field = DecimalField()
+
+
+def _pg_cell(column: Column, source: str | Combinable, fmt: str) -> str | Expression | Combinable:
+    """The cell as PostgreSQL should print it: for CSV text (None an empty cell), for JSON
+    Lines a value `row_to_json` writes as the JSON value the Python writer would."""
+    value = F(source) if isinstance(source, str) else source
+    kind = column.type
+    if kind == "timestamp":
+        return _IsoUtc(value)
+    if kind == "date":
+        return Func(value, Value("YYYY-MM-DD"), function="to_char", output_field=TextField())
+    if kind == "float":
+        return _FifteenDigits(value)
+    if fmt == "csv":
+        if kind == "string":  # COPY quotes an empty string (""), Python's csv writes nothing
+            return NullIf(value, Value(""), output_field=TextField())
+        if kind == "boolean":
+            return Case(
+                When(Q(**{str(source): True}), then=Value("true")),
+                When(Q(**{str(source): False}), then=Value("false")),
+                output_field=TextField(),
+            )
+    elif kind == "decimal":  # a JSON string with the stored places
+        return Cast(value, TextField())
+    return source
+
+
+def _copied(copy_statement: str, batch_rows: int) -> Iterator[tuple[int, bytes]]:
+    """The lines `COPY ... TO STDOUT` sends (one message a row), joined in batches."""
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(copy_statement) as copy:
+            lines: list[bytes] = []
+            for line in copy:
+                lines.append(bytes(line))
+                if len(lines) == batch_rows:
+                    yield len(lines), b"".join(lines)
+                    lines = []
+            if lines:
+                yield len(lines), b"".join(lines)
+
+
+def _decisions() -> QuerySet[Decision]:
+    return Decision.objects.all()
+
+
+def _attempts() -> QuerySet[DecisionAttempt]:
+    return DecisionAttempt.objects.all()
+
+
+def _trades() -> QuerySet[Trade]:
+    return Trade.objects.all()
+
+
+def _buys() -> QuerySet[Trade]:
+    return Trade.objects.filter(kind=Trade.Kind.BUY, status=Trade.Status.EXECUTED)
+
+
+def _positions() -> QuerySet[Position]:
+    return Position.objects.all()
+
+
+def _snapshots() -> QuerySet[PortfolioSnapshot]:
+    return PortfolioSnapshot.objects.all()
+
+
+def _dataset(
+    name: str,
+    description: str,
+    base: Callable[[], QuerySet[Any]],
+    columns: list[tuple[Column, str | Combinable]],
+    **reading: Any,
+) -> Dataset:
+    return Dataset(
+        name=name,
+        description=description,
+        columns=tuple(c for c, _ in columns),
+        base=base,
+        sources=tuple(s for _, s in columns),
+        **reading,
+    )
+
+
+def _model(path: str = "agent") -> tuple[Column, str]:
+    return Column("model", "string", "The model's stable id."), f"{path}__model__internal_id"
+
+
+def _cohort(path: str = "agent") -> tuple[Column, str]:
+    return Column("cohort", "integer", "The cohort's number."), f"{path}__cohort__number"
+
+
+# The bet's status, computed in the query so each row comes out of the cursor ready to write.
+BET_STATUS = Case(
+    When(market__resolution=Market.Resolution.CANCELLED, then=Value("cancelled")),
+    When(brier_score__isnull=True, then=Value("open")),
+    When(side_won=True, then=Value("won")),
+    default=Value("lost"),
+    output_field=CharField(),
+)
+
+BETS = _dataset(
+    "bets",
+    "One row per executed BUY: enough to recompute every model's pooled Brier and win rate.",
+    _buys,
+    [
+        (Column("trade_id", "integer", "The trade's id."), "pk"),
+        _model(),
+        _cohort(),
+        (Column("decision_id", "integer", "The decision that placed the bet."), "decision_id"),
+        (Column("market_id", "string", "Polymarket's id of the market."), "market__polymarket_id"),
+        (Column("side", "string", "YES, NO, or the outcome's name."), "side"),
+        (Column("amount", "decimal", "USD paid.", MONEY), "amount"),
+        (
+            Column(
+                "implied_confidence",
+                "float",
+                "amount / (25% of cash before the bet), in (0, 1]: the forecast scored.",
+            ),
+            "implied_confidence",
+        ),
+        (
+            Column(
+                "market_price",
+                "decimal",
+                "The side-correct price the decision saw in its run's frozen snapshot.",
+                PRICE,
+            ),
+            "price",
+        ),
+        (
+            Column("status", "string", "open, won, lost or cancelled (refunded, never scored)."),
+            BET_STATUS,
+        ),
+        (Column("brier", "float", "The bet's Brier score; empty until scored."), "brier_score"),
+    ],
+)
+
+BET_COLUMNS = BETS.column_names
+
+DECISIONS = _dataset(
+    "decisions",
+    "One row per agent and week: the prompts it was sent, its reasoning and parsed answer.",
+    _decisions,
+    [
+        (Column("decision_id", "integer", "The decision's id."), "pk"),
+        (Column("agent_id", "integer", "The agent (a model in a cohort)."), "agent_id"),
+        _model(),
+        _cohort(),
+        (Column("week_start", "date", "The Sunday (UTC) of the decision's week."), "week_start"),
+        (Column("run_id", "integer", "The decision run whose frozen markets it saw."), "run_id"),
+        (Column("status", "string", "pending, running, done, retryable or skipped."), "status"),
+        (Column("action", "string", "BET, SELL or HOLD; empty until decided."), "action"),
+        (
+            Column("responder", "string", "Who answered: openrouter, offline or baseline."),
+            "responder",
+        ),
+        (Column("prompt_version", "string", "The prompt template's version."), "prompt_version"),
+        (Column("system_prompt", "string", "The system prompt sent."), "system_prompt"),
+        (Column("user_prompt", "string", "The user prompt sent."), "user_prompt"),
+        (Column("reasoning", "string", "The model's stated reasoning."), "reasoning"),
+        (Column("parsed", "json", "The valid decision parsed from the answer."), "parsed"),
+        (
+            Column("parse_failed", "boolean", "Still invalid after the retries: a default HOLD."),
+            "parse_failed",
+        ),
+        (Column("requested_model", "string", "The model id requested."), "requested_model"),
+        (Column("response_model", "string", "The model id that answered."), "response_model"),
+        (
+            Column("upstream_provider", "string", "The provider that served it."),
+            "upstream_provider",
+        ),
+        (Column("prompt_tokens", "integer", "Prompt tokens, all attempts."), "prompt_tokens"),
+        (
+            Column("completion_tokens", "integer", "Completion tokens, all attempts."),
+            "completion_tokens",
+        ),
+        (Column("cost_usd", "decimal", "USD spent, all attempts.", 6), "cost_usd"),
+        (Column("latency_ms", "integer", "Milliseconds waited, all attempts."), "latency_ms"),
+        (Column("error", "string", "Why it failed, if it did."), "error"),
+        (Column("tries", "integer", "Times the decision was claimed."), "tries"),
+        (Column("parsed_try", "integer", "The try whose answer was executed."), "parsed_try"),
+        (Column("finished_at", "timestamp", "When it was decided."), "finished_at"),
+        (Column("created_at", "timestamp", "When the row was created."), "created_at"),
+    ],
+    day_field="week_start",
+    day_is_date=True,
+)
+
+ATTEMPTS = _dataset(
+    "attempts",
+    "One row per call to a model for a decision: the messages sent and the raw response.",
+    _attempts,
+    [
+        (Column("attempt_id", "integer", "The attempt's id."), "pk"),
+        (Column("decision_id", "integer", "The decision it answered."), "decision_id"),
+        (Column("number", "integer", "1 for the first call, then each retry."), "number"),
+        _model("decision__agent"),
+        _cohort("decision__agent"),
+        (Column("responder", "string", "openrouter, offline or baseline."), "responder"),
+        (Column("requested_model", "string", "The model id requested."), "requested_model"),
+        (Column("request_messages", "json", "The chat messages sent."), "request_messages"),
+        (Column("raw_response", "string", "The response body as received."), "raw_response"),
+        (Column("response_text", "string", "The text that was parsed."), "response_text"),
+        (
+            Column("used_reasoning", "boolean", "The answer was read from the reasoning field."),
+            "used_reasoning",
+        ),
+        (Column("response_model", "string", "The model id that answered."), "response_model"),
+        (
+            Column("upstream_provider", "string", "The provider that served it."),
+            "upstream_provider",
+        ),
+        (Column("finish_reason", "string", "Why the model stopped."), "finish_reason"),
+        (Column("prompt_tokens", "integer", "Prompt tokens."), "prompt_tokens"),
+        (Column("completion_tokens", "integer", "Completion tokens."), "completion_tokens"),
+        (Column("reasoning_tokens", "integer", "Reasoning tokens."), "reasoning_tokens"),
+        (Column("cost_usd", "decimal", "USD spent.", 6), "cost_usd"),
+        (Column("latency_ms", "integer", "Milliseconds waited."), "latency_ms"),
+        (Column("api_error", "string", "The upstream's error, if any."), "api_error"),
+        (Column("parse_error", "string", "Why the answer was invalid, if it was."), "parse_error"),
+        (Column("parsed", "json", "The valid decision it gave."), "parsed"),
+        (Column("valid", "boolean", "The answer parsed into a valid decision."), "valid"),
+        (Column("started_at", "timestamp", "When the call was made."), "started_at"),
+    ],
+    agent_path="decision__agent",
+    day_field="decision__week_start",
+    day_is_date=True,
+)
+
+TRADES = _dataset(
+    "trades",
+    "One row per order of a decision: BUYs and SELLs, executed or rejected with the reason.",
+    _trades,
+    [
+        (Column("trade_id", "integer", "The trade's id."), "pk"),
+        (Column("decision_id", "integer", "The decision that ordered it."), "decision_id"),
+        (Column("agent_id", "integer", "The agent."), "agent_id"),
+        _model(),
+        _cohort(),
+        (Column("order_index", "integer", "The order's place in the answer."), "order_index"),
+        (Column("try_number", "integer", "The decision's try that executed it."), "try_number"),
+        (Column("kind", "string", "BUY or SELL."), "kind"),
+        (Column("status", "string", "executed or rejected."), "status"),
+        (Column("reject_reason", "string", "Why it was rejected."), "reject_reason"),
+        (Column("market_id", "string", "Polymarket's id of the market."), "market__polymarket_id"),
+        (
+            Column("position_id", "integer", "The position it opened, added to or sold."),
+            "position_id",
+        ),
+        (
+            Column("requested_market_id", "string", "The market id as the model wrote it."),
+            "requested_market_id",
+        ),
+        (
+            Column("requested_position_id", "string", "The position id as the model wrote it."),
+            "requested_position_id",
+        ),
+        (Column("side", "string", "YES, NO, or the outcome's name."), "side"),
+        (
+            Column("requested_amount", "decimal", "USD asked for (a BUY).", MONEY),
+            "requested_amount",
+        ),
+        (
+            Column("requested_percentage", "decimal", "Percent asked to sell (a SELL).", 4),
+            "requested_percentage",
+        ),
+        (Column("price", "decimal", "The side-correct execution price.", PRICE), "price"),
+        (Column("shares", "decimal", "Shares bought or sold.", SHARES), "shares"),
+        (
+            Column("amount", "decimal", "Cash moved: paid (BUY) or received (SELL).", MONEY),
+            "amount",
+        ),
+        (Column("cash_before", "decimal", "The agent's cash before.", MONEY), "cash_before"),
+        (Column("cash_after", "decimal", "The agent's cash after.", MONEY), "cash_after"),
+        (
+            Column("implied_confidence", "float", "A BUY's implied confidence."),
+            "implied_confidence",
+        ),
+        (
+            Column("cost_basis_released", "decimal", "A SELL's share of cost basis.", MONEY),
+            "cost_basis_released",
+        ),
+        (Column("realized_pnl", "decimal", "A SELL's realized P/L.", MONEY), "realized_pnl"),
+        (Column("brier", "float", "A BUY's Brier score once scored."), "brier_score"),
+        (Column("side_won", "boolean", "Whether the side won, once scored."), "side_won"),
+        (Column("scored_at", "timestamp", "When it was scored."), "scored_at"),
+        (Column("created_at", "timestamp", "When it was executed or rejected."), "created_at"),
+    ],
+)
+
+POSITIONS = _dataset(
+    "positions",
+    "One row per position: shares an agent held in one side of one market, and its outcome.",
+    _positions,
+    [
+        (Column("position_id", "integer", "The position's id."), "pk"),
+        (Column("agent_id", "integer", "The agent."), "agent_id"),
+        _model(),
+        _cohort(),
+        (Column("market_id", "string", "Polymarket's id of the market."), "market__polymarket_id"),
+        (Column("side", "string", "YES, NO, or the outcome's name."), "side"),
+        (Column("outcome_index", "integer", "The side's index in the outcomes."), "outcome_index"),
+        (Column("status", "string", "open, closed (sold), settled or cancelled."), "status"),
+        (Column("shares", "decimal", "Shares held (0 once closed).", SHARES), "shares"),
+        (Column("cost_basis", "decimal", "USD paid for the shares held.", MONEY), "cost_basis"),
+        (Column("realized_pnl", "decimal", "P/L realized by sells.", MONEY), "realized_pnl"),
+        (Column("last_price", "decimal", "Last usable side-correct price.", PRICE), "last_price"),
+        (
+            Column("settlement_value", "decimal", "USD paid out at settlement.", MONEY),
+            "settlement_value",
+        ),
+        (Column("opened_at", "timestamp", "When it was opened."), "opened_at"),
+        (Column("closed_at", "timestamp", "When it was closed or settled."), "closed_at"),
+    ],
+    day_field="opened_at",
+)
+
+SNAPSHOTS = _dataset(
+    "snapshots",
+    "One row per agent and 10-minute slot: the portfolio marked to market.",
+    _snapshots,
+    [
+        (Column("snapshot_id", "integer", "The snapshot's id."), "pk"),
+        (Column("agent_id", "integer", "The agent."), "agent_id"),
+        _model(),
+        _cohort(),
+        (Column("snapshot_timestamp", "timestamp", "The slot."), "snapshot_timestamp"),
+        (Column("cash", "decimal", "USD in cash.", MONEY), "cash"),
+        (
+            Column("positions_value", "decimal", "Open positions at market.", MONEY),
+            "positions_value",
+        ),
+        (Column("total_value", "decimal", "cash + positions_value.", MONEY), "total_value"),
+        (Column("total_pnl", "decimal", "total_value − starting balance.", MONEY), "total_pnl"),
+        (Column("total_pnl_percent", "decimal", "total_pnl in percent.", 4), "total_pnl_percent"),
+        (Column("brier", "float", "Mean Brier of the bets resolved so far."), "brier_score"),
+        (Column("resolved_bets", "integer", "Bets resolved so far."), "resolved_bets"),
+        (
+            Column("prices_stale", "boolean", "The refresh failed: valued at last known prices."),
+            "prices_stale",
+        ),
+    ],
+    day_field="snapshot_timestamp",
+)
+
+DATASETS: dict[str, Dataset] = {
+    d.name: d for d in (DECISIONS, ATTEMPTS, TRADES, POSITIONS, SNAPSHOTS, BETS)
+}
+
+BetRow = dict[str, int | str | Decimal | float | None]
 
 
 def bet_rows(
@@ -62,60 +595,31 @@ def bet_rows(
     until: date | None = None,
     offline: Offline = "include",
 ) -> Iterator[BetRow]:
-    """Yield a row per executed BUY (columns: `BET_COLUMNS`), ordered by trade id.
+    """Yield a row per executed BUY as a dict keyed by `BET_COLUMNS`, ordered by trade id.
 
-    Bounded by the cohort number and/or by the UTC day the bet was placed (`since` and `until`
-    both inclusive). One query, read in chunks of `CHUNK_SIZE` rows (flat memory, whatever the
-    number of bets).
+    The bets dataset's rows (`DATASETS["bets"].rows`), keyed for callers that read cells by
+    name. Bounded by the cohort number and/or by the UTC day the bet was placed.
     """
-    trades = Trade.objects.filter(kind=Trade.Kind.BUY, status=Trade.Status.EXECUTED)
+    for row in BETS.rows(cohort=cohort, since=since, until=until, offline=offline):
+        yield dict(zip(BET_COLUMNS, row, strict=True))
+
+
+def methodology_versions(
+    *, cohort: int | None = None, since: date | None = None, until: date | None = None
+) -> list[str]:
+    """Return the methodology versions of the cohorts the bounds reach, sorted.
+
+    A cohort is reached when its number is `cohort` (if given), it started on or before
+    `until` and it was still running on or after `since`.
+    """
+    cohorts: QuerySet[Cohort] = Cohort.objects.all()
     if cohort is not None:
-        trades = trades.filter(agent__cohort__number=cohort)
-    if since is not None:
-        trades = trades.filter(created_at__gte=_day_start(since))
+        cohorts = cohorts.filter(number=cohort)
     if until is not None:
-        trades = trades.filter(created_at__lt=_day_start(until + timedelta(days=1)))
-    if offline != "include":
-        answered_offline = Decision.objects.filter(ANSWERED_OFFLINE).values("agent_id")
-        offline_agents = Q(agent_id__in=answered_offline)
-        if offline == "only":
-            trades = trades.filter(offline_agents)
-        else:
-            trades = trades.exclude(offline_agents)
-    fields = trades.order_by("pk").values_list(
-        "pk",
-        "agent__model__internal_id",
-        "agent__cohort__number",
-        "decision_id",
-        "market__polymarket_id",
-        "side",
-        "amount",
-        "implied_confidence",
-        "price",
-        "market__resolution",
-        "side_won",
-        "brier_score",
-    )
-    for (
-        trade_id, model, cohort_number, decision_id, market_id, side, amount, confidence, price,
-        resolution, side_won, brier,
-    ) in fields.iterator(chunk_size=CHUNK_SIZE):  # fmt: skip
-        if resolution == Market.Resolution.CANCELLED:
-            status = "cancelled"
-        elif brier is not None:
-            status = "won" if side_won else "lost"
-        else:
-            status = "open"
-        yield {
-            "trade_id": trade_id,
-            "model": model,
-            "cohort": cohort_number,
-            "decision_id": decision_id,
-            "market_id": market_id,
-            "side": side,
-            "amount": amount,
-            "implied_confidence": confidence,
-            "market_price": price,
-            "status": status,
-            "brier": brier,
-        }
+        cohorts = cohorts.filter(week_start__lte=until)
+    if since is not None:
+        cohorts = cohorts.filter(
+            Q(completed_at__isnull=True) | Q(completed_at__gte=_day_start(since))
+        )
+    versions = cohorts.order_by().values_list("methodology_version", flat=True).distinct()
+    return sorted(set(versions))

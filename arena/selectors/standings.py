@@ -17,6 +17,7 @@ offline or not), each offline figure labelled "offline".
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -184,9 +185,17 @@ class ModelRow:
         return win_rate(wins=self.wins, resolved=len(self.scores))
 
 
-def model_rows(*, model: BenchmarkModel | None = None) -> list[ModelRow]:
+# Which cohorts a leaderboard's figures come from: every one (running cohorts marked to market
+# now), or only the completed ones, whose figures no longer move.
+COHORT_SCOPES = ("all", "completed")
+
+
+def model_rows(*, model: BenchmarkModel | None = None, cohorts: str = "all") -> list[ModelRow]:
     """Return a row per (model, offline or not) in lineup order, real before offline: every
     model's, or only `model`'s. A constant number of queries, whatever the data size.
+
+    With cohorts="completed" only the agents of completed cohorts count: every figure of the
+    row (returns, Brier, win rate, cohorts, usage) is theirs alone.
 
     A model has a row per kind of agent it has, real and offline (never pooled: see the module
     docstring); an active model with no agent yet — or `model` itself, asked for by name —
@@ -194,6 +203,8 @@ def model_rows(*, model: BenchmarkModel | None = None) -> list[ModelRow]:
     """
     models = [model] if model is not None else list(BenchmarkModel.objects.all())
     agents = Agent.objects.all() if model is None else Agent.objects.filter(model=model)
+    if cohorts == "completed":
+        agents = agents.filter(cohort__status=Cohort.Status.COMPLETED)
     lineup_order = {m.pk: number for number, m in enumerate(models)}
     rows: dict[tuple[int, bool], ModelRow] = {}
     standings = agent_standings(agents=agents)
@@ -219,22 +230,40 @@ def model_rows(*, model: BenchmarkModel | None = None) -> list[ModelRow]:
     return sorted(rows.values(), key=lambda r: (lineup_order[r.model.pk], r.offline))
 
 
-def leaderboard(*, sort: str = "brier") -> tuple[list[ModelRow], list[ModelRow]]:
-    """Return (LLM rows ranked, baseline rows) across every cohort (rows: `model_rows`).
+# How each metric ranks the LLM rows, best first: (sort key of a row's figure, whether a
+# higher figure is better). A lower Brier is better calibration; a higher return, win rate
+# and more resolved bets (more evidence) rank first.
+LEADERBOARD_SORTS: dict[str, tuple[Callable[[ModelRow], float | Decimal | None], bool]] = {
+    "brier": (lambda r: r.brier, False),
+    "return": (lambda r: r.avg_return, True),
+    "win_rate": (lambda r: r.win_rate, True),
+    "resolved_bets": (lambda r: r.resolved_bets, True),
+}
 
-    Ranked by pooled Brier (lower first; rows with no resolved bet last), or by average return
-    with sort="return"; offline rows rank after every real row. Baselines are never ranked
-    among the LLMs.
+
+def leaderboard(
+    *, sort: str = "brier", cohorts: str = "all", baselines: bool = True
+) -> tuple[list[ModelRow], list[ModelRow]]:
+    """Return (LLM rows ranked, baseline rows) (rows: `model_rows`, over `cohorts`).
+
+    Ranked by `sort`, one of LEADERBOARD_SORTS (an unknown one ranks by Brier): pooled Brier
+    lower first, average return, win rate and resolved bets higher first; rows without the
+    figure last. Offline rows rank after every real row. Baselines are never ranked among the
+    LLMs; with baselines=False there are none.
     """
-    visible = model_rows()
+    visible = model_rows(cohorts=cohorts)
     llms = [r for r in visible if not r.model.is_baseline]
-    baselines = [r for r in visible if r.model.is_baseline]
-    # Stable sorts: ties keep the lineup's order.
-    if sort == "return":
-        llms.sort(key=lambda r: (r.offline, r.avg_return is None, -(r.avg_return or 0)))
-    else:
-        llms.sort(key=lambda r: (r.offline, r.brier is None, r.brier or 0))
-    return llms, baselines
+    baseline_rows = [r for r in visible if r.model.is_baseline] if baselines else []
+    figure, higher_first = LEADERBOARD_SORTS.get(sort, LEADERBOARD_SORTS["brier"])
+
+    def rank(row: ModelRow) -> tuple[bool, bool, float | Decimal]:
+        value = figure(row)
+        if value is None:
+            return (row.offline, True, 0)
+        return (row.offline, False, -value if higher_first else value)
+
+    llms.sort(key=rank)  # stable: ties keep the lineup's order
+    return llms, baseline_rows
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, time, timedelta
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils.http import urlencode
 
 from arena import charts, clock
 from arena.models import Agent, Cohort, Decision
@@ -29,9 +30,31 @@ def _cohort_span(cohort: Cohort) -> timedelta:
     return (cohort.completed_at or clock.now()) - start
 
 
+# What the leaderboard says it ranks by, per sort, and the link's short name.
+SORT_LABELS = {
+    "brier": ("pooled Brier score, lower is better", "Brier"),
+    "return": ("average return", "return"),
+    "win_rate": ("win rate", "win rate"),
+    "resolved_bets": ("resolved bets, most first", "resolved bets"),
+}
+SCOPE_LABELS = {"all": "every cohort", "completed": "completed cohorts only"}
+
+
+def _leaderboard_query(*, sort: str, cohorts: str) -> str:
+    """The query string of a leaderboard view, naming only what differs from the default."""
+    wanted = {
+        "sort": sort if sort != "brier" else "",
+        "cohorts": cohorts if cohorts != "all" else "",
+    }
+    return urlencode({key: value for key, value in wanted.items() if value})
+
+
 def leaderboard(request: HttpRequest) -> HttpResponse:
-    sort = "return" if request.GET.get("sort") == "return" else "brier"
-    llms, baselines = selectors.leaderboard(sort=sort)
+    sort = request.GET.get("sort", "")
+    sort = sort if sort in selectors.LEADERBOARD_SORTS else "brier"
+    cohorts = request.GET.get("cohorts", "")
+    cohorts = cohorts if cohorts in selectors.COHORT_SCOPES else "all"
+    llms, baselines = selectors.leaderboard(sort=sort, cohorts=cohorts)
     return render(
         request,
         "arena/leaderboard.html",
@@ -42,6 +65,16 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
             "any_offline": any(row.offline for row in llms),
             "any_unknown_cost": any(row.usage.unknown_cost for row in llms),
             "sort": sort,
+            "sort_label": SORT_LABELS[sort][0],
+            "sort_links": [
+                (name, _leaderboard_query(sort=key, cohorts=cohorts), key == sort)
+                for key, (_, name) in SORT_LABELS.items()
+            ],
+            "cohorts_scope": cohorts,
+            "scope_links": [
+                (label, _leaderboard_query(sort=sort, cohorts=key), key == cohorts)
+                for key, label in SCOPE_LABELS.items()
+            ],
             "definitions": selectors.MODEL_DEFINITIONS,
             "cohorts": selectors.cohort_list()[:5],
         },

@@ -15,6 +15,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from arena.api import AGENT_TRADES_SHOWN
 from arena.models import Agent, Decision, DecisionRun, ResolutionCheck, SnapshotTick
 from arena.selectors import api as api_selectors
 from arena.selectors import markets, standings
@@ -58,8 +59,10 @@ def test_an_agent_has_its_standing_positions_marked_to_market_and_trades(
     assert all(p["price_now"] is not None for p in open_rows)
     assert all(p["price_now"] is None for p in body["positions"] if p["status"] != "open")
 
-    trades = list(standings.agent_trades(agent=world.agent))
+    # The latest trades, as the agent's page orders them; every one is counted.
+    trades = list(standings.agent_trades(agent=world.agent)[:AGENT_TRADES_SHOWN])
     assert [t["id"] for t in body["trades"]] == [t.pk for t in trades]
+    assert body["trades_count"] == world.agent.trades.count() == len(trades)
     rejected = next(t for t in body["trades"] if t["status"] == "rejected")
     assert rejected["market"] is None
     assert rejected["reject_reason"] == "plain text"

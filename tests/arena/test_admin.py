@@ -27,6 +27,7 @@ from agents.models import BenchmarkModel
 from arena.models import (
     Agent,
     Cohort,
+    DataRelease,
     Decision,
     DecisionAttempt,
     DecisionRun,
@@ -79,7 +80,20 @@ def our_admins() -> list[type[Any]]:
 
 
 def audit_rows(world: World) -> None:
-    """The stored rows page_world does not write: an audit check, a tick, a catalogue sync."""
+    """The stored rows page_world does not write: an audit check, a tick, a catalogue sync,
+    a data release."""
+    DataRelease.objects.create(
+        cohort=world.cohort,
+        version=1,
+        name=f"cohort-{world.cohort.number}-v1",
+        published_at=datetime(2031, 2, 1, tzinfo=UTC),
+        methodology_version="v1",
+        manifest={"files": []},
+        files=[{"name": "README.md", "bytes": 0, "sha256": "0" * 64}],
+        sha256="0" * 64,
+        total_bytes=0,
+        changes=HOSTILE,
+    )
     DeterminismCheck.objects.create(
         decision=world.decision,
         requested_model="test/model",

@@ -1,11 +1,12 @@
 """Issue 9, "Mobile" and quality bars: a visitor's walk through the site in a real browser.
 
 Leaderboard → a model → a cohort (every chart range) → an agent → a decision → a market →
-methodology → status → about, at 1280×900 and at 390×844 (a phone). On every page: its key
-content is there, nothing scrolls sideways (the page is no wider than the viewport), the
-console logged no error, no page error was thrown and no request failed (the favicon
-included). Full-page screenshots go to $BROWSER_SCREENSHOTS (default tests/browser/screenshots/).
-The pages of a world whose every stored text is hostile keep their layout too, and run nothing.
+methodology → status → about → data → a data release, at 1280×900 and at 390×844 (a
+phone). On every page: its key content is there, nothing scrolls sideways (the page is no
+wider than the viewport), the console logged no error, no page error was thrown and no
+request failed (the favicon included). Full-page screenshots go to $BROWSER_SCREENSHOTS
+(default tests/browser/screenshots/). The pages of a world whose every stored text is
+hostile keep their layout too, and run nothing.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test.utils import override_settings
 from django.urls import reverse
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from arena.models import DataRelease
+from arena.services.releases import releases_publish_due
 from tests.browser.conftest import CHROMIUM, Site
 
 pytestmark = [
@@ -46,6 +50,26 @@ class Visit:
 
     def note(self, what: str) -> None:
         self.problems.append(f"{self.current}: {what}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _releases_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The walk's data releases live in a folder of its own (autouse: set before the demo
+    fills the site, whether or not the demo publishes releases itself)."""
+    root = tmp_path_factory.mktemp("releases")
+    with override_settings(RELEASES_ROOT=root):
+        yield root
+
+
+@pytest.fixture(scope="module")
+def release_page(site: Site, django_db_blocker: Any) -> str:
+    """The page of the data release of a cohort the demo completed."""
+    with django_db_blocker.unblock():
+        report = releases_publish_due()
+        assert not report.failed, report.failed
+        release = DataRelease.objects.order_by("-published_at").first()
+        assert release is not None, "the demo completed no cohort: no data release"
+        return site.url + reverse("arena:release", args=[release.name])
 
 
 @pytest.fixture(params=list(VIEWPORTS))
@@ -137,7 +161,9 @@ def first_href(page: Any, selector: str) -> str | None:
     return link.get_attribute("href") if link.count() else None
 
 
-def test_a_visitor_walks_the_site(tab: Any, site: Site, screenshots: Path) -> None:
+def test_a_visitor_walks_the_site(
+    release_page: str, tab: Any, site: Site, screenshots: Path
+) -> None:
     page, base = tab, site.url
 
     arrive(page, screenshots, "01-leaderboard", base + "/")
@@ -181,7 +207,22 @@ def test_a_visitor_walks_the_site(tab: Any, site: Site, screenshots: Path) -> No
     arrive(page, screenshots, "09-about", base + "/about/")
     expect_text(page, "h1", r"About")
 
-    arrive(page, screenshots, "10-not-found", base + "/cohorts/999999/", status=404)
+    arrive(page, screenshots, "10-data", base + "/data/")
+    expect_text(page, "h1", "Data")
+    expect_text(page, "main section.dataset h3", "bets")
+    expect_link(page, reverse("api:bets_csv"))
+    expect_link(page, release_page)
+    page.locator("main section.release details summary").first.click()  # its files
+    arrive(page, screenshots, "10-data-files-open")
+
+    arrive(page, screenshots, "11-release", release_page)
+    expect_text(page, "h1", r"Data release cohort-\d+-v\d+")
+    expect_text(page, "main table tbody tr", r"bets\.csv")
+    readme = first_href(page, 'main a[href$="/README.md"]')
+    if readme is None or page.request.get(base + readme).status != 200:
+        page.visit.note("the release's README.md is not served")
+
+    arrive(page, screenshots, "12-not-found", base + "/cohorts/999999/", status=404)
     expect_text(page, "h1", "Not found")
 
     # Browsers and crawlers ask for /favicon.ico even when the page links favicon.svg.

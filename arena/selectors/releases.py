@@ -1,0 +1,114 @@
+"""Reads of the frozen data releases: which cohorts await one, the releases newest first, and
+the one file of a release a request may have."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Exists, OuterRef, QuerySet
+
+from arena.models import Cohort, DataRelease
+
+# What a release's files are served as, by the end of their name.
+CONTENT_TYPES = {
+    ".csv": "text/csv; charset=utf-8",
+    ".jsonl": "application/x-ndjson; charset=utf-8",
+    ".json": "application/json",
+    ".parquet": "application/vnd.apache.parquet",
+    ".md": "text/markdown; charset=utf-8",
+    ".cff": "text/plain; charset=utf-8",  # YAML, shown as text
+}
+PLAIN_TEXT = "text/plain; charset=utf-8"  # SHA256SUMS
+PUBLISHER = "Forecaster Arena"
+
+
+def cohorts_awaiting_release() -> QuerySet[Cohort]:
+    """Return the completed cohorts without any release yet, oldest first."""
+    released = DataRelease.objects.filter(cohort=OuterRef("pk"))
+    return (
+        Cohort.objects.filter(status=Cohort.Status.COMPLETED)
+        .exclude(Exists(released))
+        .order_by("number")
+    )
+
+
+def release_latest(*, cohort: Cohort) -> DataRelease | None:
+    """Return the cohort's latest release (highest version), or None."""
+    return DataRelease.objects.filter(cohort=cohort).order_by("-version").first()
+
+
+def releases_published() -> QuerySet[DataRelease]:
+    """Return every release, newest first (one query, with its cohort)."""
+    return DataRelease.objects.select_related("cohort").order_by("-published_at", "-pk")
+
+
+@dataclass(frozen=True)
+class ReleaseFile:
+    """One file of a release as the Data page lists it."""
+
+    name: str
+    bytes: int
+    sha256: str
+    dataset: str
+    format: str
+    rows: int | None
+
+
+def release_files(release: DataRelease) -> list[ReleaseFile]:
+    """Return the release's files: its data files (by dataset, then format) first, then the
+    schema, readme, citation, manifest and checksums."""
+    files = [
+        ReleaseFile(
+            name=str(f["name"]),
+            bytes=int(f["bytes"]),
+            sha256=str(f["sha256"]),
+            dataset=str(f.get("dataset") or ""),
+            format=str(f.get("format") or ""),
+            rows=int(f["rows"]) if f.get("rows") is not None else None,
+        )
+        for f in release.files
+    ]
+    return sorted(files, key=lambda f: (not f.dataset, f.dataset, f.format, f.name))
+
+
+def release_file_path(release: DataRelease, filename: str) -> Path | None:
+    """Return the path of `filename` in the release's folder, or None unless it is one of the
+    names the release lists (so no other path — `..`, a slash, a hidden file — is ever
+    reachable) and is on the disk."""
+    listed: set[Any] = {f.get("name") for f in release.files}
+    if filename not in listed or "/" in filename or "\\" in filename or filename in (".", ".."):
+        return None
+    root = Path(settings.RELEASES_ROOT).resolve()
+    path = (root / release.name / filename).resolve()
+    if path.parent != root / release.name or not path.is_file():
+        return None
+    return path
+
+
+def release_content_type(filename: str) -> str:
+    return CONTENT_TYPES.get(Path(filename).suffix.lower(), PLAIN_TEXT)
+
+
+def release_citation(
+    *, name: str, cohort_number: int, version: int, published_at: datetime, methodology: str
+) -> str:
+    """Return the suggested citation of a release, as one line of text."""
+    return (
+        f"{PUBLISHER} ({published_at:%Y}). Forecaster Arena weekly data release {name}: "
+        f"cohort {cohort_number}, version {version}, methodology {methodology} [Data set]. "
+        f"Published {published_at:%Y-%m-%d}."
+    )
+
+
+def release_citation_of(release: DataRelease) -> str:
+    return release_citation(
+        name=release.name,
+        cohort_number=release.cohort.number,
+        version=release.version,
+        published_at=release.published_at,
+        methodology=release.methodology_version,
+    )

@@ -1,0 +1,116 @@
+"""The Data page: what the exports hold, the live streaming exports, and the frozen weekly
+releases with their files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from arena.models import Cohort, DataRelease
+from arena.selectors import releases as selectors
+from arena.selectors.exports import DATASETS, Dataset
+
+LIVE_FORMATS = ("csv", "jsonl")
+# The browser may keep a release's file for good: a published file never changes.
+IMMUTABLE = "public, max-age=31536000, immutable"
+
+
+@dataclass(frozen=True)
+class DatasetLinks:
+    dataset: Dataset
+    links: list[tuple[str, str]]  # (format, URL of the live export)
+
+
+@dataclass(frozen=True)
+class ReleaseView:
+    release: DataRelease
+    files: list[selectors.ReleaseFile]
+    citation: str
+
+
+def _export_url(name: str, cohort: int | None) -> str:
+    """The URL of a live export file (`bets.csv`, `manifest.json`…) under the API's exports
+    mount, bounded to `cohort` if one is given."""
+    mount = reverse("api:bets_csv").rsplit("/", 1)[0]
+    query = f"?{urlencode({'cohort': cohort})}" if cohort is not None else ""
+    return f"{mount}/{name}{query}"
+
+
+def _chosen_cohort(request: HttpRequest, numbers: list[int]) -> int | None:
+    """The `?cohort=` of the page if it names a cohort; anything else means every cohort."""
+    value = request.GET.get("cohort", "")
+    return int(value) if value.isdigit() and int(value) in numbers else None
+
+
+def _release_view(release: DataRelease) -> ReleaseView:
+    return ReleaseView(
+        release=release,
+        files=selectors.release_files(release),
+        citation=selectors.release_citation_of(release),
+    )
+
+
+def _get_release(name: str) -> DataRelease:
+    """Return the release with this name, or raise Http404."""
+    release = selectors.releases_published().filter(name=name).first()
+    if release is None:
+        raise Http404("No such data release.")
+    return release
+
+
+def data_page(request: HttpRequest) -> HttpResponse:
+    numbers = list(Cohort.objects.order_by("-number").values_list("number", flat=True))
+    cohort = _chosen_cohort(request, numbers)
+    datasets = [
+        DatasetLinks(
+            dataset=dataset,
+            links=[(fmt, _export_url(f"{name}.{fmt}", cohort)) for fmt in LIVE_FORMATS],
+        )
+        for name, dataset in DATASETS.items()
+    ]
+    return render(
+        request,
+        "arena/data.html",
+        {
+            "datasets": datasets,
+            "cohort": cohort,
+            "cohort_numbers": numbers,
+            "manifest_url": _export_url("manifest.json", cohort),
+            "releases": [_release_view(r) for r in selectors.releases_published()],
+        },
+    )
+
+
+def release_detail(request: HttpRequest, name: str) -> HttpResponse:
+    release = _get_release(name)
+    versions = selectors.releases_published().filter(cohort=release.cohort)
+    return render(
+        request,
+        "arena/release_detail.html",
+        {
+            "view": _release_view(release),
+            "versions": versions,
+            "live_url": _export_url("manifest.json", release.cohort.number),
+        },
+    )
+
+
+def release_file(request: HttpRequest, name: str, filename: str) -> FileResponse:
+    """Stream one file of a release from RELEASES_ROOT; only the names the release lists."""
+    release = _get_release(name)
+    path = selectors.release_file_path(release, filename)
+    if path is None:
+        raise Http404("No such file in this release.")
+    data = path.suffix in (".csv", ".jsonl", ".parquet")
+    response = FileResponse(
+        open(path, "rb"),  # FileResponse closes it when the response ends
+        as_attachment=data,
+        filename=filename,
+        content_type=selectors.release_content_type(filename),
+    )
+    response["Cache-Control"] = IMMUTABLE
+    return response
