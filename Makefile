@@ -83,6 +83,7 @@ demo: $(VENV)/.installed-run
 bench: $(VENV)/.installed-dev services
 	$(BIN)/python bench/sync_markets.py
 	$(BIN)/python bench/pages.py
+	$(BIN)/python bench/api.py
 
 clean:
 	rm -rf $(VENV) db.sqlite3 staticfiles .mypy_cache .ruff_cache

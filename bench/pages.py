@@ -841,7 +841,7 @@ def clear() -> None:
     from django.db import connection, transaction
 
     tables = [
-        "arena_resolutioncheck", "arena_determinismcheck", "arena_systemevent",
+        "arena_datarelease", "arena_resolutioncheck", "arena_determinismcheck", "arena_systemevent",
         "arena_snapshottick", "arena_portfoliosnapshot", "arena_trade", "arena_position",
         "arena_decisionattempt",
         "arena_decision", "arena_agent", "arena_cohort", "arena_snapshotmarket",

@@ -3,7 +3,10 @@
 Every 4xx answers in one envelope: `{"error": {"status": 404, "code": "not_found",
 "message": "..."}}`. The 4xx Django answers itself (an unknown path, a wrong method) and the
 rate limit's 429 get the same envelope from `forecaster.http.ApiMiddleware`, which also adds
-ETag/304 and CORS to the API's answers.
+ETag/304 and CORS to the API's answers. The OpenAPI schema declares those 4xx, envelope and all,
+on every operation (`declare_errors`), so a client (or the contract run in
+tests/api/test_contract.py) can hold every answer to the schema. A query parameter an
+operation does not take is a 422, never silently ignored.
 """
 
 from __future__ import annotations
@@ -111,7 +114,7 @@ def query_names(operation: Operation) -> frozenset[str]:
     names: set[str] = set()
     for model in operation.signature.models:
         if model.__ninja_param_source__ == "query":
-            names.update(model.__ninja_flatten_map__)
+            names.update(getattr(model, "__ninja_flatten_map__", None) or model.model_fields)
     return frozenset(names)
 
 
@@ -133,6 +136,7 @@ def refuse_unknown_parameters(run: Run) -> Run:
     return checked
 
 
+# ninja's "view" mode wraps `operation.run`, which reads the parameters: the check comes first.
 api.add_decorator(refuse_unknown_parameters, mode="view")
 api.add_router("/", arena_router)
 api.add_router("/exports/", "arena.exports.router")

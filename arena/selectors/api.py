@@ -79,7 +79,7 @@ def trade_list(
 
 def offline_agent_ids(*, agent_ids: list[int]) -> set[int]:
     """Return those of `agent_ids` answered offline (the standings' rule), in one query."""
-    return standings._offline_agent_ids(agent_ids)
+    return standings.offline_agent_ids(agent_ids)
 
 
 def _count(rows: QuerySet[Any]) -> Coalesce:

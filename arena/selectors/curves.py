@@ -31,7 +31,7 @@ from django.db import connection
 
 from agents.models import BenchmarkModel
 from arena.models import Agent, PortfolioSnapshot
-from arena.selectors.standings import _offline_agent_ids
+from arena.selectors.standings import offline_agent_ids
 
 MAX_POINTS = 1000
 SLOT = timedelta(minutes=10)  # the snapshot interval: a bucket this wide keeps every snapshot
@@ -148,7 +148,7 @@ def value_series(
     ids = [a.pk for a in agents]
     window = RANGES[range_from(range_key)]
     points = _downsampled(agent_ids=ids, window=window)
-    offline = _offline_agent_ids(ids) if label_by == "model" else set()
+    offline = offline_agent_ids(ids) if label_by == "model" else set()
     series = []
     for agent in agents:
         if label_by == "cohort":

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable, Mapping
+from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 
@@ -142,17 +142,20 @@ class Usage:
         return sorted(self.providers.items(), key=lambda item: (-item[1], item[0]))
 
 
-def usage_by_key(agent_keys: Mapping[int, Key]) -> dict[Key, Usage]:
-    """Return the Usage of each row key, given each agent's key ({agent id: key}).
+def usage_by_key(
+    agent_keys: Mapping[int, Key], *, agents: QuerySet[Any] | None = None
+) -> dict[Key, Usage]:
+    """Return the Usage of each row key, given each agent's key ({agent id: key}); `agents`,
+    a query of exactly those agents' ids, filters faster than the list of hundreds of ids.
 
     Three queries whatever the number of agents: decisions and trades are counted in the
     database, and the attempts are read as small tuples (no prompt or response text), since
     the first answer of a decision and a percentile need them one by one.
     """
     usage: dict[Key, Usage] = {key: Usage() for key in agent_keys.values()}
-    ids = list(agent_keys)
-    if not ids:
+    if not agent_keys:
         return usage
+    ids: Collection[int] | QuerySet[Any] = list(agent_keys) if agents is None else agents
     done = Q(status=Decision.Status.DONE, parse_failed=False) & ~Q(action="")
     for agent_id, valid, holds in (
         Decision.objects.filter(agent_id__in=ids)

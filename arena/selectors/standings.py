@@ -17,9 +17,10 @@ offline or not), each offline figure labelled "offline".
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from django.db.models import Count, Prefetch, Q, QuerySet
 
@@ -88,12 +89,16 @@ class AgentStanding:
 
 def _bet_scores(agent_filter: Q) -> dict[int, list[tuple[float, bool]]]:
     scores: dict[int, list[tuple[float, bool]]] = defaultdict(list)
-    for agent_id, score, won in Trade.objects.filter(
-        agent_filter,
-        kind=Trade.Kind.BUY,
-        status=Trade.Status.EXECUTED,
-        brier_score__isnull=False,
-    ).values_list("agent_id", "brier_score", "side_won"):
+    for agent_id, score, won in (
+        Trade.objects.filter(
+            agent_filter,
+            kind=Trade.Kind.BUY,
+            status=Trade.Status.EXECUTED,
+            brier_score__isnull=False,
+        )
+        .order_by()
+        .values_list("agent_id", "brier_score", "side_won")
+    ):
         scores[agent_id].append((float(score or 0.0), bool(won)))
     return scores
 
@@ -106,8 +111,9 @@ ANSWERED_OFFLINE = Q(responder=Decision.Responder.OFFLINE) | Q(
 )
 
 
-def _offline_agent_ids(agent_ids: list[int]) -> set[int]:
-    """Return those of `agent_ids` with any decision answered by an offline agent."""
+def offline_agent_ids(agent_ids: Collection[int] | QuerySet[Any]) -> set[int]:
+    """Return those of `agent_ids` (ids, or a query of them) with any decision answered by
+    an offline agent."""
     return set(
         Decision.objects.filter(ANSWERED_OFFLINE, agent_id__in=agent_ids)
         .order_by()
@@ -121,8 +127,17 @@ def agent_standings(*, agents: QuerySet[Agent]) -> list[AgentStanding]:
 
     `offline` is set when any of the agent's decisions was answered offline (module docstring).
     """
-    agent_list = list(agents.select_related("model", "cohort"))
-    ids = [a.pk for a in agent_list]
+    agent_list = list(agents)
+    # Each cohort and model is read once, not once per agent: a year holds hundreds of agents
+    # of a few dozen cohorts and a dozen models.
+    cohorts = Cohort.objects.in_bulk({a.cohort_id for a in agent_list})
+    lineup = BenchmarkModel.objects.in_bulk({a.model_id for a in agent_list})
+    for agent in agent_list:
+        agent.cohort = cohorts[agent.cohort_id]
+        agent.model = lineup[agent.model_id]
+    # The agents' own query as a subquery, not a list of their ids: a list of hundreds of
+    # parameters is re-prepared value by value and re-parsed on every request.
+    ids = agents.order_by().values("pk")
     open_positions = Position.objects.filter(agent_id__in=ids, status=Position.Status.OPEN)
     values = positions_value_by_agent(open_positions)
     counts: dict[int, int] = dict(
@@ -132,7 +147,7 @@ def agent_standings(*, agents: QuerySet[Agent]) -> list[AgentStanding]:
         .values_list("agent_id", "n")
     )
     scores = _bet_scores(Q(agent_id__in=ids))
-    offline = _offline_agent_ids(ids)
+    offline = offline_agent_ids(ids)
     standings = []
     for agent in agent_list:
         agent_scores = scores.get(agent.pk, [])
@@ -219,7 +234,10 @@ def model_rows(*, model: BenchmarkModel | None = None, cohorts: str = "all") -> 
         row.scores.extend(standing.scores)
         row.wins += standing.wins
         row.agents.append(standing)
-    usage = model_stats.usage_by_key({s.agent.pk: (s.agent.model_id, s.offline) for s in standings})
+    usage = model_stats.usage_by_key(
+        {s.agent.pk: (s.agent.model_id, s.offline) for s in standings},
+        agents=agents.order_by().values("pk"),
+    )
     for key, row in rows.items():
         row.usage = usage[key]
         row.agents.sort(key=lambda s: -s.agent.cohort.number)

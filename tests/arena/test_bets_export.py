@@ -402,3 +402,19 @@ def test_hostile_parameters_get_a_4xx_with_a_json_body(
         assert response.status_code in (400, 422), params
         assert response["Content-Type"].startswith("application/json")
         assert json.loads(response.content)
+
+
+def test_noisy_scores_print_short_and_still_recompute_the_board(world: World) -> None:
+    """A Brier computed in floats carries noise ((1 - 0.768)² is 0.05382399999999999); the
+    file prints 15 significant digits, and the pooled mean read back is the board's to 1e-15."""
+    first, second = world.executed_buys[:2]
+    Trade.objects.filter(pk=first.pk).update(brier_score=(1 - 0.768) ** 2)
+    Trade.objects.filter(pk=second.pk).update(brier_score=0.1 + 0.2)
+    rows = {int(r["trade_id"]): r for r in export(offline="exclude")}
+    assert rows[first.pk]["brier"] == "0.053824"
+    assert rows[second.pk]["brier"] == "0.3"
+    got, want = pooled_from_file(list(rows.values())), board(offline=False)
+    assert set(got) == set(want)
+    for model_id, (brier, resolved, wins) in got.items():
+        assert (resolved, wins) == want[model_id][1:]
+        assert brier == pytest.approx(want[model_id][0], rel=1e-15, abs=1e-15), model_id

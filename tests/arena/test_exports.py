@@ -536,3 +536,36 @@ def test_the_stream_is_utf8_and_quotes_hostile_text(worlds: Worlds) -> None:
     rows = csv_of(DATASETS["decisions"], cohort=worlds.first.cohort.number)
     assert {r["reasoning"] for r in rows} == {'Yes, "quoted"\nand ünïcode'}
     assert Decimal(csv_of(DATASETS["bets"])[0]["amount"]) == Decimal("50.00")
+
+
+def test_the_database_writes_the_same_bytes_as_python_for_awkward_cells(worlds: Worlds) -> None:
+    """On PostgreSQL the text files are formatted by the database (`formatted_batches`);
+    elsewhere by Python. Either way they are the cells the Python writer gives."""
+    buys = Trade.objects.filter(agent=worlds.first.agent, kind="BUY", status="executed")
+    first, second = buys.order_by("pk")[:2]
+    Trade.objects.filter(pk=first.pk).update(
+        brier_score=0.053824000000000004,  # float noise
+        implied_confidence=1.0,  # an integral float
+        side_won=False,
+        created_at=datetime(2031, 1, 12, 0, 5, 0, 5, tzinfo=UTC),  # microseconds
+        scored_at=datetime(2031, 1, 12, 0, 6, 0, 500000, tzinfo=UTC),
+        realized_pnl=Decimal("-0.01"),
+        reject_reason="",  # empty, not missing
+        requested_position_id='tab\there, "quotes", back\\slash, \x01 control',
+    )
+    Trade.objects.filter(pk=second.pk).update(brier_score=0.0, implied_confidence=0.25)
+    for name in NAMES:
+        dataset = DATASETS[name]
+        for fmt in ("csv", "jsonl"):
+            written = b"".join(services.export_stream(dataset, fmt))
+            assert written == b"".join(dataset_stream(dataset, fmt, dataset.rows())), (name, fmt)
+    row = {int(r["trade_id"]): r for r in csv_of(DATASETS["trades"])}[first.pk]
+    assert (row["brier"], row["implied_confidence"]) == ("0.053824", "1")
+    assert (row["created_at"], row["scored_at"]) == (
+        "2031-01-12T00:05:00.000005Z",
+        "2031-01-12T00:06:00.500000Z",
+    )
+    assert (row["realized_pnl"], row["side_won"], row["reject_reason"]) == ("-0.01", "false", "")
+    line = {r["trade_id"]: r for r in jsonl_of(DATASETS["trades"])}[first.pk]
+    assert (line["brier"], line["implied_confidence"], line["reject_reason"]) == (0.053824, 1, "")
+    assert line["requested_position_id"] == 'tab\there, "quotes", back\\slash, \x01 control'
