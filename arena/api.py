@@ -235,7 +235,7 @@ def _trade_row(trade: Trade, *, offline: bool, market: Market | None = None) -> 
 def _trade_page(trades: QuerySet[Trade], page: int, page_size: int) -> TradePage:
     """One page of `trades` (a `trade_list`), each marked offline by the standings' rule."""
     rows = list(trades[_page_of(page, page_size)])
-    offline = api_selectors.offline_agent_ids(agent_ids=sorted({t.agent_id for t in rows}))
+    offline = standings.offline_agent_ids({t.agent_id for t in rows})
     return TradePage(
         count=trades.count(),
         page=page,
@@ -610,9 +610,12 @@ def market_detail(request: HttpRequest, polymarket_id: PolymarketId) -> MarketDe
     return MarketDetailOut(
         **_market_fields(market),
         description=market.description,
-        holders=[_holding(h) for h in page.holdings],
-        trades=[_trade_row(t.trade, offline=t.offline, market=market) for t in page.trades],
-        scored=[_trade_row(t.trade, offline=t.offline, market=market) for t in page.scored],
+        holders=[_holding(h) for h in page.holdings_shown],
+        holders_count=len(page.holdings),
+        trades=[_trade_row(t.trade, offline=t.offline, market=market) for t in page.trades_shown],
+        trades_count=len(page.trades),
+        scored=[_trade_row(t.trade, offline=t.offline, market=market) for t in page.scored_shown],
+        scored_count=len(page.scored),
         held_from=page.held_from,
         held_until=page.held_until,
         price_history=[_price_point(p) for p in page.price_points],

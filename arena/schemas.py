@@ -343,9 +343,14 @@ class MarketDetailOut(Schema):
     resolved_at: datetime | None
     status: str  # open, closed, resolved, cancelled
     status_label: str  # what the pages print
+    # Each list as the market page shows it, capped at its latest 50 (the count says how many
+    # there are; /trades?market= pages through every trade).
     holders: list[HoldingOut]  # open first
-    trades: list[TradeRowOut]  # oldest first
-    scored: list[TradeRowOut]  # the executed bets a resolution scored
+    holders_count: int
+    trades: list[TradeRowOut]  # the latest, oldest first
+    trades_count: int
+    scored: list[TradeRowOut]  # the latest executed bets a resolution scored, oldest first
+    scored_count: int
     held_from: datetime | None  # the first position's opening; None if never held
     held_until: datetime | None  # the last close; None while held (or never held)
     price_history: list[PricePointOut]  # the stored prices while held, oldest first

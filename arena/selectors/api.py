@@ -59,8 +59,9 @@ def trade_list(
     kind: str | None = None,
     status: str | None = None,
 ) -> QuerySet[Trade]:
-    """Return every order matching every filter given, executed or rejected, newest first by
-    id (a stable order for paging), with its market, agent, model and cohort."""
+    """Return every order matching every filter given, executed or rejected, in the agent
+    page's order (`standings.TRADE_ORDER`: stable, for paging), with its market, agent, model
+    and cohort."""
     trades = Trade.objects.select_related("market", "agent__model", "agent__cohort")
     if model is not None:
         trades = trades.filter(agent__model=model)
@@ -74,12 +75,7 @@ def trade_list(
         trades = trades.filter(kind=kind)
     if status is not None:
         trades = trades.filter(status=status)
-    return trades.order_by("-pk")
-
-
-def offline_agent_ids(*, agent_ids: list[int]) -> set[int]:
-    """Return those of `agent_ids` answered offline (the standings' rule), in one query."""
-    return standings.offline_agent_ids(agent_ids)
+    return trades.order_by(*standings.TRADE_ORDER)
 
 
 def _count(rows: QuerySet[Any]) -> Coalesce:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Case, Count, Prefetch, Q, QuerySet, When
 
 from agents.models import BenchmarkModel
 from arena import money
@@ -375,9 +375,17 @@ class PositionRow:
     value_now: Decimal | None = None
 
 
+# Open positions first, then the newest opened; the id breaks ties between the positions one
+# decision opened together, so pages of a list neither repeat nor skip one.
+POSITION_ORDER = (Case(When(status=Position.Status.OPEN, then=0), default=1), "-opened_at", "-pk")
+# Trades newest decision first, a decision's orders in their order; the id breaks ties.
+TRADE_ORDER = ("-created_at", "order_index", "-pk")
+
+
 def agent_positions(*, agent: Agent) -> list[PositionRow]:
+    """Return the agent's positions (`POSITION_ORDER`), the open ones marked to market now."""
     rows = []
-    for position in agent.positions.select_related("market").order_by("status", "-opened_at"):
+    for position in agent.positions.select_related("market").order_by(*POSITION_ORDER):
         if position.status != Position.Status.OPEN:
             rows.append(PositionRow(position))
             continue
@@ -393,7 +401,7 @@ def agent_positions(*, agent: Agent) -> list[PositionRow]:
 
 
 def agent_trades(*, agent: Agent) -> QuerySet[Trade]:
-    return agent.trades.select_related("market", "decision").order_by("-created_at", "order_index")
+    return agent.trades.select_related("market", "decision").order_by(*TRADE_ORDER)
 
 
 def decision_detail(*, decision_id: int) -> Decision:

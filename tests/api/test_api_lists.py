@@ -52,15 +52,25 @@ def ids(rows: list[dict[str, Any]], key: str = "id") -> list[Any]:
     return [row[key] for row in rows]
 
 
+def newest_first(trades: list[Trade]) -> list[Trade]:
+    """The trades lists' one order: the newest first, a decision's orders in their order, the
+    newer id first among equals."""
+    trades = sorted(trades, key=lambda t: t.pk, reverse=True)
+    trades.sort(key=lambda t: t.order_index)
+    trades.sort(key=lambda t: t.created_at, reverse=True)
+    return trades
+
+
 # --- trades -------------------------------------------------------------------------------
 
 
-def test_trades_list_every_order_executed_and_rejected_newest_first(
+def test_trades_list_every_order_executed_and_rejected_in_one_order(
     world: World, client: Client
 ) -> None:
     build_world(scale=1)
     rows = every_page(client, "/trades")
-    assert ids(rows) == list(Trade.objects.order_by("-pk").values_list("pk", flat=True))
+    trades = newest_first(list(Trade.objects.all()))
+    assert ids(rows) == [t.pk for t in trades]
     assert {r["status"] for r in rows} == {"executed", "rejected"}
     assert {r["kind"] for r in rows} == {"BUY", "SELL"}
 
@@ -118,9 +128,7 @@ def test_trades_filter_by_model_cohort_agent_market_kind_and_status(
     build_world(scale=1)  # another cohort, whose trades every filter but kind/status excludes
     query, lookups = FILTERS[name]
     rows = every_page(client, f"/trades?{query(world)}", page_size=7)
-    expected = list(
-        Trade.objects.filter(**lookups(world)).order_by("-pk").values_list("pk", flat=True)
-    )
+    expected = [t.pk for t in newest_first(list(Trade.objects.filter(**lookups(world))))]
     assert expected
     assert len(expected) < Trade.objects.count()
     assert ids(rows) == expected
@@ -146,10 +154,17 @@ def test_a_trade_filter_naming_nothing_known_is_a_422(
 # --- agents -------------------------------------------------------------------------------
 
 
-def test_an_agents_positions_page_through_in_the_pages_order(world: World, client: Client) -> None:
-    rows = every_page(client, f"/agents/{world.agent.pk}/positions")
+def test_an_agents_positions_page_through_open_first_then_newest(
+    world: World, client: Client
+) -> None:
+    rows = every_page(client, f"/agents/{world.agent.pk}/positions", page_size=1)
+    positions = list(world.agent.positions.all())
+    # Open first, then the newest opened, the newer id first among those opened together.
+    positions.sort(key=lambda p: p.pk, reverse=True)
+    positions.sort(key=lambda p: p.opened_at, reverse=True)
+    positions.sort(key=lambda p: p.status != Position.Status.OPEN)
+    assert ids(rows) == [p.pk for p in positions]
     expected = standings.agent_positions(agent=world.agent)
-    assert ids(rows) == [r.position.pk for r in expected]
     for got, row in zip(rows, expected, strict=True):
         assert got["status"] == row.position.status
         assert got["value_now"] == (None if row.value_now is None else format(row.value_now, "f"))
@@ -157,11 +172,15 @@ def test_an_agents_positions_page_through_in_the_pages_order(world: World, clien
     assert any(r["status"] != "open" for r in rows)
 
 
-def test_an_agents_trades_page_through_newest_first(world: World, client: Client) -> None:
-    rows = every_page(client, f"/agents/{world.agent.pk}/trades")
-    assert ids(rows) == list(world.agent.trades.order_by("-pk").values_list("pk", flat=True))
+def test_an_agents_trades_page_through_in_one_order_everywhere(
+    world: World, client: Client
+) -> None:
+    rows = every_page(client, f"/agents/{world.agent.pk}/trades", page_size=1)
+    assert ids(rows) == [t.pk for t in newest_first(list(world.agent.trades.all()))]
     listed = get_json(client, f"{API}/trades?agent={world.agent.pk}&page_size=100")["results"]
     assert rows == listed
+    detail = get_json(client, f"{API}/agents/{world.agent.pk}")
+    assert ids(detail["trades"]) == ids(rows)[:50]
 
 
 def test_an_agent_shows_its_latest_trades_and_counts_them_all(world: World, client: Client) -> None:

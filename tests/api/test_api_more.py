@@ -16,7 +16,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from arena.api import AGENT_TRADES_SHOWN
-from arena.models import Agent, Decision, DecisionRun, ResolutionCheck, SnapshotTick
+from arena.models import Agent, Decision, DecisionRun, ResolutionCheck, SnapshotTick, Trade
 from arena.selectors import api as api_selectors
 from arena.selectors import markets, standings
 from arena.selectors import status as status_selectors
@@ -235,7 +235,36 @@ def test_a_market_has_its_facts_status_holders_trades_and_scored_bets(
     ]
     assert [t["id"] for t in body["trades"]] == [t.trade.pk for t in page.trades]
     assert [t["id"] for t in body["scored"]] == [t.trade.pk for t in page.scored]
+    assert (body["holders_count"], body["trades_count"], body["scored_count"]) == (
+        len(page.holdings),
+        len(page.trades),
+        len(page.scored),
+    )
     assert any(h["model"] == world.model.internal_id for h in body["holders"])
+
+
+def test_a_busy_market_shows_its_latest_trades_as_the_page_does(
+    world: World, client: Client
+) -> None:
+    Trade.objects.bulk_create(
+        Trade(
+            decision=world.decision,
+            agent=world.agent,
+            market=world.market,
+            order_index=100 + k,
+            kind=Trade.Kind.BUY,
+            status=Trade.Status.REJECTED,
+            reject_reason=f"order {k}",
+            created_at=datetime(2040, 6, 1, tzinfo=UTC) + timedelta(minutes=k),
+        )
+        for k in range(markets.LIST_LIMIT + 10)
+    )
+    body = get_json(client, f"{API}/markets/{world.market.polymarket_id}")
+    page = markets.market_page(market=world.market)
+    assert body["trades_count"] == len(page.trades) > markets.LIST_LIMIT
+    assert [t["id"] for t in body["trades"]] == [t.trade.pk for t in page.trades_shown]
+    assert len(body["trades"]) == markets.LIST_LIMIT
+    assert body["trades"][-1]["reject_reason"] == f"order {markets.LIST_LIMIT + 9}"
 
 
 def test_a_scored_market_lists_its_scored_bets(world: World, client: Client) -> None:
