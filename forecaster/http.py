@@ -1,6 +1,8 @@
 """HTTP hygiene for the JSON API (`/api/v1/`), one middleware; the HTML site is left alone.
 
-- Rate limiting: a fixed window per client, counted in Django's cache; over the limit, `429`
+- Rate limiting: a fixed window per client, counted in the `api_rate` cache (Redis when
+  REDIS_URL is set, so all processes share one count; an unreachable cache lets requests
+  through and logs a warning rather than failing them); over the limit, `429`
   with `Retry-After` (seconds to the window's end) in the error envelope. The client is
   `REMOTE_ADDR`: behind a reverse proxy every request would share the proxy's address, so a
   deployment there would key on the forwarded header the proxy sets (`X-Forwarded-For`'s last
@@ -17,14 +19,17 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from http import HTTPStatus
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.middleware.http import ConditionalGetMiddleware
+
+logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/v1/"
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
@@ -55,12 +60,17 @@ def rate_limited(request: HttpRequest) -> int | None:
     now = time.time()
     number = int(now // window)
     key = f"api-rate:{request.META.get('REMOTE_ADDR', '')}:{number}"
-    cache.add(key, 0, timeout=window + 1)
+    counts = caches["api_rate"]
     try:
-        count = cache.incr(key)
-    except ValueError:  # expired between add and incr: this request opens a new count
-        cache.set(key, 1, timeout=window + 1)
-        count = 1
+        counts.add(key, 0, timeout=window + 1)
+        try:
+            count = counts.incr(key)
+        except ValueError:  # expired between add and incr: this request opens a new count
+            counts.set(key, 1, timeout=window + 1)
+            count = 1
+    except Exception as exc:  # the cache is down: serve the request rather than fail it
+        logger.warning("API rate limit not counted: the api_rate cache failed: %s", exc)
+        return None
     if count <= limit:
         return None
     return max(1, int((number + 1) * window - now + 0.999))

@@ -157,9 +157,26 @@ DECISION_PARSE_RETRIES = env.int("DECISION_PARSE_RETRIES", 1, validate=AT_LEAST_
 REDIS_URL = env.redis_url("REDIS_URL", "")
 
 # The JSON API's rate limit: requests per client IP in a fixed window (0 turns it off),
-# counted in Django's cache (the default per-process memory cache: the limit is per process).
+# counted in the "api_rate" cache below.
 API_RATE_LIMIT = env.int("API_RATE_LIMIT", 120, validate=AT_LEAST_0)
 API_RATE_WINDOW_SECONDS = env.int("API_RATE_WINDOW_SECONDS", 60, validate=AT_LEAST_1)
+
+# The rate limit's counts live in Redis when REDIS_URL is set, so every web process and
+# server counts against one limit; else in each process's memory (the embedded default runs
+# one). Short socket timeouts: an unreachable Redis lets requests through, never stalls them.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "api_rate": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "forecaster",
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "api-rate"}
+    ),
+}
 
 try:
     env.seal()

@@ -6,12 +6,15 @@ unknown paths and wrong methods Django answers itself; the HTML site keeps its o
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+import logging
+import os
+import uuid
 from typing import Any
 
 import pytest
+import redis
 import time_machine
-from django.core.cache import cache
+from django.core.cache.backends.redis import RedisCache
 from django.test import Client
 
 from tests.api.helpers import API, assert_envelope
@@ -19,11 +22,15 @@ from tests.page_world import World, build_world
 
 
 @pytest.fixture(autouse=True)
-def _fresh_counts() -> Iterator[None]:
-    """Rate-limit counts live in the cache: start and end each test with none."""
-    cache.clear()
-    yield
-    cache.clear()
+def count_prefix(settings: Any) -> str:
+    """Each test counts under a key prefix of its own in the api_rate cache (Redis when
+    REDIS_URL is set, as in production), so no count carries over from another test or run."""
+    prefix = f"test-{uuid.uuid4().hex}"
+    settings.CACHES = {
+        **settings.CACHES,
+        "api_rate": {**settings.CACHES["api_rate"], "KEY_PREFIX": prefix},
+    }
+    return prefix
 
 
 @pytest.fixture
@@ -99,6 +106,41 @@ def test_the_rate_limit_counts_api_requests_only(
     assert client.get(f"{API}/status").status_code == 429
     for _ in range(3):
         assert client.get("/").status_code == 200  # the site's pages are not limited
+
+
+@pytest.mark.skipif(not os.environ.get("REDIS_URL"), reason="counts are shared through Redis")
+def test_every_process_counts_against_one_limit_in_redis(
+    world: World, client: Client, settings: Any, count_prefix: str
+) -> None:
+    settings.API_RATE_LIMIT = 2
+    assert client.get(f"{API}/status").status_code == 200
+    # What another web process sees: the count is in Redis, not in this process's memory.
+    server = redis.Redis.from_url(settings.REDIS_URL, decode_responses=True)
+    stored = [str(key) for key in server.keys(f"{count_prefix}:*api-rate:*")]
+    assert len(stored) == 1
+    key = stored[0].split(":", 2)[2]  # Django's stored key is "<prefix>:<version>:<key>"
+    other_process = RedisCache(settings.REDIS_URL, {"KEY_PREFIX": count_prefix})
+    assert other_process.get(key) == 1
+    other_process.incr(key)  # that process serves one request
+    assert client.get(f"{API}/status").status_code == 429
+
+
+def test_an_unreachable_counter_lets_requests_through_and_says_so(
+    world: World, client: Client, settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings.API_RATE_LIMIT = 1
+    settings.CACHES = {
+        **settings.CACHES,
+        "api_rate": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",  # nothing listens on port 1
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        },
+    }
+    with caplog.at_level(logging.WARNING, logger="forecaster.http"):
+        for _ in range(2):
+            assert client.get(f"{API}/status").status_code == 200
+    assert "rate limit not counted" in caplog.text
 
 
 def test_a_zero_limit_turns_rate_limiting_off(client: Client, settings: Any, db: None) -> None:
