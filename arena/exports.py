@@ -184,6 +184,7 @@ class ManifestOut(Schema):
     operation_id="export_manifest",
     summary="The downloads' manifest",
     response={200: ManifestOut},
+    openapi_extra={"responses": {400: {"description": "`until` before `since`."}}},
     by_alias=True,
 )
 def manifest(

@@ -1,16 +1,19 @@
 """The bulk exports' files: CSV, JSON Lines and (with pyarrow) Parquet, and their manifest.
 
-The rows come from arena/selectors/exports.py; this module turns them into bytes. The same
-encoder serves the HTTP downloads (`dataset_stream`), the manifest computed over HTTP
-(`stream_manifest`) and the files `write_export` writes, so a checksum in a manifest is the
-checksum of exactly the bytes a download streams.
+The rows come from arena/selectors/exports.py; this module turns them into bytes. One path,
+`export_stream`, gives the bytes of the HTTP downloads, of the manifest computed over HTTP
+(`stream_manifest`) and of the files `write_export` writes, so a checksum in a manifest is the
+checksum of exactly the bytes a download streams. On PostgreSQL the database formats the
+lines itself (`Dataset.formatted_batches`) in the cell formats below; elsewhere, and for the
+datasets with JSON columns, the encoders here do (`dataset_stream`).
 
 The cells, in every format:
 - decimals (money, prices, shares) as decimal strings with their stored places ("100.00");
 - timestamps ISO 8601 in UTC with a `Z` ("2026-01-04T00:10:00Z"), dates ISO ("2026-01-04");
 - floats (Brier scores, implied confidence) with at most 15 significant digits, the most a
   double holds faithfully: a score computed as 0.053824000000000004 prints as 0.053824, and a
-  mean recomputed from the file is the stored one to within 1e-15;
+  mean recomputed from the file is the stored one to within 1e-15; in plain notation (1,
+  0.0000001), which is a JSON number too;
 - booleans `true`/`false`; JSON values as compact JSON text with sorted keys in CSV and as
   nested values in JSON Lines; a missing value an empty CSV cell or `null`.
 CSV has a header row, `\\n` line ends and quotes what needs quoting; JSON Lines has one object
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import importlib.util
 import io
 import json
 import os
@@ -33,12 +37,13 @@ from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from itertools import islice
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, Literal
 
 from django.db import connection, transaction
-from django.utils import timezone
 
+from arena import clock
 from arena.selectors.exports import (
     DATASETS,
     Column,
@@ -47,13 +52,9 @@ from arena.selectors.exports import (
     methodology_versions,
 )
 
-try:  # the optional `parquet` extra
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    PARQUET_AVAILABLE = True
-except ImportError:  # pragma: no cover - depends on the installed extras
-    PARQUET_AVAILABLE = False
+# The optional `parquet` extra. pyarrow is imported only when a Parquet file is written: it
+# adds some 60 MB to every web and worker process that merely loads this module.
+PARQUET_AVAILABLE = importlib.util.find_spec("pyarrow") is not None
 
 Format = Literal["csv", "jsonl", "parquet"]
 TEXT_FORMATS: tuple[Format, ...] = ("csv", "jsonl")
@@ -89,12 +90,6 @@ def _day(value: date) -> str:
     return value.isoformat()
 
 
-def _json_float(value: float) -> float | int:
-    """The float with at most 15 significant digits: its repr is short; integral, an int."""
-    short = float(f"{value:.15g}")
-    return int(short) if short.is_integer() else short
-
-
 def _csv_float(value: float) -> str:
     """At most 15 significant digits, in plain notation: 0.053824, 1, 0.0000001."""
     return format(Decimal(f"{value:.15g}"), "f")
@@ -117,11 +112,22 @@ CSV_CELLS: dict[str, Callable[[Any], Any]] = {
     "json": _csv_json,
     "boolean": _csv_boolean,
 }
-JSON_CELLS: dict[str, Callable[[Any], Any]] = {
-    "timestamp": _timestamp,
-    "date": _day,
-    "float": _json_float,
-    "decimal": str,
+
+
+def _quoted(text: str) -> str:
+    return f'"{text}"'  # digits and punctuation: nothing to escape
+
+
+# Per type, what turns a non-None value into its JSON text (None is `null`).
+JSON_CELLS: dict[str, Callable[[Any], str]] = {
+    "integer": str,
+    "string": encode_basestring,  # json's own string escaping (non-ASCII kept as is)
+    "decimal": lambda value: f'"{value}"',
+    "float": _csv_float,  # plain notation is a JSON number too
+    "boolean": _csv_boolean,
+    "timestamp": lambda value: _quoted(_timestamp(value)),
+    "date": lambda value: _quoted(_day(value)),
+    "json": lambda value: json.dumps(value, ensure_ascii=False, separators=(",", ":")),
 }
 
 
@@ -168,23 +174,31 @@ class _CsvEncoder:
 
 
 class _JsonLinesEncoder:
+    """One object a line, written cell by cell in the same texts PostgreSQL writes them
+    (`Dataset.formatted_batches`), so both give the same bytes."""
+
     def __init__(self, dataset: Dataset) -> None:
-        self.names = dataset.column_names
-        self.converters = _converters(dataset.columns, JSON_CELLS)
-        self.dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        self.cells = tuple(
+            (f'{"{" if i == 0 else ","}"{c.name}":', JSON_CELLS[c.type])
+            for i, c in enumerate(dataset.columns)
+        )
 
     def header(self) -> bytes:
         return b""
 
     def encode(self, batch: list[Row]) -> bytes:
-        names, dumps = self.names, self.dumps
+        cells = self.cells
         lines = [
-            dumps(dict(zip(names, row, strict=True))) for row in _converted(batch, self.converters)
+            "".join(
+                [
+                    key + ("null" if value is None else text(value))
+                    for (key, text), value in zip(cells, row, strict=True)
+                ]
+            )
+            + "}\n"
+            for row in batch
         ]
-        if not lines:
-            return b""
-        lines.append("")
-        return "\n".join(lines).encode()
+        return "".join(lines).encode()
 
 
 _TextEncoder = _CsvEncoder | _JsonLinesEncoder
@@ -249,6 +263,8 @@ def export_stream(
 
 
 def _arrow_type(column: Column) -> Any:
+    import pyarrow as pa
+
     return {
         "integer": pa.int64(),
         "string": pa.string(),
@@ -265,6 +281,9 @@ class _ParquetFile:
     """Rows written to a Parquet file in row groups of `PARQUET_ROW_GROUP` rows."""
 
     def __init__(self, dataset: Dataset, path: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         self.dataset = dataset
         self.schema = pa.schema(
             [
@@ -285,6 +304,8 @@ class _ParquetFile:
     def _flush(self) -> None:
         if not self.pending:
             return
+        import pyarrow as pa
+
         columns = [list(values) for values in zip(*self.pending, strict=True)]
         for i in self.json_columns:
             columns[i] = [None if v is None else _csv_json(v) for v in columns[i]]
@@ -390,7 +411,7 @@ def manifest_for(
     """Return the manifest of an export: versions, time, bounds, files, each dataset's schema."""
     return {
         "methodology_versions": methodology_versions(cohort=cohort, since=since, until=until),
-        "generated_at": _timestamp(timezone.now().replace(microsecond=0)),
+        "generated_at": _timestamp(clock.now().replace(microsecond=0)),
         "bounds": _bounds(cohort, since, until, offline),
         "files": files,
         "schema": {

@@ -61,10 +61,7 @@ CONFIG = schemathesis.Config.from_dict(
 
 # A defect schemathesis finds in a file this test does not own, by operation label: the
 # operation's contract run is expected to fail (strictly: once fixed, remove the line).
-KNOWN_DEFECTS: dict[str, str] = {
-    "GET /api/v1/exports/manifest.json": "arena/exports.py answers 400 (until before since) "
-    "but the manifest's operation does not declare it (the bets files do, in openapi_extra)",
-}
+KNOWN_DEFECTS: dict[str, str] = {}
 
 
 def readable_by_schemathesis(raw: dict[str, Any]) -> dict[str, Any]:

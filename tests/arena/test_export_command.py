@@ -120,3 +120,15 @@ def test_impossible_options_are_a_clear_error(
 def test_an_unknown_dataset_is_refused_by_the_parser(db: None, tmp_path: Path) -> None:
     with pytest.raises(CommandError, match="invalid choice: 'wagers'"):
         run(str(tmp_path), "--dataset", "wagers")
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_outside_any_transaction_every_file_comes_from_one_snapshot(tmp_path: Path) -> None:
+    """Run as an operator runs it (autocommit): on PostgreSQL the export opens its own
+    read-only REPEATABLE READ transaction, and every file's count is the table's."""
+    build_world(scale=1)
+    out, _ = run(str(tmp_path))
+    manifest = json.loads(Path(out.strip()).read_text())
+    counts = {(f["dataset"], f["format"]): f["rows"] for f in manifest["files"]}
+    for name, dataset in DATASETS.items():
+        assert counts[(name, "csv")] == counts[(name, "jsonl")] == dataset.count() > 0

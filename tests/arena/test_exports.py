@@ -192,11 +192,10 @@ def test_snapshot_rows_are_the_portfolio_snapshots_in_id_order(worlds: Worlds) -
 def test_a_noisy_float_prints_short_and_reads_back_within_a_hair() -> None:
     noisy = 0.053824000000000004  # as a Brier score computed in floats came out
     assert services._csv_float(noisy) == "0.053824"
-    assert json.dumps(services._json_float(noisy)) == "0.053824"
     assert float(services._csv_float(noisy)) == pytest.approx(noisy, rel=1e-15, abs=0)
     assert services._csv_float(1.0) == "1"  # plain notation, as PostgreSQL prints it
     assert services._csv_float(1e-7) == "0.0000001"
-    assert json.dumps(services._json_float(1.0)) == "1"
+    assert json.loads(services.JSON_CELLS["float"](1e-7)) == 1e-7  # a JSON number
 
 
 def test_timestamps_are_written_in_utc_whatever_their_zone() -> None:
@@ -553,7 +552,7 @@ def test_the_database_writes_the_same_bytes_as_python_for_awkward_cells(worlds: 
         reject_reason="",  # empty, not missing
         requested_position_id='tab\there, "quotes", back\\slash, \x01 control',
     )
-    Trade.objects.filter(pk=second.pk).update(brier_score=0.0, implied_confidence=0.25)
+    Trade.objects.filter(pk=second.pk).update(brier_score=0.0, implied_confidence=1e-7)
     for name in NAMES:
         dataset = DATASETS[name]
         for fmt in ("csv", "jsonl"):
@@ -569,3 +568,5 @@ def test_the_database_writes_the_same_bytes_as_python_for_awkward_cells(worlds: 
     line = {r["trade_id"]: r for r in jsonl_of(DATASETS["trades"])}[first.pk]
     assert (line["brier"], line["implied_confidence"], line["reject_reason"]) == (0.053824, 1, "")
     assert line["requested_position_id"] == 'tab\there, "quotes", back\\slash, \x01 control'
+    tiny = {r["trade_id"]: r for r in jsonl_of(DATASETS["trades"])}[second.pk]
+    assert (tiny["brier"], tiny["implied_confidence"]) == (0, 1e-7)
