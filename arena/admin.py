@@ -170,7 +170,10 @@ class CohortAdmin(ReadOnlyAdmin):
     def agent_count(self, obj: Cohort) -> int:
         return int(getattr(obj, "agent_total", 0))
 
-    @admin.action(description="Publish the selected completed cohorts' data releases")
+    @admin.action(
+        description="Publish the selected cohorts' data releases (only once a cohort is "
+        "final: completed, every position settled, baselines included)"
+    )
     def publish_release(self, request: HttpRequest, queryset: QuerySet[Cohort]) -> None:
         numbers = list(queryset.values_list("number", flat=True))
         report_to(self, request, releases_publish(cohort_numbers=numbers), what="Publish")
@@ -876,7 +879,7 @@ class DataReleaseAdmin(ReadOnlyAdmin):
 
     @admin.action(
         description="Publish the selected releases' cohorts again (a new version if "
-        "their data changed)"
+        "their CSV data changed)"
     )
     def publish_again(self, request: HttpRequest, queryset: QuerySet[DataRelease]) -> None:
         numbers = list(queryset.values_list("cohort__number", flat=True))

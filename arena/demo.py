@@ -17,7 +17,7 @@ from arena import clock
 from arena.services.cohorts import cohort_start, cohort_week_start
 from arena.services.decisions import decisions_run_all
 from arena.services.marking import snapshots_take
-from arena.services.releases import releases_publish
+from arena.services.releases import releases_publish_due
 from arena.services.settlement import resolutions_check
 from markets.demo import SimulatedSource
 
@@ -75,9 +75,10 @@ def demo_run(
                 source.now = moment
             # The resolution check re-reads every held market, so the tick need not.
             check = resolutions_check(now=moment, source=source)
-            if check.completed_cohorts:  # a failed publish is recorded, never raised
-                releases_publish(cohort_numbers=check.completed_cohorts, now=moment)
             snapshots_take(now=moment, source=source, refresh=False)
+            # A cohort's release once its data is final (after the snapshot that closes its
+            # last curve); a failed publish is recorded, never raised.
+            releases_publish_due(now=moment)
             report.ticks += 1
             report.resolved += len(check.resolved)
             report.cancelled += len(check.cancelled)

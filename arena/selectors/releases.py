@@ -4,14 +4,15 @@ the one file of a release a request may have."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db.models import Exists, OuterRef, QuerySet
 
-from arena.models import Cohort, DataRelease
+from arena.models import Cohort, DataRelease, Position, SystemEvent
+from arena.services.marking import agents_to_mark
 
 # What a release's files are served as, by the end of their name.
 CONTENT_TYPES = {
@@ -24,15 +25,44 @@ CONTENT_TYPES = {
 }
 PLAIN_TEXT = "text/plain; charset=utf-8"  # SHA256SUMS
 PUBLISHER = "Forecaster Arena"
+# A cohort whose publish failed is tried again no sooner than this after the failure.
+RETRY_AFTER = timedelta(hours=1)
 
 
-def cohorts_awaiting_release() -> QuerySet[Cohort]:
-    """Return the completed cohorts without any release yet, oldest first."""
-    released = DataRelease.objects.filter(cohort=OuterRef("pk"))
+def cohorts_final() -> QuerySet[Cohort]:
+    """Return the cohorts whose data is final: completed, and none of their agents still
+    marked by the ticks (`agents_to_mark`: a baseline holding an open position, or one whose
+    position closed after its last snapshot). A cohort completes when its LLM agents' positions
+    have settled; its baselines' may settle later, and until then snapshots keep changing."""
+    return Cohort.objects.filter(status=Cohort.Status.COMPLETED).exclude(
+        pk__in=agents_to_mark().values("cohort_id")
+    )
+
+
+def cohort_not_final_reason(cohort: Cohort) -> str:
+    """Why the completed `cohort`'s data is not final yet, or "" when it is."""
+    if not agents_to_mark().filter(cohort=cohort).exists():
+        return ""
+    if Position.objects.filter(agent__cohort=cohort, status=Position.Status.OPEN).exists():
+        return f"cohort {cohort.number} is not final: its baseline positions are still open"
     return (
-        Cohort.objects.filter(status=Cohort.Status.COMPLETED)
-        .exclude(Exists(released))
-        .order_by("number")
+        f"cohort {cohort.number} is not final: a baseline's position settled after its last "
+        "snapshot, and the final snapshot is not taken yet"
+    )
+
+
+def cohorts_awaiting_release(*, now: datetime) -> QuerySet[Cohort]:
+    """Return the final cohorts without any release yet, oldest first, leaving out those
+    whose publish failed less than `RETRY_AFTER` before `now`."""
+    released = DataRelease.objects.filter(cohort=OuterRef("pk"))
+    failed_lately = SystemEvent.objects.filter(
+        cohort=OuterRef("pk"),
+        kind=SystemEvent.Kind.RELEASE_FAILED,
+        level=SystemEvent.Level.ERROR,
+        created_at__gt=now - RETRY_AFTER,
+    )
+    return (
+        cohorts_final().exclude(Exists(released)).exclude(Exists(failed_lately)).order_by("number")
     )
 
 
@@ -44,6 +74,22 @@ def release_latest(*, cohort: Cohort) -> DataRelease | None:
 def releases_published() -> QuerySet[DataRelease]:
     """Return every release, newest first (one query, with its cohort)."""
     return DataRelease.objects.select_related("cohort").order_by("-published_at", "-pk")
+
+
+def releases_latest_per_cohort() -> QuerySet[DataRelease]:
+    """Return each cohort's latest release (its highest version), newest cohort first (one
+    query, with its cohort)."""
+    later = DataRelease.objects.filter(cohort=OuterRef("cohort"), version__gt=OuterRef("version"))
+    return (
+        DataRelease.objects.select_related("cohort")
+        .exclude(Exists(later))
+        .order_by("-cohort__number", "-pk")
+    )
+
+
+def release_versions(*, cohort: Cohort) -> QuerySet[DataRelease]:
+    """Return every release of the cohort, latest version first."""
+    return DataRelease.objects.filter(cohort=cohort).order_by("-version")
 
 
 @dataclass(frozen=True)

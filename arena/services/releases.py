@@ -1,12 +1,20 @@
-"""Frozen weekly data releases (issue 10): when a cohort completes, its exports are published
-once, as the folder `RELEASES_ROOT/cohort-<n>-v<k>/`, and never change afterwards.
+"""Frozen weekly data releases (issue 10): once a completed cohort's data is final, its
+exports are published as the folder `RELEASES_ROOT/cohort-<n>-v<k>/`, which never changes.
+
+A cohort completes when its LLM agents' positions have settled, while its baselines may still
+hold open positions that the ticks keep marking (`arena.services.marking.agents_to_mark`). Its
+data is final — and only then published — when it is completed and none of its agents is
+still marked: every position settled, baselines included, and the final snapshot taken
+(`arena.selectors.releases.cohorts_final`).
 
 A release holds every dataset of `arena.selectors.exports.DATASETS` bounded to the cohort, as
 CSV and JSON Lines (and Parquet when pyarrow is installed), the export's `manifest.json`, a
-schema description (`schema.json`, `README.md`), checksums (`SHA256SUMS`) and a suggested
-citation (`CITATION.cff`, and in the README). A correction — the cohort's data differs from its
-latest release, say a baseline's bet scored after completion — is a new version whose
-`changes` says which datasets and row counts differ.
+schema description (`schema.json`, `README.md`), the release's own record (`release.json`),
+checksums (`SHA256SUMS`) and a suggested citation (`CITATION.cff`, and in the README). A
+correction — the cohort's CSV files differ from its latest release's — is a new version whose
+`changes` says which datasets and row counts differ. The CSV files are the canonical bytes:
+Parquet's depend on the pyarrow that wrote them, and a worker without pyarrow writes none, so
+a format added or removed is said as such and alone never makes a new version.
 
 How a release stays frozen and whole:
 - the files are written into a hidden `.partial-…` folder, then renamed into place in one step
@@ -14,9 +22,13 @@ How a release stays frozen and whole:
 - the `DataRelease` row is created only after that rename, in its own short transaction — no
   transaction is open while files are written;
 - publishes of one cohort are serialised by an exclusive lock file next to the folders, so the
-  version numbers cannot race; a crash leaves a `.partial-…` folder (or a renamed folder whose
-  row never committed), which the next publish of that cohort removes before it starts;
-- a publish whose data files match the latest release's checksums writes nothing: a repeat is
+  version numbers cannot race; a crash leaves a `.partial-…` folder, which the next publish of
+  that cohort removes before it starts;
+- a published folder is never deleted and its name never reused. One without a row (its row
+  failed to commit, or a database restored from before it) is adopted by the next publish of
+  its cohort when its SHA256SUMS verifies, else moved aside to `.quarantine-<name>-<time>` and
+  recorded; a new version is numbered past every folder name of the cohort;
+- a publish whose CSV files match the latest release's checksums writes nothing: a repeat is
   safe, and so is delivering the task twice.
 """
 
@@ -27,6 +39,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -36,6 +49,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 
@@ -45,6 +59,7 @@ from arena.models import Cohort, DataRelease
 from arena.selectors.exports import DATASETS
 from arena.selectors.releases import (
     PUBLISHER,
+    cohort_not_final_reason,
     cohorts_awaiting_release,
     release_citation,
     release_latest,
@@ -56,28 +71,33 @@ from arena.services.operations import OperationReport
 logger = logging.getLogger(__name__)
 
 PARTIAL_PREFIX = ".partial-"
+QUARANTINE_PREFIX = ".quarantine-"
 LOCK_PREFIX = ".lock-"
 CHECKSUMS = "SHA256SUMS"
 MANIFEST = "manifest.json"
+RELEASE_RECORD = "release.json"
 SCHEMA = "schema.json"
 README = "README.md"
 CITATION = "CITATION.cff"
 HASH_CHUNK = 1 << 20
 
-Status = Literal["published", "unchanged", "busy", "not completed"]
+Status = Literal["published", "unchanged", "busy", "not completed", "not final"]
 
 
 @dataclass(frozen=True)
 class PublishOutcome:
     """What one publish of a cohort did: `published` a new release, found its data
     `unchanged` since the latest one, found another publish of it `busy`, or refused a cohort
-    `not completed`."""
+    `not completed` or `not final` (`reason` says why)."""
 
     cohort: int
     status: Status
     release: DataRelease | None = None
+    reason: str = ""
 
     def summary(self) -> str:
+        if self.status == "not final":
+            return self.reason
         if self.status == "published" and self.release is not None:
             return f"cohort {self.cohort}: published {self.release.name}"
         if self.status == "unchanged" and self.release is not None:
@@ -100,34 +120,40 @@ def release_formats() -> tuple[str, ...]:
 
 
 def release_publish(*, cohort_number: int, now: datetime | None = None) -> PublishOutcome:
-    """Publish a frozen release of the completed cohort `cohort_number`, or do nothing when its
-    data is the same as its latest release's. Return what happened.
+    """Publish a frozen release of the cohort `cohort_number` once its data is final, or do
+    nothing when its CSV files are the same as its latest release's. Return what happened.
 
-    Version 1 on the first publish; a later publish whose data files differ is the next
-    version, its `changes` saying what differs. Call it outside any transaction: it writes
-    files for as long as the export takes, and its row is committed on its own. Raise
-    Cohort.DoesNotExist for an unknown number; any other failure is recorded as a
-    `release_failed` event, leaves no row and no folder, and is raised again.
+    Version 1 on the first publish; a later publish whose CSV files differ is the next
+    version, its `changes` saying what differs. A cohort not completed, or completed but not
+    final (a baseline still marked), is refused and nothing is written. Call it outside any
+    transaction: it writes files for as long as the export takes, and its row is committed on
+    its own. Raise Cohort.DoesNotExist for an unknown number; any other failure is recorded as
+    a `release_failed` event, leaves no row (and at most a folder the next publish adopts),
+    and is raised again.
     """
     cohort = Cohort.objects.get(number=cohort_number)
     if cohort.status != Cohort.Status.COMPLETED:
         return PublishOutcome(cohort=cohort.number, status="not completed")
+    reason = cohort_not_final_reason(cohort)
+    if reason:
+        return PublishOutcome(cohort=cohort.number, status="not final", reason=reason)
     root = Path(settings.RELEASES_ROOT)
+    now = now or clock.now()
     try:
         root.mkdir(parents=True, exist_ok=True)
         with _cohort_lock(root, cohort.number) as held:
             if not held:
                 return PublishOutcome(cohort=cohort.number, status="busy")
-            _leftovers_remove(root, cohort)
-            return _publish(root, cohort, now=now or clock.now())
+            _leftovers_settle(root, cohort)
+            return _publish(root, cohort, now=now)
     except Exception as exc:
         logger.exception("publishing the data release of cohort %s failed", cohort.number)
         event_record(
             kind=Kind.RELEASE_FAILED,
             level=Level.ERROR,
             message=f"publishing the data release of cohort {cohort.number} failed, nothing "
-            f"was published (a cohort still without a release is tried again after the next "
-            f"resolution check): {error_text(exc)}",
+            f"was published (a cohort still without a release is tried again an hour after "
+            f"the failure at the earliest): {error_text(exc)}",
             cohort_id=cohort.pk,
             data={"traceback": traceback_summary(exc)},
         )
@@ -135,10 +161,13 @@ def release_publish(*, cohort_number: int, now: datetime | None = None) -> Publi
 
 
 def releases_publish_due(*, now: datetime | None = None) -> OperationReport:
-    """Publish the first release of every completed cohort that has none yet (oldest first):
-    the hourly catch-up after completions and after failed publishes. One cohort's failure is
-    reported (and recorded by `release_publish`) and the others go on."""
-    numbers = list(cohorts_awaiting_release().values_list("number", flat=True))
+    """Publish the first release of every final cohort that has none yet (oldest first): run
+    after every resolution check, it catches cohorts as they complete, as their baselines'
+    positions settle later, and (an hour after the failure at the earliest) after a failed
+    publish. One cohort's failure is reported (and recorded by `release_publish`) and the
+    others go on."""
+    now = now or clock.now()
+    numbers = list(cohorts_awaiting_release(now=now).values_list("number", flat=True))
     return releases_publish(cohort_numbers=numbers, now=now)
 
 
@@ -153,6 +182,8 @@ def releases_publish(*, cohort_numbers: list[int], now: datetime | None = None) 
         except Cohort.DoesNotExist:
             report.failed.append(f"cohort {number}: no such cohort")
             continue
+        except SoftTimeLimitExceeded:
+            raise  # the task's time is up: stop, the cohorts left are due at the next run
         except Exception as exc:  # one cohort's failure must not stop the others
             report.failed.append(f"cohort {number}: publishing failed: {error_text(exc)}")
             continue
@@ -179,23 +210,105 @@ def _cohort_lock(root: Path, number: int) -> Iterator[bool]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _leftovers_remove(root: Path, cohort: Cohort) -> None:
-    """Remove what a crashed publish of this cohort left: its `.partial-…` folders, and any
-    release folder whose row never committed. Only called under the cohort's lock."""
+def _leftovers_settle(root: Path, cohort: Cohort) -> None:
+    """Deal with what a publish of this cohort left unfinished, under the cohort's lock:
+    remove its `.partial-…` folders (never renamed into place, so never published); adopt a
+    release folder without a row if its checksums verify, else move it aside. A published
+    folder is never deleted: it may be downloaded and cited already."""
     recorded = set(DataRelease.objects.filter(cohort=cohort).values_list("name", flat=True))
-    prefix = f"cohort-{cohort.number}-v"
-    for path in root.iterdir():
+    published = re.compile(rf"cohort-{cohort.number}-v[0-9]+")
+    for path in sorted(root.iterdir(), key=lambda p: p.name):
         if not path.is_dir():
             continue
-        partial = path.name.startswith(_partial_prefix(cohort.number))
-        orphan = (
-            path.name.startswith(prefix)
-            and path.name[len(prefix) :].isdigit()
-            and path.name not in recorded
-        )
-        if partial or orphan:
+        if path.name.startswith(_partial_prefix(cohort.number)):
             logger.warning("removing %s, left by a publish that did not finish", path)
             shutil.rmtree(path)
+        elif published.fullmatch(path.name) and path.name not in recorded:
+            _orphan_settle(root, cohort, path)
+
+
+def _orphan_settle(root: Path, cohort: Cohort, folder: Path) -> None:
+    """Adopt `folder`, a release folder of `cohort` with no row, or move it aside."""
+    try:
+        release = _orphan_adopt(cohort, folder)
+    except Exception as exc:  # unreadable, or not what its checksums say: not a whole release
+        stamp = f"{clock.now():%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+        aside = root / f"{QUARANTINE_PREFIX}{folder.name}-{stamp}"
+        os.rename(folder, aside)
+        _fsync(root)
+        logger.warning("moved %s aside to %s: %s", folder, aside, exc)
+        event_record(
+            kind=Kind.RELEASE_FAILED,
+            level=Level.WARNING,
+            message=f"the folder {folder.name} of cohort {cohort.number} had no release row and "
+            f"does not verify, so it was moved aside to {aside.name} (its name is never "
+            f"reused): {error_text(exc)}",
+            cohort_id=cohort.pk,
+            data={"folder": folder.name, "moved_to": aside.name},
+        )
+        return
+    event_record(
+        kind=Kind.RELEASE_PUBLISHED,
+        level=Level.WARNING,
+        message=f"data release {release.name} of cohort {cohort.number} was on the disk "
+        "without its row; its checksums verify, so it is listed again",
+        cohort_id=cohort.pk,
+        data={"release": release.name, "sha256": release.sha256, "adopted": True},
+    )
+
+
+def _orphan_adopt(cohort: Cohort, folder: Path) -> DataRelease:
+    """Create the row of a release folder written in full whose row is missing, from its own
+    files; raise ValueError (or an OSError, a JSON or key error) when its SHA256SUMS does not
+    list exactly its files with their digests, or its record is not of this folder."""
+    sums = (folder / CHECKSUMS).read_text(encoding="utf-8")
+    listed: dict[str, str] = {}
+    for line in sums.splitlines():
+        digest, _, name = line.partition("  ")
+        if not re.fullmatch(r"[0-9a-f]{64}", digest) or not name:
+            raise ValueError(f"{CHECKSUMS} has an unreadable line: {line[:80]!r}")
+        listed[name] = digest
+    present = {p.name for p in folder.iterdir()} - {CHECKSUMS}
+    if set(listed) != present:
+        raise ValueError(f"the files on the disk are not the files {CHECKSUMS} lists")
+    for name, digest in listed.items():
+        if not (folder / name).is_file() or file_sha256(folder / name) != digest:
+            raise ValueError(f"{name} does not match its checksum")
+    record = json.loads((folder / RELEASE_RECORD).read_text(encoding="utf-8"))
+    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    version = int(record["version"])
+    name = release_name(cohort_number=cohort.number, version=version)
+    if record["name"] != folder.name or name != folder.name:
+        raise ValueError(f"{RELEASE_RECORD} is of {record['name']!r}, not of {folder.name!r}")
+    if manifest["bounds"]["cohort"] != cohort.number:
+        raise ValueError(f"{MANIFEST} is not bounded to cohort {cohort.number}")
+    files = _files(folder, _data_files(folder, manifest))
+    with transaction.atomic():
+        return DataRelease.objects.create(
+            cohort=cohort,
+            version=version,
+            name=name,
+            published_at=datetime.fromisoformat(record["published_at"]),
+            methodology_version=str(record["methodology_version"]),
+            manifest=manifest,
+            files=files,
+            sha256=hashlib.sha256(sums.encode()).hexdigest(),
+            total_bytes=sum(int(f["bytes"]) for f in files),
+            changes=str(record["changes"]),
+        )
+
+
+def _next_version(root: Path, cohort: Cohort, previous: DataRelease | None) -> int:
+    """The version after the latest row's and every folder name of the cohort (published or
+    moved aside), so a name once on the disk is never given again."""
+    taken = re.compile(
+        rf"(?:{re.escape(QUARANTINE_PREFIX)})?cohort-{cohort.number}-v([0-9]+)(?:-.*)?"
+    )
+    versions = [previous.version if previous else 0]
+    for path in root.iterdir():
+        if match := taken.fullmatch(path.name):
+            versions.append(int(match.group(1)))
+    return max(versions) + 1
 
 
 def _partial_prefix(number: int) -> str:
@@ -206,15 +319,12 @@ def _publish(root: Path, cohort: Cohort, *, now: datetime) -> PublishOutcome:
     previous = release_latest(cohort=cohort)
     partial = root / f"{_partial_prefix(cohort.number)}{uuid.uuid4().hex[:12]}"
     partial.mkdir()
-    final: Path | None = None
     try:
         manifest = write_export(partial, cohort=cohort.number, formats=release_formats())
         data_files = _data_files(partial, manifest)
-        if previous is not None and _checksums(data_files) == _checksums(
-            [f for f in previous.files if f.get("dataset")]
-        ):
+        if previous is not None and _canonical(data_files) == _canonical(previous.files):
             return PublishOutcome(cohort=cohort.number, status="unchanged", release=previous)
-        version = previous.version + 1 if previous else 1
+        version = _next_version(root, cohort, previous)
         name = release_name(cohort_number=cohort.number, version=version)
         changes = release_changes(previous=previous, data_files=data_files)
         citation = release_citation(
@@ -241,37 +351,44 @@ def _publish(root: Path, cohort: Cohort, *, now: datetime) -> PublishOutcome:
             partial / CITATION,
             _citation_cff(name=name, cohort=cohort, version=version, published_at=now),
         )
+        record = {
+            "name": name,
+            "cohort": cohort.number,
+            "version": version,
+            "published_at": now.isoformat(),
+            "methodology_version": cohort.methodology_version,
+            "changes": changes,
+        }
+        _text_write(partial / RELEASE_RECORD, json.dumps(record, indent=2) + "\n")
         files = _files(partial, data_files)
         sums = "".join(f"{f['sha256']}  {f['name']}\n" for f in files)
         _text_write(partial / CHECKSUMS, sums)
         files.append(_file_entry(partial / CHECKSUMS))
+        files.sort(key=lambda f: str(f["name"]))  # as an adoption reads them back
         for path in partial.iterdir():
             path.chmod(0o444)  # published files are read only
             _fsync(path)  # on the disk before the row says they are
-        final = root / name
-        # Atomic. The name is free: a folder of it without a row was removed above.
-        os.rename(partial, final)
+        # Atomic; the name is free, as the version is past every name on the disk and the
+        # cohort's lock keeps any other publish of it from adding one meanwhile.
+        os.rename(partial, root / name)
         _fsync(root)
     finally:
         if partial.exists():
             shutil.rmtree(partial)
-    try:
-        with transaction.atomic():
-            release = DataRelease.objects.create(
-                cohort=cohort,
-                version=version,
-                name=name,
-                published_at=now,
-                methodology_version=cohort.methodology_version,
-                manifest=manifest,
-                files=files,
-                sha256=hashlib.sha256(sums.encode()).hexdigest(),
-                total_bytes=sum(int(f["bytes"]) for f in files),
-                changes=changes,
-            )
-    except Exception:
-        shutil.rmtree(final, ignore_errors=True)  # no row, so no folder
-        raise
+    # Should this fail, the folder stays: it is whole, and the next publish adopts it.
+    with transaction.atomic():
+        release = DataRelease.objects.create(
+            cohort=cohort,
+            version=version,
+            name=name,
+            published_at=now,
+            methodology_version=cohort.methodology_version,
+            manifest=manifest,
+            files=files,
+            sha256=hashlib.sha256(sums.encode()).hexdigest(),
+            total_bytes=sum(int(f["bytes"]) for f in files),
+            changes=changes,
+        )
     event_record(
         kind=Kind.RELEASE_PUBLISHED,
         message=f"data release {name} of cohort {cohort.number} published"
@@ -322,8 +439,13 @@ def _data_files(folder: Path, manifest: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(entries, key=lambda e: e["name"])
 
 
-def _checksums(files: list[dict[str, Any]]) -> dict[str, str]:
-    return {str(f["name"]): str(f["sha256"]) for f in files}
+def _canonical(files: list[dict[str, Any]]) -> dict[str, str]:
+    """The checksums of the CSV data files: what decides whether the data changed."""
+    return {
+        str(f["name"]): str(f["sha256"])
+        for f in files
+        if f.get("dataset") and f.get("format") == "csv"
+    }
 
 
 def _files(folder: Path, data_files: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -341,43 +463,40 @@ def _text_write(path: Path, text: str) -> None:
 
 
 def release_changes(*, previous: DataRelease | None, data_files: list[dict[str, Any]]) -> str:
-    """Return what differs between `previous`'s data files and `data_files`, a line per
-    dataset: its row count before and after and the files that differ; files added or
-    removed. Empty when there is no previous release."""
+    """Return what differs between `previous`'s data files and `data_files`: a line per
+    dataset whose CSV file differs (its row count before and after), and a line per format
+    added or removed (the same rows, in a format more or less). Empty when there is no
+    previous release."""
     if previous is None:
         return ""
-    old = {f["name"]: f for f in previous.files if f.get("dataset")}
-    new = {f["name"]: f for f in data_files}
+    old = [f for f in previous.files if f.get("dataset")]
     lines = [f"Corrects {previous.name}."]
-    datasets = sorted({f["dataset"] for f in [*old.values(), *new.values()]})
-    for dataset in datasets:
-        names = sorted(
-            n
-            for n in old.keys() | new.keys()
-            if (old.get(n) or new[n])["dataset"] == dataset
-            and (old.get(n) or {}).get("sha256") != (new.get(n) or {}).get("sha256")
-        )
-        if not names:
+    old_csv = {f["dataset"]: f for f in old if f.get("format") == "csv"}
+    new_csv = {f["dataset"]: f for f in data_files if f.get("format") == "csv"}
+    for dataset in sorted(old_csv.keys() | new_csv.keys()):
+        before, after = old_csv.get(dataset), new_csv.get(dataset)
+        if before is not None and after is not None and before["sha256"] == after["sha256"]:
             continue
-        rows_before = next((int(f["rows"]) for f in old.values() if f["dataset"] == dataset), None)
-        rows_after = next((int(f["rows"]) for f in new.values() if f["dataset"] == dataset), None)
-        if rows_before is None:
-            what = f"new, {rows_after} rows"
-        elif rows_after is None:
-            what = f"removed (had {rows_before} rows)"
-        elif rows_before != rows_after:
-            what = f"{rows_before} → {rows_after} rows"
+        if before is None:
+            what = f"new, {after['rows'] if after else 0} rows"
+        elif after is None:
+            what = f"removed (had {before['rows']} rows)"
+        elif int(before["rows"]) != int(after["rows"]):
+            what = f"{before['rows']} → {after['rows']} rows"
         else:
-            what = f"{rows_after} rows, content changed"
-        details = []
-        for n in names:
-            if n not in old:
-                details.append(f"{n} added")
-            elif n not in new:
-                details.append(f"{n} removed")
-            else:
-                details.append(f"{n} differs")
-        lines.append(f"{dataset}: {what} ({', '.join(details)}).")
+            what = f"{after['rows']} rows, content changed"
+        lines.append(f"{dataset}: {what}.")
+    formats_before = {f["format"] for f in old}
+    formats_after = {f["format"] for f in data_files}
+    for fmt in sorted(formats_after - formats_before):
+        names = ", ".join(sorted(f["name"] for f in data_files if f["format"] == fmt))
+        lines.append(f"Format {fmt} added ({names}): the same rows as the CSV files.")
+    for fmt in sorted(formats_before - formats_after):
+        names = ", ".join(sorted(f["name"] for f in old if f["format"] == fmt))
+        lines.append(
+            f"Format {fmt} removed ({names}): this version was written without it; the CSV "
+            "files hold the same rows."
+        )
     return "\n".join(lines)
 
 
@@ -421,8 +540,10 @@ def _readme(
         f"{completed}), release version {version}, methodology {cohort.methodology_version}, "
         f"published {published_at:%Y-%m-%d %H:%M} UTC.",
         "",
-        "This release is frozen: its files never change. A correction is published as a new "
-        "version of the cohort's release, which says what changed.",
+        "This release was published once the cohort had completed and its data was final: "
+        "every position settled, the baselines' included, and the final snapshot taken. It is "
+        "frozen: its files never change. A later correction is published as a new version of "
+        "the cohort's release, which says what changed.",
         "",
     ]
     if changes:
@@ -431,7 +552,8 @@ def _readme(
         "## Files",
         "",
         f"Check them with `sha256sum -c {CHECKSUMS}`; `{MANIFEST}` is the export's manifest, "
-        f"`{SCHEMA}` the schema below as JSON.",
+        f"`{SCHEMA}` the schema below as JSON, `{RELEASE_RECORD}` this release's name, version, "
+        "publication time and changes.",
         "",
         "| file | dataset | format | rows | bytes | SHA-256 |",
         "|---|---|---|---:|---:|---|",

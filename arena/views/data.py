@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.core.paginator import Page, Paginator
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -15,6 +16,7 @@ from arena.selectors import releases as selectors
 from arena.selectors.exports import DATASETS, Dataset
 
 LIVE_FORMATS = ("csv", "jsonl")
+COHORTS_PER_PAGE = 20  # cohorts (each its latest release) per page of the Data page
 # The browser may keep a release's file for good: a published file never changes.
 IMMUTABLE = "public, max-age=31536000, immutable"
 
@@ -43,7 +45,22 @@ def _export_url(name: str, cohort: int | None) -> str:
 def _chosen_cohort(request: HttpRequest, numbers: list[int]) -> int | None:
     """The `?cohort=` of the page if it names a cohort; anything else means every cohort."""
     value = request.GET.get("cohort", "")
-    return int(value) if value.isdigit() and int(value) in numbers else None
+    # isdigit() alone passes "²", which int() refuses; and a number must be short to convert
+    if not (value.isascii() and value.isdigit() and len(value) <= 18):
+        return None
+    return int(value) if int(value) in numbers else None
+
+
+def _releases_page(request: HttpRequest) -> Page[DataRelease]:
+    """The `?page=` of the releases, a cohort each; a page that is not a number is the first,
+    one past the end the last."""
+    paginator = Paginator(selectors.releases_latest_per_cohort(), COHORTS_PER_PAGE)
+    return paginator.get_page(request.GET.get("page"))
+
+
+def _page_url(cohort: int | None, page: int) -> str:
+    query = {"cohort": cohort, "page": page} if cohort is not None else {"page": page}
+    return f"{reverse('arena:data')}?{urlencode(query)}#releases"
 
 
 def _release_view(release: DataRelease) -> ReleaseView:
@@ -65,6 +82,7 @@ def _get_release(name: str) -> DataRelease:
 def data_page(request: HttpRequest) -> HttpResponse:
     numbers = list(Cohort.objects.order_by("-number").values_list("number", flat=True))
     cohort = _chosen_cohort(request, numbers)
+    page = _releases_page(request)
     datasets = [
         DatasetLinks(
             dataset=dataset,
@@ -80,20 +98,25 @@ def data_page(request: HttpRequest) -> HttpResponse:
             "cohort": cohort,
             "cohort_numbers": numbers,
             "manifest_url": _export_url("manifest.json", cohort),
-            "releases": [_release_view(r) for r in selectors.releases_published()],
+            "releases": [_release_view(r) for r in page],
+            "page": page,
+            "previous_url": _page_url(cohort, page.number - 1) if page.has_previous() else "",
+            "next_url": _page_url(cohort, page.number + 1) if page.has_next() else "",
         },
     )
 
 
 def release_detail(request: HttpRequest, name: str) -> HttpResponse:
     release = _get_release(name)
-    versions = selectors.releases_published().filter(cohort=release.cohort)
+    versions = list(selectors.release_versions(cohort=release.cohort))
+    latest = versions[0] if versions else release
     return render(
         request,
         "arena/release_detail.html",
         {
             "view": _release_view(release),
             "versions": versions,
+            "superseded_by": latest if latest.version > release.version else None,
             "live_url": _export_url("manifest.json", release.cohort.number),
         },
     )

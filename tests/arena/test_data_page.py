@@ -1,7 +1,9 @@
 """Issue 10, "Downloadable from the site (a Data page)": what the exports are, the live
-streaming downloads (every cohort or one), the API docs, and the frozen weekly releases —
-newest first, with their files, sizes, row counts, SHA-256, citation and changes — whose files
-are served from RELEASES_ROOT and nothing else.
+streaming downloads (every cohort or one), the API docs, and the frozen weekly releases — one
+entry per cohort (its latest version), newest cohort first, 20 cohorts a page, with their
+files, sizes, row counts, SHA-256, citation and changes — whose files are served from
+RELEASES_ROOT and nothing else. A release's page lists the cohort's other versions and says
+when it is superseded.
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from arena.models import Cohort, DataRelease, Trade
+from agents.models import BenchmarkModel
+from arena.models import Cohort, DataRelease, Position, Trade
 from arena.selectors.exports import DATASETS
 from arena.selectors.releases import release_citation_of
 from arena.services.releases import release_publish
@@ -35,9 +40,16 @@ def root(settings: Any, tmp_path: Path) -> Path:
 
 
 def publish(world: World, *, at: datetime = PUBLISHED_AT) -> DataRelease:
+    """Complete the world's cohort with its data final (the baselines' positions settled
+    before its last snapshot), and publish it."""
     Cohort.objects.filter(pk=world.cohort.pk).update(
         status=Cohort.Status.COMPLETED, completed_at=at - timedelta(hours=1)
     )
+    Position.objects.filter(
+        agent__cohort=world.cohort,
+        agent__model__kind=BenchmarkModel.Kind.BASELINE,
+        status=Position.Status.OPEN,
+    ).update(status=Position.Status.SETTLED, closed_at=world.cohort.started_at)
     release = release_publish(cohort_number=world.cohort.number, now=at).release
     assert release is not None
     return release
@@ -111,7 +123,9 @@ def test_the_data_page_links_one_cohorts_exports_when_asked(client: Client) -> N
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("cohort", ["abc", "-1", "999999", "1' OR '1'='1", "9" * 40, ""])
+@pytest.mark.parametrize(
+    "cohort", ["abc", "-1", "999999", "1' OR '1'='1", "9" * 40, "", "²", "5001²", "９", "9" * 5000]
+)
 def test_a_cohort_parameter_naming_no_cohort_shows_every_cohorts_links(
     client: Client, cohort: str
 ) -> None:
@@ -132,17 +146,39 @@ def test_the_nav_links_the_data_page(client: Client) -> None:
 def test_with_no_release_the_page_says_when_the_first_comes(client: Client) -> None:
     text = page(client, reverse("arena:data"))
 
-    assert "No release yet: the first is published when a cohort completes." in text
+    assert (
+        "No release yet: the first is published when a completed cohort's data is final "
+        "(every position settled, baselines included)." in text
+    )
 
 
-def test_releases_are_listed_newest_first_with_files_sizes_rows_sha256_citation_changes(
+@pytest.mark.django_db
+def test_the_page_says_when_a_release_is_published_and_that_a_correction_is_a_new_version(
+    client: Client,
+) -> None:
+    text = " ".join(page(client, reverse("arena:data")).split())
+
+    assert (
+        "A cohort's release is published once the cohort has completed and its data is final: "
+        "every position settled, the baselines' included" in text
+    )
+    assert (
+        "a later correction becomes a new version of the cohort's release that says what changed"
+        in text
+    )
+
+
+def test_each_cohort_is_listed_once_at_its_latest_version_newest_cohort_first(
     client: Client, releases: list[DataRelease]
 ) -> None:
+    first, superseded, correction = releases
     text = page(client, reverse("arena:data"))
 
-    positions = [text.index(f'id="release-{r.name}"') for r in releases]
-    assert positions == sorted(positions, reverse=True)  # newest first
-    for release in releases:
+    assert f'id="release-{superseded.name}"' not in text  # v1 of the corrected cohort
+    shown = [first, correction]
+    positions = [text.index(f'id="release-{r.name}"') for r in shown]
+    assert positions == sorted(positions, reverse=True)  # the later cohort first
+    for release in shown:
         block = text[text.index(f'id="release-{release.name}"') :]
         block = block[: block.index("</section>")]
         assert release.sha256 in block
@@ -154,10 +190,14 @@ def test_releases_are_listed_newest_first_with_files_sizes_rows_sha256_citation_
             if entry.get("rows") is not None:
                 row = block[block.index(f'href="{url}"') :].split("</tr>", 1)[0]
                 assert f'<td class="num">{entry["rows"]}</td>' in row
-    correction = releases[-1]
+    block = text[text.index(f'id="release-{correction.name}"') :].split("</section>", 1)[0]
+    assert "v2 — corrects v1" in block
+    assert f'href="{reverse("arena:release", args=[correction.name])}#versions"' in block
     assert correction.changes
     for line in correction.changes.splitlines():
-        assert line in text
+        assert line in block
+    first_block = text[text.index(f'id="release-{first.name}"') :].split("</section>", 1)[0]
+    assert "corrects" not in first_block
 
 
 def test_the_release_page_shows_its_files_citation_changes_and_versions(
@@ -175,8 +215,82 @@ def test_the_release_page_shows_its_files_citation_changes_and_versions(
     for entry in correction.files:
         assert entry["sha256"] in text
     assert f'href="{reverse("arena:release", args=[v1.name])}"' in text
+    assert "Superseded by" not in text  # the latest version
     v1_text = page(client, reverse("arena:release", args=[v1.name]))
     assert "None: the first release of this cohort." in v1_text
+
+
+def test_a_superseded_release_says_so_and_links_its_successor(
+    client: Client, releases: list[DataRelease]
+) -> None:
+    first, superseded, correction = releases
+
+    text = page(client, reverse("arena:release", args=[superseded.name]))
+
+    notice = text[text.index('class="notice superseded"') :].split("</p>", 1)[0]
+    assert re.search(rf"Superseded by <a href=\"[^\"]+\">{correction.name}</a>", notice)
+    assert f'href="{reverse("arena:release", args=[correction.name])}"' in notice
+    assert text.index("Superseded by") < text.index('id="files"')  # before anything else
+    assert "Superseded by" not in page(client, reverse("arena:release", args=[first.name]))
+
+
+def bare_releases(count: int, *, start: int = 7000) -> None:
+    """`count` cohorts with a bare release row each (no files on the disk): enough to page."""
+    for k in range(count):
+        cohort = Cohort.objects.create(
+            number=start + k,
+            week_start=(FIRST_SUNDAY + timedelta(weeks=k)).date(),
+            started_at=FIRST_SUNDAY + timedelta(weeks=k),
+            status=Cohort.Status.COMPLETED,
+            completed_at=FIRST_SUNDAY + timedelta(weeks=k + 1),
+        )
+        DataRelease.objects.create(
+            cohort=cohort,
+            version=1,
+            name=f"cohort-{cohort.number}-v1",
+            published_at=FIRST_SUNDAY + timedelta(weeks=k + 1),
+            methodology_version="v1",
+            manifest={"files": []},
+            files=[],
+            sha256="0" * 64,
+            total_bytes=0,
+        )
+
+
+FIRST_SUNDAY = datetime(2040, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.django_db
+def test_releases_are_paginated_twenty_cohorts_a_page(client: Client) -> None:
+    bare_releases(45)
+    url = reverse("arena:data")
+
+    def shown(text: str) -> list[int]:
+        return [int(n) for n in re.findall(r'id="release-cohort-(\d+)-v1"', text)]
+
+    first, second, third = (page(client, f"{url}?page={n}") for n in (1, 2, 3))
+    assert shown(first) == list(range(7044, 7024, -1))
+    assert shown(second) == list(range(7024, 7004, -1))
+    assert shown(third) == list(range(7004, 6999, -1))
+    assert "page 2 of 3" in second
+    assert f'href="{url}?page=3#releases"' in second
+    assert f'href="{url}?page=1#releases"' in second
+    assert shown(page(client, url)) == shown(first)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("value", "expected_page"),
+    [("abc", 1), ("", 1), ("²", 1), ("1.5", 1), ("9" * 5000, 1), ("0", 2), ("-3", 2), ("99", 2)],
+)
+def test_a_page_that_is_not_a_page_shows_the_first_or_the_last(
+    client: Client, value: str, expected_page: int
+) -> None:
+    bare_releases(21)
+
+    text = page(client, reverse("arena:data") + "?" + urlencode({"page": value}))
+
+    assert f"page {expected_page} of 2" in text
 
 
 @pytest.mark.parametrize(
@@ -255,12 +369,28 @@ def test_a_listed_file_missing_from_the_disk_is_not_found(
     assert response.status_code == 404
 
 
-def test_the_data_page_reads_the_same_queries_whatever_the_number_of_releases(
-    client: Client, releases: list[DataRelease], django_assert_max_num_queries: Any
+@pytest.mark.django_db
+def test_the_pages_read_the_same_queries_whatever_the_number_of_releases(
+    client: Client, root: Path
 ) -> None:
-    url = reverse("arena:data")
-    client.get(url)  # warm the per-process caches (content types, session)
-    with django_assert_max_num_queries(2):
-        assert client.get(url).status_code == 200
-    with django_assert_max_num_queries(2):
-        assert client.get(reverse("arena:release", args=[releases[-1].name])).status_code == 200
+    def queries(url: str) -> int:
+        client.get(url)  # warm the per-process caches (content types, session)
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return len(captured)
+
+    world = build_world(scale=1)
+    first = publish(world)
+    data_url = reverse("arena:data")
+    release_url = reverse("arena:release", args=[first.name])
+    few = (queries(data_url), queries(release_url))
+
+    Trade.objects.filter(agent__cohort=world.cohort, brier_score__isnull=True).update(
+        brier_score=0.25
+    )
+    assert release_publish(cohort_number=world.cohort.number).status == "published"
+    bare_releases(30)
+
+    assert (queries(data_url), queries(release_url)) == few
+    assert few[0] <= 3  # the cohort numbers, the releases' count, one page of them
+    assert few[1] <= 2  # the release, its cohort's versions

@@ -2,9 +2,16 @@
 data — the exports, a schema description, checksums, a suggested citation — is published and
 never changes afterwards; a later correction becomes a new release that says what changed.
 
+"When a cohort completes" means once its data is final: a cohort completes when its LLM
+agents' positions have settled, while its baselines' may stay open and keep being marked; the
+release waits until none of its agents is marked any more (every position settled, the final
+snapshot taken), so version 1 is the final data rather than a correction's starting point.
+
 Releases are written under a RELEASES_ROOT of the test's own (tmp_path). The cohorts come from
 tests/page_world.py (decisions with attempts, bets open and scored, a rejection, a sell,
-snapshots), completed by hand unless a test is about the completion itself.
+snapshots; the baselines of the lineup among its agents), completed by hand — with the
+baselines' positions settled before the last snapshot, so final — unless a test is about
+completion or finality itself.
 """
 
 from __future__ import annotations
@@ -21,14 +28,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from celery.result import AsyncResult
 from django.db import IntegrityError
 
+from agents.models import BenchmarkModel
+from arena import clock
 from arena.models import (
     Cohort,
     DataRelease,
     Decision,
     PortfolioSnapshot,
+    Position,
     SystemEvent,
     Trade,
 )
@@ -36,7 +47,10 @@ from arena.selectors.exports import DATASETS
 from arena.services import releases as release_services
 from arena.services.cohorts import cohort_start
 from arena.services.exports import PARQUET_AVAILABLE
-from arena.services.releases import release_publish, releases_publish_due
+from arena.services.marking import snapshots_take
+from arena.services.releases import release_publish, releases_publish, releases_publish_due
+from arena.services.settlement import market_settle
+from markets.resolution import Verdict
 from tests.page_world import World, build_world
 
 PUBLISHED_AT = datetime(2031, 3, 2, 1, 0, tzinfo=UTC)
@@ -49,11 +63,25 @@ def root(settings: Any, tmp_path: Path) -> Path:
     return Path(settings.RELEASES_ROOT)
 
 
-def completed(world: World, *, at: datetime = PUBLISHED_AT) -> Cohort:
+def completed(world: World, *, at: datetime = PUBLISHED_AT, final: bool = True) -> Cohort:
+    """Complete the world's cohort; `final`: its baselines' open positions settled before
+    its last snapshot, so no tick marks any of its agents."""
     Cohort.objects.filter(pk=world.cohort.pk).update(
         status=Cohort.Status.COMPLETED, completed_at=at - timedelta(hours=1)
     )
+    if final:
+        baseline_positions(world.cohort).filter(status=Position.Status.OPEN).update(
+            status=Position.Status.SETTLED,
+            settlement_value=Decimal("0.00"),
+            closed_at=world.cohort.started_at,
+        )
     return Cohort.objects.get(pk=world.cohort.pk)
+
+
+def baseline_positions(cohort: Cohort) -> Any:
+    return Position.objects.filter(
+        agent__cohort=cohort, agent__model__kind=BenchmarkModel.Kind.BASELINE
+    )
 
 
 def sha256(path: Path) -> str:
@@ -62,6 +90,10 @@ def sha256(path: Path) -> str:
 
 def folders(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir())
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
 
 
 def csv_rows(path: Path) -> list[dict[str, str]]:
@@ -90,7 +122,14 @@ def test_a_completed_cohort_is_published_as_version_1_with_every_dataset(root: P
     assert release.changes == ""
     formats = ("csv", "jsonl", "parquet") if PARQUET_AVAILABLE else ("csv", "jsonl")
     data_files = {f"{name}.{fmt}" for name in DATASETS for fmt in formats}
-    documents = {"manifest.json", "schema.json", "README.md", "CITATION.cff", "SHA256SUMS"}
+    documents = {
+        "manifest.json",
+        "schema.json",
+        "README.md",
+        "CITATION.cff",
+        "release.json",
+        "SHA256SUMS",
+    }
     folder = root / release.name
     assert {p.name for p in folder.iterdir()} == data_files | documents
     assert {f["name"] for f in release.files} == data_files | documents
@@ -99,6 +138,14 @@ def test_a_completed_cohort_is_published_as_version_1_with_every_dataset(root: P
     assert release.total_bytes == sum(p.stat().st_size for p in folder.iterdir())
     # nothing else is left in the root: no partial folder (only the cohort's lock file)
     assert folders(root) == [release.name]
+    assert json.loads((folder / "release.json").read_text()) == {
+        "name": release.name,
+        "cohort": cohort.number,
+        "version": 1,
+        "published_at": PUBLISHED_AT.isoformat(),
+        "methodology_version": cohort.methodology_version,
+        "changes": "",
+    }
     event = SystemEvent.objects.get(kind=SystemEvent.Kind.RELEASE_PUBLISHED)
     assert event.cohort_id == cohort.pk
     assert release.name in event.message
@@ -208,6 +255,86 @@ def test_an_active_cohort_gets_no_release(root: Path) -> None:
     assert not root.exists() or folders(root) == []
 
 
+# ------------------------------------------------------------------------------ finality
+
+
+@pytest.mark.django_db
+def test_a_cohort_completed_with_a_baseline_position_open_is_released_once_it_settles(
+    root: Path,
+) -> None:
+    """The cohort completes while a baseline still holds a position, which the ticks keep
+    marking: nothing is released, and a publish by hand is refused. The market resolves, the
+    next tick takes the baseline's final snapshot, and the due run publishes version 1 with
+    the position settled and the bet scored; the run after it does nothing."""
+    world = build_world(scale=1)
+    cohort = completed(world, final=False)
+    n = cohort.number
+    held = baseline_positions(cohort).filter(status=Position.Status.OPEN).first()
+    assert held is not None
+    market = held.market
+
+    assert releases_publish_due(now=PUBLISHED_AT).done == []
+    refused = releases_publish(cohort_numbers=[n], now=PUBLISHED_AT)
+    assert refused.done == []
+    assert refused.failed == [f"cohort {n} is not final: its baseline positions are still open"]
+    assert not DataRelease.objects.exists()
+    assert not root.exists() or folders(root) == []
+
+    settled_at = PUBLISHED_AT + timedelta(days=3)
+    with clock.simulated(settled_at):
+        verdict = Verdict(state="resolved", winning_outcome="Yes", winning_index=0, reason="t")
+        assert market_settle(polymarket_id=market.polymarket_id, verdict=verdict)
+    # settled, but the baseline's curve does not end at its settled value yet
+    waiting = release_publish(cohort_number=n, now=settled_at)
+    assert waiting.status == "not final"
+    assert "final snapshot" in waiting.reason
+    assert releases_publish_due(now=settled_at).done == []
+
+    tick = snapshots_take(now=settled_at + timedelta(minutes=10), refresh=False)
+    assert tick.written == baseline_positions(cohort).values("agent").distinct().count()
+    report = releases_publish_due(now=settled_at + timedelta(minutes=20))
+
+    assert report.failed == []
+    assert report.done == [f"cohort {n}: published cohort-{n}-v1"]
+    release = DataRelease.objects.get()
+    assert (release.version, release.changes) == (1, "")
+    folder = root / release.name
+    positions = {row["position_id"]: row for row in csv_rows(folder / "positions.csv")}
+    assert positions[str(held.pk)]["status"] == "settled"
+    bet = Trade.objects.get(position=held, kind=Trade.Kind.BUY)
+    bets = {row["trade_id"]: row for row in csv_rows(folder / "bets.csv")}
+    assert bets[str(bet.pk)]["status"] == "won"
+    assert bets[str(bet.pk)]["brier"] != ""
+    final = [
+        row
+        for row in csv_rows(folder / "snapshots.csv")
+        if row["agent_id"] == str(held.agent_id)
+        and row["snapshot_timestamp"] == f"{tick.slot:%Y-%m-%dT%H:%M:%S}Z"
+    ]
+    assert len(final) == 1
+    # and nothing is due any more
+    again = releases_publish_due(now=settled_at + timedelta(minutes=50))
+    assert (again.done, again.failed) == ([], [])
+    assert DataRelease.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_cohort_still_active_or_not_final_is_refused_and_nothing_written(root: Path) -> None:
+    active = build_world(scale=1).cohort
+    open_baseline = completed(build_world(scale=1), final=False)
+
+    report = releases_publish(cohort_numbers=[active.number, open_baseline.number])
+
+    assert report.done == []
+    assert report.failed == [
+        f"cohort {active.number}: not completed, nothing published",
+        f"cohort {open_baseline.number} is not final: its baseline positions are still open",
+    ]
+    assert not DataRelease.objects.exists()
+    assert not root.exists() or folders(root) == []
+    assert not SystemEvent.objects.filter(kind=SystemEvent.Kind.RELEASE_FAILED).exists()
+
+
 # ------------------------------------------------------------------ repeats and corrections
 
 
@@ -263,13 +390,10 @@ def test_a_correction_is_version_2_saying_what_changed_and_version_1_stays(root:
     assert (v2.version, v2.name) == (2, f"cohort-{cohort.number}-v2")
     lines = v2.changes.splitlines()
     assert lines[0] == f"Corrects {v1.name}."
-    snapshots = next(line for line in lines if line.startswith("snapshots:"))
-    assert f"{snapshots_before} → {snapshots_before + 1} rows" in snapshots
-    assert "snapshots.csv differs" in snapshots
-    bets = next(line for line in lines if line.startswith("bets:"))
-    assert f"{v1_bets['bets.csv']} rows, content changed" in bets
-    assert "bets.jsonl differs" in bets
+    assert f"snapshots: {snapshots_before} → {snapshots_before + 1} rows." in lines
+    assert f"bets: {v1_bets['bets.csv']} rows, content changed." in lines
     assert not any(line.startswith("decisions:") for line in lines)  # unchanged: not listed
+    assert not any(line.startswith("Format") for line in lines)  # the same formats
     assert v2.changes.splitlines()[1] in (root / v2.name / "README.md").read_text()
     # version 1 is untouched, and both are listed
     assert (root / v1.name / "SHA256SUMS").read_bytes() == v1_sums
@@ -278,6 +402,82 @@ def test_a_correction_is_version_2_saying_what_changed_and_version_1_stays(root:
     # and the correction, published again, is unchanged
     assert release_publish(cohort_number=cohort.number).status == "unchanged"
     assert DataRelease.objects.count() == 2
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(not PARQUET_AVAILABLE, reason="needs pyarrow to write Parquet")
+def test_a_format_more_or_less_with_the_same_csv_is_no_new_release(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parquet's bytes depend on the pyarrow that wrote them, and a worker without pyarrow
+    writes none: only the CSV files decide whether the data changed."""
+    cohort = completed(build_world(scale=1))
+    v1 = release_publish(cohort_number=cohort.number, now=PUBLISHED_AT).release
+    assert v1 is not None
+    assert any(f.get("format") == "parquet" for f in v1.files)
+    monkeypatch.setattr(release_services, "release_formats", lambda: ("csv", "jsonl"))
+
+    assert release_publish(cohort_number=cohort.number, now=CORRECTED_AT).status == "unchanged"
+    # Parquet written by another pyarrow: other bytes, the same rows
+    v1_files = [{**f, "sha256": "0" * 64} if f.get("format") == "parquet" else f for f in v1.files]
+    DataRelease.objects.filter(pk=v1.pk).update(files=v1_files)
+    monkeypatch.undo()
+    assert release_publish(cohort_number=cohort.number, now=CORRECTED_AT).status == "unchanged"
+    assert DataRelease.objects.count() == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(not PARQUET_AVAILABLE, reason="needs pyarrow to write Parquet")
+def test_a_correction_says_a_format_removed_as_such_not_as_changed_rows(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cohort = completed(build_world(scale=1))
+    v1 = release_publish(cohort_number=cohort.number, now=PUBLISHED_AT).release
+    assert v1 is not None
+    Trade.objects.filter(agent__cohort=cohort, brier_score__isnull=True).update(brier_score=0.25)
+    monkeypatch.setattr(release_services, "release_formats", lambda: ("csv", "jsonl"))
+
+    v2 = release_publish(cohort_number=cohort.number, now=CORRECTED_AT).release
+
+    assert v2 is not None
+    lines = v2.changes.splitlines()
+    listed = [line.split(":", 1)[0] for line in lines[1:] if not line.startswith("Format")]
+    csv_before = {f["dataset"]: f["sha256"] for f in v1.files if f.get("format") == "csv"}
+    csv_after = {f["dataset"]: f["sha256"] for f in v2.files if f.get("format") == "csv"}
+    assert listed == sorted(d for d in DATASETS if csv_before[d] != csv_after[d])
+    assert "bets" in listed
+    assert not any("parquet" in line for line in lines if not line.startswith("Format"))
+    removed = [line for line in lines if line.startswith("Format parquet removed")]
+    assert len(removed) == 1
+    assert all(f"{name}.parquet" in removed[0] for name in DATASETS)
+    assert not any(f.get("format") == "parquet" for f in v2.files)
+
+
+@pytest.mark.django_db
+def test_the_second_and_third_weeks_cohorts_get_theirs_and_the_first_stays_byte_identical(
+    root: Path,
+) -> None:
+    first, second, third = (build_world(scale=1) for _ in range(3))
+    completed(first)
+    assert releases_publish_due(now=PUBLISHED_AT).failed == []
+    v1 = f"cohort-{first.cohort.number}-v1"
+    published = tree(root / v1)
+    row = DataRelease.objects.values().get(name=v1)
+
+    completed(second, at=PUBLISHED_AT + timedelta(weeks=1))
+    report = releases_publish_due(now=PUBLISHED_AT + timedelta(weeks=1))
+    assert report.done == [
+        f"cohort {second.cohort.number}: published cohort-{second.cohort.number}-v1"
+    ]
+    completed(third, at=PUBLISHED_AT + timedelta(weeks=2))
+    report = releases_publish_due(now=PUBLISHED_AT + timedelta(weeks=2))
+    assert report.done == [
+        f"cohort {third.cohort.number}: published cohort-{third.cohort.number}-v1"
+    ]
+
+    assert tree(root / v1) == published
+    assert DataRelease.objects.values().get(name=v1) == row
+    assert DataRelease.objects.count() == 3
 
 
 @pytest.mark.django_db
@@ -337,10 +537,12 @@ def test_a_crash_while_writing_leaves_no_row_no_folder_and_the_next_publish_succ
 
 
 @pytest.mark.django_db
-def test_what_a_killed_publish_left_is_removed_by_the_next_one(root: Path) -> None:
-    """A process killed mid-write leaves its partial folder; killed after the rename, a
-    release folder whose row never committed. The next publish of the cohort removes both and
-    publishes version 1 whole; another cohort's folders are not touched."""
+def test_a_partial_folder_is_removed_and_an_unverifiable_orphan_is_moved_aside(
+    root: Path,
+) -> None:
+    """A process killed mid-write leaves its partial folder, which the next publish removes. A
+    `cohort-N-vK` folder with no row that does not verify is never deleted — it may have been
+    downloaded and cited — but moved aside and recorded, and its name is never given again."""
     cohort = completed(build_world(scale=1))
     n = cohort.number
     root.mkdir(parents=True)
@@ -354,18 +556,25 @@ def test_what_a_killed_publish_left_is_removed_by_the_next_one(root: Path) -> No
 
     assert outcome.status == "published"
     release = DataRelease.objects.get()
-    assert release.name == f"cohort-{n}-v1"
-    assert folders(root) == sorted([f"cohort-{n}-v1", f"cohort-{n}0-v1"])
+    assert release.name == f"cohort-{n}-v2"  # v1 is a name already seen on the disk
+    aside = [name for name in folders(root) if name.startswith(f".quarantine-cohort-{n}-v1-")]
+    assert len(aside) == 1
+    assert (root / aside[0] / "bets.csv").read_text() == "half a file"
+    assert folders(root) == sorted([*aside, f"cohort-{n}-v2", f"cohort-{n}0-v1"])
+    warning = SystemEvent.objects.get(kind=SystemEvent.Kind.RELEASE_FAILED)
+    assert warning.level == SystemEvent.Level.WARNING
+    assert aside[0] in warning.message
     assert sha256(root / release.name / "bets.csv") == next(
         f["sha256"] for f in release.files if f["name"] == "bets.csv"
     )
 
 
 @pytest.mark.django_db
-def test_a_row_that_fails_to_commit_takes_its_folder_away(
+def test_a_release_whose_row_failed_to_commit_is_adopted_by_the_next_publish(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cohort = completed(build_world(scale=1))
+    real_create = DataRelease.objects.create
 
     def refused(**kw: Any) -> DataRelease:
         raise IntegrityError("duplicate key value violates unique constraint")
@@ -374,8 +583,62 @@ def test_a_row_that_fails_to_commit_takes_its_folder_away(
     with pytest.raises(IntegrityError):
         release_publish(cohort_number=cohort.number, now=PUBLISHED_AT)
 
-    assert folders(root) == []
+    name = f"cohort-{cohort.number}-v1"
+    assert folders(root) == [name]  # whole, and kept
+    assert not DataRelease.objects.exists()
     assert SystemEvent.objects.filter(kind=SystemEvent.Kind.RELEASE_FAILED).exists()
+    written = tree(root / name)
+
+    monkeypatch.setattr(DataRelease.objects, "create", real_create)
+    outcome = release_publish(cohort_number=cohort.number, now=CORRECTED_AT)
+
+    assert outcome.status == "unchanged"  # adopted, and the data has not changed since
+    release = DataRelease.objects.get()
+    assert outcome.release == release
+    assert (release.name, release.version, release.published_at) == (name, 1, PUBLISHED_AT)
+    assert release.sha256 == sha256(root / name / "SHA256SUMS")
+    assert {f["name"] for f in release.files} == set(written)
+    assert release.manifest == json.loads(written["manifest.json"])
+    assert tree(root / name) == written
+    assert folders(root) == [name]
+
+
+@pytest.mark.django_db
+def test_after_a_database_restore_a_verified_folder_is_adopted_and_a_tampered_one_set_aside(
+    root: Path,
+) -> None:
+    """The database is restored from before two releases were published: the folder whose
+    SHA256SUMS verifies gets its row back as it was; the one altered since is moved aside, and
+    the cohort's next version is numbered past it."""
+    world = build_world(scale=1)
+    cohort = completed(world)
+    v1 = release_publish(cohort_number=cohort.number, now=PUBLISHED_AT).release
+    assert v1 is not None
+    Trade.objects.filter(agent__cohort=cohort, brier_score__isnull=True).update(brier_score=0.25)
+    v2 = release_publish(cohort_number=cohort.number, now=CORRECTED_AT).release
+    assert v2 is not None
+    assert v2.version == 2
+    v1_row = DataRelease.objects.values().get(pk=v1.pk)
+    v1_files = tree(root / v1.name)
+    (root / v2.name).chmod(0o755)
+    (root / v2.name / "bets.csv").chmod(0o644)
+    (root / v2.name / "bets.csv").write_text("trade_id\n")  # altered after publication
+    DataRelease.objects.all().delete()  # the restore
+
+    outcome = release_publish(cohort_number=cohort.number, now=CORRECTED_AT + timedelta(days=1))
+
+    adopted = DataRelease.objects.get(version=1)
+    assert {
+        k: v for k, v in DataRelease.objects.values().get(pk=adopted.pk).items() if k != "id"
+    } == {k: v for k, v in v1_row.items() if k != "id"}
+    assert tree(root / v1.name) == v1_files
+    assert not (root / v2.name).exists()
+    assert [n for n in folders(root) if n.startswith(f".quarantine-{v2.name}-")]
+    # the data is v2's, so it differs from v1: a new version, never v2's name again
+    assert outcome.status == "published"
+    assert outcome.release is not None
+    assert outcome.release.name == f"cohort-{cohort.number}-v3"
+    assert outcome.release.changes.splitlines()[0] == f"Corrects {v1.name}."
 
 
 @pytest.mark.django_db
@@ -411,6 +674,49 @@ def test_one_cohorts_failure_does_not_stop_the_others(
     assert "the export broke" in report.failed[0]
     assert report.done == [f"cohort {fine.number}: published cohort-{fine.number}-v1"]
     assert list(DataRelease.objects.values_list("cohort", flat=True)) == [fine.pk]
+
+
+@pytest.mark.django_db
+def test_a_soft_time_limit_stops_the_loop_rather_than_being_reported_and_skipped(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = (completed(build_world(scale=1)) for _ in range(2))
+    calls: list[int] = []
+
+    def out_of_time(folder: Path, *, cohort: int, **kw: Any) -> dict[str, Any]:
+        calls.append(cohort)
+        raise SoftTimeLimitExceeded()
+
+    monkeypatch.setattr(release_services, "write_export", out_of_time)
+    with pytest.raises(SoftTimeLimitExceeded):
+        releases_publish_due(now=PUBLISHED_AT)
+
+    assert calls == [first.number]  # the second was not started with no time left
+    assert not DataRelease.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_failed_publish_is_tried_again_an_hour_after_the_failure_not_at_every_check(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cohort = completed(build_world(scale=1))
+    real_write = release_services.write_export  # type: ignore[attr-defined]
+
+    def broken(folder: Path, **kw: Any) -> dict[str, Any]:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(release_services, "write_export", broken)
+    with clock.simulated(PUBLISHED_AT):
+        failed = releases_publish_due(now=PUBLISHED_AT)
+    assert len(failed.failed) == 1
+    monkeypatch.setattr(release_services, "write_export", real_write)
+
+    half_an_hour = releases_publish_due(now=PUBLISHED_AT + timedelta(minutes=30))
+    assert (half_an_hour.done, half_an_hour.failed) == ([], [])
+    assert not DataRelease.objects.exists()
+
+    an_hour = releases_publish_due(now=PUBLISHED_AT + timedelta(hours=1, minutes=1))
+    assert an_hour.done == [f"cohort {cohort.number}: published cohort-{cohort.number}-v1"]
 
 
 # ------------------------------------------------------------- completion through the task
