@@ -29,7 +29,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import importlib.util
-import io
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -127,7 +126,9 @@ JSON_CELLS: dict[str, Callable[[Any], str]] = {
     "boolean": _csv_boolean,
     "timestamp": lambda value: _quoted(_timestamp(value)),
     "date": lambda value: _quoted(_day(value)),
-    "json": lambda value: json.dumps(value, ensure_ascii=False, separators=(",", ":")),
+    # Sorted keys: PostgreSQL's jsonb reorders them, SQLite keeps them as written; sorted,
+    # the same data gives the same bytes on either.
+    "json": _csv_json,
 }
 
 
@@ -153,12 +154,22 @@ def _converted(
         yield cells
 
 
+class _Echo:
+    """A file whose `write` hands back what it is given: `csv.writer(_Echo()).writerow(row)`
+    returns the row's line."""
+
+    def write(self, line: str) -> str:
+        return line
+
+
 class _CsvEncoder:
     def __init__(self, dataset: Dataset) -> None:
         self.names = dataset.column_names
         self.converters = _converters(dataset.columns, CSV_CELLS)
-        self.buffer = io.StringIO()
-        self.writer = csv.writer(self.buffer, lineterminator="\n")
+        # The writer quotes a cell holding any character of its line terminator, so "\r\n"
+        # makes it quote a cell with a bare "\r" as well as one with "\n" (as PostgreSQL's
+        # COPY does); each line's final "\r\n" is then written as "\n".
+        self.writer = csv.writer(_Echo(), lineterminator="\r\n")
 
     def header(self) -> bytes:
         return self._written([self.names])
@@ -167,10 +178,8 @@ class _CsvEncoder:
         return self._written(_converted(batch, self.converters))
 
     def _written(self, rows: Iterable[Any]) -> bytes:
-        self.buffer.seek(0)
-        self.buffer.truncate()
-        self.writer.writerows(rows)
-        return self.buffer.getvalue().encode()
+        line = self.writer.writerow
+        return "".join([line(row)[:-2] + "\n" for row in rows]).encode()
 
 
 class _JsonLinesEncoder:

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from arena.management.commands.export import Command as ExportCommand
 from arena.models import PortfolioSnapshot
 from arena.selectors.exports import DATASETS
 from arena.services import exports as services
@@ -132,3 +133,19 @@ def test_outside_any_transaction_every_file_comes_from_one_snapshot(tmp_path: Pa
     counts = {(f["dataset"], f["format"]): f["rows"] for f in manifest["files"]}
     for name, dataset in DATASETS.items():
         assert counts[(name, "csv")] == counts[(name, "jsonl")] == dataset.count() > 0
+
+
+def test_progress_on_a_colour_terminal_is_not_styled_as_an_error(
+    world: World, tmp_path: Path
+) -> None:
+    # As `manage.py export` runs from a shell: Django paints a terminal's stderr as an error.
+    terminal = Terminal()
+    command = ExportCommand(stdout=io.StringIO(), stderr=terminal, force_color=True)
+    parser = command.create_parser("manage.py", "export")
+    options = parser.parse_args(
+        [str(tmp_path), "--dataset", "bets", "--force-color", "--skip-checks"]
+    )
+    command.execute(**vars(options))
+    err = terminal.getvalue()
+    assert "exported" in err
+    assert "\x1b[" not in err  # no ANSI colour codes

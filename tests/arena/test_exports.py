@@ -60,6 +60,12 @@ def csv_of(dataset: Dataset, **bounds: Any) -> list[dict[str, str]]:
     return [dict(zip(header, line, strict=True)) for line in reader]
 
 
+def served_csv(name: str) -> list[dict[str, str]]:
+    """The rows of the CSV a download serves (on PostgreSQL, formatted by the database)."""
+    body = b"".join(services.export_stream(DATASETS[name], "csv")).decode()
+    return list(csv.DictReader(io.StringIO(body, newline="")))
+
+
 def jsonl_of(dataset: Dataset, **bounds: Any) -> list[dict[str, Any]]:
     body = b"".join(dataset_stream(dataset, "jsonl", dataset.rows(**bounds))).decode()
     return [json.loads(line) for line in body.splitlines()]
@@ -537,6 +543,33 @@ def test_the_stream_is_utf8_and_quotes_hostile_text(worlds: Worlds) -> None:
     assert Decimal(csv_of(DATASETS["bets"])[0]["amount"]) == Decimal("50.00")
 
 
+def test_a_bare_carriage_return_stays_inside_its_cell(worlds: Worlds) -> None:
+    decision = Decision.objects.filter(agent=worlds.first.agent).first()
+    assert decision is not None
+    Decision.objects.filter(pk=decision.pk).update(reasoning="first line\rsecond line")
+    buy = Trade.objects.filter(agent=worlds.first.agent, kind="BUY").order_by("pk").first()
+    assert buy is not None
+    Trade.objects.filter(pk=buy.pk).update(requested_position_id="one\rtwo")
+    decisions = served_csv("decisions")
+    assert len(decisions) == Decision.objects.count()
+    assert {int(r["decision_id"]): r for r in decisions}[decision.pk]["reasoning"] == (
+        "first line\rsecond line"
+    )
+    trades = served_csv("trades")  # on PostgreSQL, formatted by the database
+    assert len(trades) == Trade.objects.count()
+    assert {int(r["trade_id"]): r for r in trades}[buy.pk]["requested_position_id"] == "one\rtwo"
+
+
+def test_json_cells_list_their_keys_sorted_whatever_the_database(worlds: Worlds) -> None:
+    decision = Decision.objects.filter(agent=worlds.first.agent).first()
+    assert decision is not None
+    Decision.objects.filter(pk=decision.pk).update(parsed={"zeta": 1, "alpha": {"y": 2, "b": 3}})
+    body = b"".join(services.export_stream(DATASETS["decisions"], "jsonl")).decode()
+    assert '"parsed":{"alpha":{"b":3,"y":2},"zeta":1}' in body
+    csv_body = b"".join(services.export_stream(DATASETS["decisions"], "csv")).decode()
+    assert '{""alpha"":{""b"":3,""y"":2},""zeta"":1}' in csv_body
+
+
 def test_the_database_writes_the_same_bytes_as_python_for_awkward_cells(worlds: Worlds) -> None:
     """On PostgreSQL the text files are formatted by the database (`formatted_batches`);
     elsewhere by Python. Either way they are the cells the Python writer gives."""
@@ -552,7 +585,11 @@ def test_the_database_writes_the_same_bytes_as_python_for_awkward_cells(worlds: 
         reject_reason="",  # empty, not missing
         requested_position_id='tab\there, "quotes", back\\slash, \x01 control',
     )
-    Trade.objects.filter(pk=second.pk).update(brier_score=0.0, implied_confidence=1e-7)
+    Trade.objects.filter(pk=second.pk).update(
+        brier_score=0.0,
+        implied_confidence=1e-7,
+        requested_position_id="a bare\rcarriage return",  # quoted, as a newline is
+    )
     for name in NAMES:
         dataset = DATASETS[name]
         for fmt in ("csv", "jsonl"):

@@ -79,6 +79,8 @@ class Command(BaseCommand):
             "offline": offline,
         }
         names = datasets or list(DATASETS)
+        # Django styles stderr as an error on a terminal: progress is not one.
+        self.stderr.style_func = None
         bar = _ProgressBar(self.stderr) if self.stderr.isatty() else None
         if bar is not None:
             # Counting first gives the bar its end; one cheap query per dataset.
