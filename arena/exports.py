@@ -16,13 +16,16 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import date
 from typing import Any, Literal
 
+from django.core.cache import cache
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 from ninja.params.functions import Query
 
-from arena.selectors.exports import BET_COLUMNS, DATASETS, BetRow, Dataset, Offline
+from arena.selectors.exports import BET_COLUMNS, DATASETS, BetRow, Dataset, Offline, data_watermark
 from arena.services.exports import CONTENT_TYPES, dataset_stream, export_stream, stream_manifest
+
+MANIFEST_CACHE_SECONDS = 600  # a tick's interval
 
 router = Router(tags=["exports"])
 
@@ -197,4 +200,11 @@ def manifest(
     """Each CSV and JSON Lines download under these bounds: rows, bytes and SHA-256 of exactly
     what it streams; with the methodology versions, the time and every dataset's columns."""
     _check_bounds(since, until)
-    return stream_manifest(cohort=cohort, since=since, until=until, offline=offline)
+    # Computing it reads every dataset twice: the answer is kept until the data may have
+    # changed (the watermark moves) or for MANIFEST_CACHE_SECONDS, whichever comes first.
+    key = f"export-manifest:{cohort}:{since}:{until}:{offline}:{data_watermark()}"
+    found: dict[str, Any] | None = cache.get(key)
+    if found is None:
+        found = stream_manifest(cohort=cohort, since=since, until=until, offline=offline)
+        cache.set(key, found, timeout=MANIFEST_CACHE_SECONDS)
+    return found

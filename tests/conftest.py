@@ -32,6 +32,17 @@ def _no_api_rate_limit(settings: Any) -> None:
     settings.API_RATE_LIMIT = 0
 
 
+@pytest.fixture(autouse=True)
+def _empty_cache() -> Iterator[None]:
+    """What one test left in the process's cache (the exports' manifests) is gone for the
+    next, whose database was rolled back under it."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _releases_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Data releases the demo and the tasks publish go to a temporary folder, never into the

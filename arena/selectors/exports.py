@@ -41,7 +41,17 @@ from django.db.models import CharField, DecimalField, F, Q, QuerySet, TextField,
 from django.db.models.expressions import Case, Combinable, Expression, Func, When
 from django.db.models.functions import Cast, NullIf
 
-from arena.models import Cohort, Decision, DecisionAttempt, PortfolioSnapshot, Position, Trade
+from arena.models import (
+    Cohort,
+    Decision,
+    DecisionAttempt,
+    PortfolioSnapshot,
+    Position,
+    ResolutionCheck,
+    SnapshotTick,
+    SystemEvent,
+    Trade,
+)
 from arena.selectors.standings import ANSWERED_OFFLINE
 from markets.models import Market
 
@@ -51,6 +61,7 @@ ColumnType = Literal[
     "integer", "string", "decimal", "float", "boolean", "timestamp", "date", "json"
 ]
 CHUNK_SIZE = 5000
+WIDE_CHUNK_ROWS = 100  # decisions and attempts: ~40 KB of prompt or response a row
 
 MONEY, PRICE, SHARES = 2, 6, 6  # decimal places, as arena/models.py stores them
 
@@ -83,6 +94,9 @@ class Dataset:
     agent_path: str = field(default="agent", repr=False, compare=False)
     day_field: str = field(default="created_at", repr=False, compare=False)
     day_is_date: bool = field(default=False, repr=False, compare=False)
+    # Rows read (and encoded) at a time: fewer for the datasets whose rows carry prompts and
+    # raw responses (tens of KB each), so memory stays flat in bytes, not only in rows.
+    chunk_rows: int = field(default=CHUNK_SIZE, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if len(self.columns) != len(self.sources):
@@ -140,7 +154,7 @@ class Dataset:
         aware UTC datetimes, JSON as decoded values, a missing value as None.
         """
         bounded = self.queryset(cohort=cohort, since=since, until=until, offline=offline)
-        return bounded.values_list(*self.sources).iterator(chunk_size=CHUNK_SIZE)
+        return bounded.values_list(*self.sources).iterator(chunk_size=self.chunk_rows)
 
     def formatted_batches(
         self,
@@ -423,6 +437,7 @@ DECISIONS = _dataset(
     ],
     day_field="week_start",
     day_is_date=True,
+    chunk_rows=WIDE_CHUNK_ROWS,
 )
 
 ATTEMPTS = _dataset(
@@ -464,6 +479,7 @@ ATTEMPTS = _dataset(
     agent_path="decision__agent",
     day_field="decision__week_start",
     day_is_date=True,
+    chunk_rows=WIDE_CHUNK_ROWS,
 )
 
 TRADES = _dataset(
@@ -581,6 +597,24 @@ SNAPSHOTS = _dataset(
     ],
     day_field="snapshot_timestamp",
 )
+
+def data_watermark() -> tuple[int | None, ...]:
+    """Return a mark that moves whenever exported data may have changed: the latest id of
+    every exported table and of the ticks, resolution checks and system events that record
+    the updates in place (marking, settlement, scoring, staff operations). One index read
+    a table."""
+    marks: list[QuerySet[Any]] = [
+        Decision.objects.all(),
+        DecisionAttempt.objects.all(),
+        Trade.objects.all(),
+        Position.objects.all(),
+        PortfolioSnapshot.objects.all(),
+        SnapshotTick.objects.all(),
+        ResolutionCheck.objects.all(),
+        SystemEvent.objects.all(),
+    ]
+    return tuple(rows.order_by("-pk").values_list("pk", flat=True).first() for rows in marks)
+
 
 DATASETS: dict[str, Dataset] = {
     d.name: d for d in (DECISIONS, ATTEMPTS, TRADES, POSITIONS, SNAPSHOTS, BETS)

@@ -221,9 +221,13 @@ def _text_encoder(dataset: Dataset, fmt: str) -> _TextEncoder:
     raise ExportError(f"{fmt!r} is not a streamed format; choose from {', '.join(TEXT_FORMATS)}")
 
 
-def _batches(rows: Iterable[Row]) -> Iterator[list[Row]]:
+def _batch_rows(dataset: Dataset) -> int:
+    return min(BATCH_ROWS, dataset.chunk_rows)
+
+
+def _batches(rows: Iterable[Row], size: int) -> Iterator[list[Row]]:
     iterator = iter(rows)
-    while batch := list(islice(iterator, BATCH_ROWS)):
+    while batch := list(islice(iterator, size)):
         yield batch
 
 
@@ -232,7 +236,7 @@ def dataset_stream(dataset: Dataset, fmt: str, rows: Iterable[Row]) -> Iterator[
     encoder = _text_encoder(dataset, fmt)
     if header := encoder.header():
         yield header
-    for batch in _batches(rows):
+    for batch in _batches(rows, _batch_rows(dataset)):
         yield encoder.encode(batch)
 
 
@@ -244,11 +248,11 @@ def _counted_chunks(
     encoder = _text_encoder(dataset, fmt)
     if header := encoder.header():
         yield 0, header
-    formatted = dataset.formatted_batches(fmt, batch_rows=BATCH_ROWS, **bounds)
+    formatted = dataset.formatted_batches(fmt, batch_rows=_batch_rows(dataset), **bounds)
     if formatted is not None:
         yield from formatted
         return
-    for batch in _batches(dataset.rows(**bounds)):
+    for batch in _batches(dataset.rows(**bounds), _batch_rows(dataset)):
         yield len(batch), encoder.encode(batch)
 
 
@@ -287,7 +291,8 @@ def _arrow_type(column: Column) -> Any:
 
 
 class _ParquetFile:
-    """Rows written to a Parquet file in row groups of `PARQUET_ROW_GROUP` rows."""
+    """Rows written to a Parquet file in row groups of `PARQUET_ROW_GROUP` rows (ten chunks
+    of a dataset whose rows are wide)."""
 
     def __init__(self, dataset: Dataset, path: Path) -> None:
         import pyarrow as pa
@@ -307,7 +312,7 @@ class _ParquetFile:
 
     def add(self, batch: list[Row]) -> None:
         self.pending.extend(batch)
-        if len(self.pending) >= PARQUET_ROW_GROUP:
+        if len(self.pending) >= min(PARQUET_ROW_GROUP, 10 * self.dataset.chunk_rows):
             self._flush()
 
     def _flush(self) -> None:
@@ -535,7 +540,7 @@ def _write_parquet(
     count = 0
     try:
         parquet = _ParquetFile(dataset, partial)
-        for batch in _batches(dataset.rows(**bounds)):
+        for batch in _batches(dataset.rows(**bounds), _batch_rows(dataset)):
             parquet.add(batch)
             count += len(batch)
             if progress is not None:

@@ -19,6 +19,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from arena import exports as exports_router
 from arena.models import (
     Decision,
     DecisionAttempt,
@@ -497,6 +498,40 @@ def test_the_manifest_over_http_matches_the_written_one(
     ).json()
     assert served["files"] == written["files"]
     assert served["schema"] == written["schema"]
+
+
+def test_the_manifest_is_kept_until_the_data_moves(
+    worlds: Worlds, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    computed: list[dict[str, Any]] = []
+    real = services.stream_manifest
+
+    def counting(**bounds: Any) -> dict[str, Any]:
+        computed.append(bounds)
+        return real(**bounds)
+
+    monkeypatch.setattr(exports_router, "stream_manifest", counting)
+    url = reverse("api:exports_manifest")
+    first = client.get(url)
+    again = client.get(url, HTTP_IF_NONE_MATCH=first["ETag"])
+    assert again.status_code == 304  # the same answer, not computed again
+    assert len(computed) == 1
+    client.get(url, {"cohort": worlds.first.cohort.number})  # other bounds, another answer
+    assert len(computed) == 2
+    # A tick writes a snapshot: the data moved, so the manifest is computed afresh.
+    snapshot = PortfolioSnapshot.objects.order_by("pk").first()
+    assert snapshot is not None
+    snapshot.pk = None
+    snapshot.snapshot_timestamp += timedelta(days=400)
+    snapshot.save()
+    fresh = client.get(url).json()
+    assert len(computed) == 3
+    rows = {f["name"]: f["rows"] for f in fresh["files"]}
+    assert rows["snapshots.csv"] == PortfolioSnapshot.objects.count()
+    assert (
+        rows["snapshots.csv"]
+        == {f["name"]: f["rows"] for f in first.json()["files"]}["snapshots.csv"] + 1
+    )
 
 
 HOSTILE = [
