@@ -10,6 +10,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeVar
 
+from django.core.cache import cache
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
@@ -59,12 +60,14 @@ from arena.schemas import (
 from arena.selectors import api as api_selectors
 from arena.selectors import curves, markets, standings
 from arena.selectors import status as status_selectors
+from arena.selectors.watermark import data_watermark
 from markets.models import Market
 from markets.selectors import MarketFilter
 
 router = Router(tags=["arena"])
 
 MAX_PAGE_SIZE = 100
+CACHE_SECONDS = 600  # a tick's interval: the longest a costly answer is kept
 MAX_PAGE = 1_000_000  # far beyond any real list; keeps the offset an ordinary integer
 MAX_ID = 2**31 - 1  # ids and numbers past a 32-bit integer name nothing (and overflow SQL)
 
@@ -344,15 +347,22 @@ def leaderboard(
     resolved bets higher first; rows without the figure last, offline rows after the real
     ones. Then the baselines (never ranked among the LLMs), unless `baselines=exclude`.
     With `cohorts=completed` every figure comes from the agents of completed cohorts only."""
-    llms, baseline_rows = standings.leaderboard(
-        sort=sort, cohorts=cohorts, baselines=baselines == "include"
-    )
-    return LeaderboardOut(
-        sort=sort,
-        cohorts=cohorts,
-        baselines=baselines,
-        rows=[_model_row(row) for row in llms + baseline_rows],
-    )
+    # A year holds hundreds of agents: the answer is kept until the data may have changed
+    # (the watermark moves: a trade, tick, sync, check or staff operation) or for a tick.
+    key = f"api-leaderboard:{sort}:{cohorts}:{baselines}:{data_watermark()}"
+    found: LeaderboardOut | None = cache.get(key)
+    if found is None:
+        llms, baseline_rows = standings.leaderboard(
+            sort=sort, cohorts=cohorts, baselines=baselines == "include"
+        )
+        found = LeaderboardOut(
+            sort=sort,
+            cohorts=cohorts,
+            baselines=baselines,
+            rows=[_model_row(row) for row in llms + baseline_rows],
+        )
+        cache.set(key, found, timeout=CACHE_SECONDS)
+    return found
 
 
 @router.get("/models", response=list[ModelRowOut], summary="Every model of the lineup")

@@ -22,7 +22,8 @@ from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 from ninja.params.functions import Query
 
-from arena.selectors.exports import BET_COLUMNS, DATASETS, BetRow, Dataset, Offline, data_watermark
+from arena.selectors.exports import BET_COLUMNS, DATASETS, BetRow, Dataset, Offline
+from arena.selectors.watermark import data_watermark
 from arena.services.exports import CONTENT_TYPES, dataset_stream, export_stream, stream_manifest
 
 MANIFEST_CACHE_SECONDS = 600  # a tick's interval

@@ -21,6 +21,8 @@ ninja, schemas, the ETag hash), DEBUG off and the API's rate limit off (`API_RAT
 - `GET /api/v1/leaderboard` (by Brier, by return, completed cohorts only) and
   `GET /api/v1/agents/{id}/series?range=…` for the year-long agent (ALL, 3M, 1M, 1W, 1D):
   3 warm-ups, `--requests` timed, then one more to count its queries. Budget: p95 < 100 ms.
+  The leaderboard's answer is kept until the data moves (arena/api.py): each is timed as
+  served (the budget) and recomputed (the cache emptied before each request; reported).
 - `GET /api/v1/exports/snapshots.csv?since=DAY`, DAY the latest UTC day from which at least
   `--export-rows` snapshots follow, in a child process of its own so that its peak RSS
   (VmHWM) is the export's alone; the child consumes `streaming_content` and counts the
@@ -224,7 +226,10 @@ class Result:
         return ordered[math.ceil(0.95 * len(ordered)) - 1]  # nearest rank
 
 
-def measure(label: str, url: str, *, requests: int) -> Result:
+def measure(label: str, url: str, *, requests: int, recompute: bool = False) -> Result:
+    """Time `requests` GETs of `url`; with `recompute`, the cache is emptied before each (out
+    of the timing), so each answer is computed afresh, as after a data change."""
+    from django.core.cache import cache
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
@@ -237,6 +242,8 @@ def measure(label: str, url: str, *, requests: int) -> Result:
     if response.status_code != 200:
         return result
     for _ in range(requests):
+        if recompute:
+            cache.clear()
         cpu, clock = time.process_time(), time.perf_counter()
         response = client.get(url)
         result.times_ms.append((time.perf_counter() - clock) * 1000)
@@ -245,6 +252,8 @@ def measure(label: str, url: str, *, requests: int) -> Result:
     body = json.loads(response.content)
     if isinstance(body, dict) and "points" in body:
         result.points = len(body["points"])
+    if recompute:
+        cache.clear()
     with CaptureQueriesContext(connection) as captured:
         client.get(url)
     result.queries = len(captured.captured_queries)
@@ -444,16 +453,27 @@ def main() -> None:
     print(f"{WARMUPS} warm-ups, then {args.requests} timed; budget p95 < {BUDGET_MS:.0f} ms")
     print()
 
-    endpoints = [
+    # The leaderboard is kept until the data moves (arena/api.py): "served" is what requests
+    # get between changes (the budget), "recomputed" what the first one after a change costs.
+    leaderboards = [
         ("leaderboard", "/api/v1/leaderboard"),
         ("leaderboard, by return", "/api/v1/leaderboard?sort=return"),
         ("leaderboard, completed cohorts", "/api/v1/leaderboard?cohorts=completed"),
-    ] + [
-        (f"series {key}, agent {agent.pk}", f"/api/v1/agents/{agent.pk}/series?range={key}")
-        for key in SERIES_RANGES
     ]
+    endpoints = (
+        [(f"{label}, served", url, False) for label, url in leaderboards]
+        + [(f"{label}, recomputed", url, True) for label, url in leaderboards]
+        + [
+            (
+                f"series {key}, agent {agent.pk}",
+                f"/api/v1/agents/{agent.pk}/series?range={key}",
+                False,
+            )
+            for key in SERIES_RANGES
+        ]
+    )
     header = (
-        f"{'endpoint':<32} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>7} {'queries':>7} "
+        f"{'endpoint':<44} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>7} {'queries':>7} "
         f"{'db ms':>6} {'KB':>5} {'points':>6}"
     )
     print(header)
@@ -461,15 +481,16 @@ def main() -> None:
     gc.collect()
     gc.freeze()  # as forecaster/wsgi.py does once the app is loaded
     failures: list[str] = []
-    for label, url in endpoints:
-        result = measure(label, url, requests=args.requests)
+    for label, url, recompute in endpoints:
+        result = measure(label, url, requests=args.requests, recompute=recompute)
         if result.status != 200:
-            print(f"{label:<32} HTTP {result.status}")
+            print(f"{label:<44} HTTP {result.status}")
             failures.append(f"{label} ({url}) answered HTTP {result.status}")
             continue
-        over = result.p95 >= BUDGET_MS
+        # A recomputed leaderboard is reported, not budgeted: one request per data change.
+        over = result.p95 >= BUDGET_MS and not recompute
         print(
-            f"{label:<32} {result.p50:>7.1f} {result.p95:>7.1f} {max(result.times_ms):>7.1f} "
+            f"{label:<44} {result.p50:>7.1f} {result.p95:>7.1f} {max(result.times_ms):>7.1f} "
             f"{statistics.median(result.cpu_ms):>7.1f} {result.queries:>7} "
             f"{result.query_ms:>6.0f} {result.bytes / 1024:>5.0f} "
             f"{'' if result.points is None else result.points:>6}{'  OVER' if over else ''}",

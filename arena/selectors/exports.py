@@ -41,17 +41,7 @@ from django.db.models import CharField, DecimalField, F, Q, QuerySet, TextField,
 from django.db.models.expressions import Case, Combinable, Expression, Func, When
 from django.db.models.functions import Cast, NullIf
 
-from arena.models import (
-    Cohort,
-    Decision,
-    DecisionAttempt,
-    PortfolioSnapshot,
-    Position,
-    ResolutionCheck,
-    SnapshotTick,
-    SystemEvent,
-    Trade,
-)
+from arena.models import Cohort, Decision, DecisionAttempt, PortfolioSnapshot, Position, Trade
 from arena.selectors.standings import ANSWERED_OFFLINE
 from markets.models import Market
 
@@ -597,24 +587,6 @@ SNAPSHOTS = _dataset(
     ],
     day_field="snapshot_timestamp",
 )
-
-def data_watermark() -> tuple[int | None, ...]:
-    """Return a mark that moves whenever exported data may have changed: the latest id of
-    every exported table and of the ticks, resolution checks and system events that record
-    the updates in place (marking, settlement, scoring, staff operations). One index read
-    a table."""
-    marks: list[QuerySet[Any]] = [
-        Decision.objects.all(),
-        DecisionAttempt.objects.all(),
-        Trade.objects.all(),
-        Position.objects.all(),
-        PortfolioSnapshot.objects.all(),
-        SnapshotTick.objects.all(),
-        ResolutionCheck.objects.all(),
-        SystemEvent.objects.all(),
-    ]
-    return tuple(rows.order_by("-pk").values_list("pk", flat=True).first() for rows in marks)
-
 
 DATASETS: dict[str, Dataset] = {
     d.name: d for d in (DECISIONS, ATTEMPTS, TRADES, POSITIONS, SNAPSHOTS, BETS)

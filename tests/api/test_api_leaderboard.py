@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from arena.models import Agent, Cohort, Decision, Trade
-from arena.schemas import RETURN_PLACES
+from arena.models import Agent, Cohort, Decision, SnapshotTick, Trade
+from arena.schemas import RETURN_PLACES, return_string
 from arena.selectors import standings
 from tests.api.helpers import API, assert_envelope, get_json
 from tests.page_world import World, build_world
@@ -254,3 +254,32 @@ def test_the_page_ignores_an_unknown_ranking_and_keeps_its_default(
     assert odd.status_code == 200
     assert selector_identities(odd.context["llms"]) == selector_identities(default.context["llms"])
     assert "Ranked by pooled Brier score, lower is better." in odd.content.decode()
+
+
+def test_the_leaderboard_is_kept_until_the_data_moves(
+    world: World, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    computed: list[str] = []
+    real = standings.leaderboard
+
+    def counting(**options: Any) -> Any:
+        computed.append(options["sort"])
+        return real(**options)
+
+    monkeypatch.setattr(standings, "leaderboard", counting)
+    first = get_json(client, f"{API}/leaderboard")
+    assert get_json(client, f"{API}/leaderboard") == first
+    assert computed == ["brier"]  # the second answer was the kept one
+    get_json(client, f"{API}/leaderboard?sort=return")  # other options, another answer
+    assert computed == ["brier", "return"]
+    # A tick marks every portfolio at new prices: the figures may move, so they are read
+    # afresh, and the answer is the selector's of now.
+    SnapshotTick.objects.create(slot=datetime(2041, 1, 1, tzinfo=UTC))
+    Agent.objects.filter(pk=world.agent.pk).update(cash=Decimal("20000.00"))
+    fresh = get_json(client, f"{API}/leaderboard")
+    assert computed == ["brier", "return", "brier"]
+    assert fresh != first
+    llms, baselines = real(sort="brier")
+    assert [r["avg_return"] for r in fresh["rows"]] == [
+        return_string(r.avg_return) for r in llms + baselines
+    ]
