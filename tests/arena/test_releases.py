@@ -31,6 +31,7 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.result import AsyncResult
 from django.db import IntegrityError
+from django.db.models import Max
 
 from agents.models import BenchmarkModel
 from arena import clock
@@ -280,7 +281,11 @@ def test_a_cohort_completed_with_a_baseline_position_open_is_released_once_it_se
     assert not DataRelease.objects.exists()
     assert not root.exists() or folders(root) == []
 
-    settled_at = PUBLISHED_AT + timedelta(days=3)
+    # After the world's last snapshot: each world of a run is built a week after the last.
+    last_snapshot = PortfolioSnapshot.objects.filter(agent__cohort=cohort).aggregate(
+        last=Max("snapshot_timestamp")
+    )["last"]
+    settled_at = max(PUBLISHED_AT, last_snapshot) + timedelta(days=3)
     with clock.simulated(settled_at):
         verdict = Verdict(state="resolved", winning_outcome="Yes", winning_index=0, reason="t")
         assert market_settle(polymarket_id=market.polymarket_id, verdict=verdict)
