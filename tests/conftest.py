@@ -28,7 +28,7 @@ def _fast_http(settings: Any) -> None:
 @pytest.fixture(autouse=True)
 def _no_api_rate_limit(settings: Any) -> None:
     """The API's rate limit is tested on purpose (tests/api/test_api_http.py), off elsewhere:
-    its counts live in a per-process cache that would carry over from test to test."""
+    its counts (in Redis when REDIS_URL is set) would carry over from test to test."""
     settings.API_RATE_LIMIT = 0
 
 
