@@ -10,6 +10,11 @@ DEMO_WEEKS ?= 6
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
+# Compiled bytecode is cached (in .venv and __pycache__/, both ignored by git): an
+# environment that turns it off makes every process compile every module again, and the
+# suite starts a few hundred of them (manage.py runs, servers, workers).
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: run test check test-sqlite test-postgres services browser demo superuser bench clean
 
 $(BIN)/python:
