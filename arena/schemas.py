@@ -274,8 +274,8 @@ class PricePointOut(Schema):
     prices: list[OutcomePriceOut]  # in Polymarket's outcome order
 
 
-class MarketOut(Schema):
-    """A catalogue market as the list shows it, with the bets agents placed on it."""
+class MarketFieldsOut(Schema):
+    """A catalogue market's facts and status, as the list and the detail both give them."""
 
     polymarket_id: str
     question: str
@@ -292,7 +292,12 @@ class MarketOut(Schema):
     winning_outcome: str
     resolved_at: datetime | None
     status: str  # open, closed, resolved, cancelled
-    status_label: str
+    status_label: str  # what the pages print
+
+
+class MarketOut(MarketFieldsOut):
+    """A catalogue market as the list shows it, with the bets agents placed on it."""
+
     bets: int  # executed BUYs on it
 
 
@@ -325,24 +330,8 @@ class ResolutionPage(Schema):
     results: list[ResolutionOut]  # newest resolution first
 
 
-class MarketDetailOut(Schema):
-    polymarket_id: str
-    question: str
+class MarketDetailOut(MarketFieldsOut):
     description: str
-    category: str
-    slug: str
-    event_title: str
-    outcomes: list[str]
-    outcome_prices: list[str | None]
-    volume: str
-    liquidity: str | None
-    close_date: datetime | None
-    closed: bool
-    resolution: str
-    winning_outcome: str
-    resolved_at: datetime | None
-    status: str  # open, closed, resolved, cancelled
-    status_label: str  # what the pages print
     # Each list as the market page shows it, capped at its latest 50 (the count says how many
     # there are; /trades?market= pages through every trade).
     holders: list[HoldingOut]  # open first
