@@ -19,6 +19,7 @@ from ninja import Path, Query, Router
 from ninja.errors import HttpError
 
 from agents.models import BenchmarkModel
+from arena.analytics_schemas import leaderboard_fields, reference_out
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, Position, Trade
 from arena.schemas import (
     AgentDetailOut,
@@ -34,6 +35,7 @@ from arena.schemas import (
     HoldingOut,
     JobOut,
     LeaderboardOut,
+    LeaderboardRowOut,
     MarketDetailOut,
     MarketOut,
     MarketPage,
@@ -57,8 +59,8 @@ from arena.schemas import (
     decimal_string,
     return_string,
 )
+from arena.selectors import analytics, curves, markets, standings
 from arena.selectors import api as api_selectors
-from arena.selectors import curves, markets, standings
 from arena.selectors import status as status_selectors
 from arena.selectors.watermark import data_watermark
 from markets.models import Market
@@ -346,7 +348,10 @@ def leaderboard(
     """The LLM rows ranked by `sort`: pooled Brier lower first; mean return, win rate or
     resolved bets higher first; rows without the figure last, offline rows after the real
     ones. Then the baselines (never ranked among the LLMs), unless `baselines=exclude`.
-    With `cohorts=completed` every figure comes from the agents of completed cohorts only."""
+    With `cohorts=completed` every figure comes from the agents of completed cohorts only.
+    Each row also carries the analytics beyond v1 on the same bets (Alpha against the market
+    price with its 95% interval across cohorts, Murphy terms, ...; `/api/v1/analytics` has
+    them in full); `references` are pseudo-models, never ranked."""
     # A year holds hundreds of agents: the answer is kept until the data may have changed
     # (the watermark moves: a trade, tick, sync, check or staff operation) or for a tick.
     key = f"api-leaderboard:{sort}:{cohorts}:{baselines}:{data_watermark()}"
@@ -355,11 +360,19 @@ def leaderboard(
         llms, baseline_rows = standings.leaderboard(
             sort=sort, cohorts=cohorts, baselines=baselines == "include"
         )
+        figures = analytics.analytics(cohorts=cohorts)
         found = LeaderboardOut(
             sort=sort,
             cohorts=cohorts,
             baselines=baselines,
-            rows=[_model_row(row) for row in llms + baseline_rows],
+            rows=[
+                LeaderboardRowOut(
+                    **_model_row(row).model_dump(),
+                    **leaderboard_fields(figures.row(row.model.pk, row.offline)),
+                )
+                for row in llms + baseline_rows
+            ],
+            references=[reference_out(r) for r in figures.references],
         )
         cache.set(key, found, timeout=CACHE_SECONDS)
     return found

@@ -14,6 +14,8 @@ from typing import Annotated, Any
 from ninja import Schema
 from pydantic import WithJsonSchema
 
+from arena.analytics_schemas import LeaderboardAnalyticsFields, ReferenceOut
+
 # Returns are means of exact percents: four places keep every figure the pages show.
 RETURN_PLACES = Decimal("0.0001")
 # A series point, [ISO 8601 timestamp, decimal string], in terms every JSON Schema draft reads.
@@ -55,13 +57,21 @@ class ModelRowOut(Schema):
     bankrupt: int
 
 
+class LeaderboardRowOut(ModelRowOut, LeaderboardAnalyticsFields):
+    """A leaderboard row: its v1 figures, then the analytics beyond v1 on the same bets
+    (`/api/v1/analytics` has them in full, with their definitions)."""
+
+
 class LeaderboardOut(Schema):
     """The filters the ranking used, echoed, and its rows."""
 
     sort: str  # brier, return, win_rate or resolved_bets
     cohorts: str  # all, or completed: only the agents of completed cohorts count
     baselines: str  # include or exclude
-    rows: list[ModelRowOut]  # the LLM rows ranked, then the baselines (if included)
+    rows: list[LeaderboardRowOut]  # the LLM rows ranked, then the baselines (if included)
+    # Pseudo-models scored on the questions the LLM rows bet on, never ranked: the market
+    # consensus, the uniform random forecaster (expected figures) and the LLM crowd.
+    references: list[ReferenceOut]
 
 
 class StandingOut(Schema):

@@ -140,3 +140,4 @@ def refuse_unknown_parameters(run: Run) -> Run:
 api.add_decorator(refuse_unknown_parameters, mode="view")
 api.add_router("/", arena_router)
 api.add_router("/exports/", "arena.exports.router")
+api.add_router("/analytics", "arena.analytics_api.router")

@@ -1,0 +1,451 @@
+"""Schemas of the analytics in the JSON API (`arena/analytics_api.py`, and the leaderboard's
+rows in `arena/api.py`). Every figure is named as its definition (`/api/v1/analytics`'s
+`definitions`, the methodology page); a figure that does not exist yet (no resolved bets, one
+cohort so no interval, an infinite t) is null, never a made-up number."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ninja import Schema
+
+from arena.selectors.analytics import (
+    DEFINITIONS,
+    Analytics,
+    CategoryFigures,
+    CohortFigures,
+    Comparison,
+    ModelAnalytics,
+    ReferenceAnalytics,
+    Separation,
+)
+from scoring.murphy import Murphy
+from scoring.statistics import Interval
+
+
+def finite(value: float | None) -> float | None:
+    """The value, or None where it is missing or not a finite number (JSON has no inf/NaN)."""
+    if value is None or not math.isfinite(value):
+        return None
+    return value
+
+
+class LeaderboardAnalyticsFields(Schema):
+    """The analytics a leaderboard row carries beside its v1 figures (all over the same
+    resolved bets; intervals are 95%, t-based across cohorts)."""
+
+    alpha: float | None  # mean δ = (b − x)² − (f − x)²; above 0 beats the market's price
+    alpha_ci_low: float | None
+    alpha_ci_high: float | None
+    alpha_p_value: float | None  # two-sided, Alpha against 0
+    brier_ci_low: float | None
+    brier_ci_high: float | None
+    market_brier: float | None  # (b − x)² on the same bets
+    coverage_alpha: float | None
+    brier_skill_vs_random: float | None  # 1 − Brier / 0.25
+    brier_skill_vs_market: float | None  # 1 − Brier / market Brier
+    difficulty_adjusted_brier: float | None
+    beat_share: float | None  # share of cohorts with Alpha above 0
+    reliability: float | None  # Murphy REL (lower is better calibrated)
+    resolution: float | None  # Murphy RES (higher discriminates better)
+    uncertainty: float | None  # Murphy UNC = ō(1 − ō)
+
+
+def leaderboard_fields(row: ModelAnalytics | None) -> dict[str, Any]:
+    """The `LeaderboardAnalyticsFields` of a row (all None for a row without analytics)."""
+    if row is None:
+        return dict.fromkeys(LeaderboardAnalyticsFields.model_fields)
+    alpha, brier, murphy = row.alpha_interval, row.brier_interval, row.murphy
+    return {
+        "alpha": finite(row.alpha),
+        "alpha_ci_low": finite(alpha.low) if alpha else None,
+        "alpha_ci_high": finite(alpha.high) if alpha else None,
+        "alpha_p_value": finite(row.alpha_test.p_value) if row.alpha_test else None,
+        "brier_ci_low": finite(brier.low) if brier else None,
+        "brier_ci_high": finite(brier.high) if brier else None,
+        "market_brier": finite(row.market_brier),
+        "coverage_alpha": finite(row.coverage_alpha),
+        "brier_skill_vs_random": finite(row.skill_vs_random),
+        "brier_skill_vs_market": finite(row.skill_vs_market),
+        "difficulty_adjusted_brier": finite(row.difficulty_adjusted_brier),
+        "beat_share": finite(row.beat_share),
+        "reliability": finite(murphy.reliability) if murphy else None,
+        "resolution": finite(murphy.resolution) if murphy else None,
+        "uncertainty": finite(murphy.uncertainty) if murphy else None,
+    }
+
+
+class IntervalOut(Schema):
+    estimate: float | None
+    low: float | None  # null with fewer than two cohorts
+    high: float | None
+    standard_error: float | None
+    cohorts: int  # the clusters it was computed over
+    bets: int
+
+
+def interval_out(interval: Interval | None) -> IntervalOut | None:
+    if interval is None:
+        return None
+    return IntervalOut(
+        estimate=finite(interval.estimate),
+        low=finite(interval.low),
+        high=finite(interval.high),
+        standard_error=finite(interval.standard_error),
+        cohorts=interval.clusters,
+        bets=interval.count,
+    )
+
+
+class BinOut(Schema):
+    lower: float
+    upper: float
+    bets: int
+    mean_forecast: float | None  # null for an empty bin
+    observed_frequency: float | None
+
+
+class MurphyOut(Schema):
+    """Brier = uncertainty + reliability − resolution + residual (0 for bin-constant forecasts)."""
+
+    bets: int
+    brier: float
+    uncertainty: float
+    reliability: float
+    resolution: float
+    residual: float
+    bins: list[BinOut]  # the reliability diagram's data
+
+
+def murphy_out(murphy: Murphy | None) -> MurphyOut | None:
+    if murphy is None:
+        return None
+    return MurphyOut(
+        bets=murphy.count,
+        brier=murphy.brier,
+        uncertainty=murphy.uncertainty,
+        reliability=murphy.reliability,
+        resolution=murphy.resolution,
+        residual=murphy.residual,
+        bins=[
+            BinOut(
+                lower=b.lower,
+                upper=b.upper,
+                bets=b.count,
+                mean_forecast=b.mean_forecast,
+                observed_frequency=b.observed_frequency,
+            )
+            for b in murphy.bins
+        ],
+    )
+
+
+class AnatomyOut(Schema):
+    """Corollary 1: alpha = resolution_gain + reliability_gap (+ residual of the binning)."""
+
+    alpha: float
+    resolution_gain: float  # RES − RES of the market on the same bets
+    reliability_gap: float  # REL of the market − REL
+    residual: float
+
+
+class MeanTestOut(Schema):
+    mean: float | None
+    standard_error: float | None
+    t: float | None  # null when infinite (every cohort the same non-zero figure)
+    df: int
+    p_value: float | None
+
+
+class PowerOut(Schema):
+    """Proposition 3 with the row's observed base rate and boldness."""
+
+    bets: int
+    alpha: float
+    base_rate: float
+    mean_squared_deviation: float  # mean (b − f)²
+    delta_variance: float | None
+    bets_needed: float | None  # to detect an edge the size of `alpha` at 80% power
+    bets_more: int | None
+
+
+class CohortFiguresOut(Schema):
+    cohort: int
+    bets: int
+    brier: float
+    market_brier: float
+    alpha: float
+    cumulative_alpha: float
+    cumulative_bets: int
+
+
+class CategoryOut(Schema):
+    category: str
+    bets: int
+    brier: float
+    market_brier: float
+    alpha: float
+    win_rate: float
+    brier_skill_vs_market: float | None
+    reliability: float | None
+    resolution: float | None
+
+
+class ModelAnalyticsOut(Schema):
+    """A leaderboard row's analytics in full."""
+
+    model: str
+    display_name: str
+    baseline: bool
+    offline: bool
+    resolved_bets: int
+    cohorts_scored: int
+    brier: float | None
+    market_brier: float | None
+    alpha: float | None
+    alpha_interval: IntervalOut | None
+    alpha_bootstrap: IntervalOut | None
+    alpha_test: MeanTestOut | None
+    brier_interval: IntervalOut | None
+    brier_bootstrap: IntervalOut | None
+    beat_share: float | None
+    brier_skill_vs_random: float | None
+    brier_skill_vs_market: float | None
+    coverage_alpha: float | None
+    coverage_markets: int
+    difficulty_adjusted_brier: float | None
+    murphy: MurphyOut | None
+    market_murphy: MurphyOut | None
+    anatomy: AnatomyOut | None
+    power: PowerOut | None
+
+
+class ModelAnalyticsDetailOut(ModelAnalyticsOut):
+    cohorts: list[CohortFiguresOut]  # ascending, with cumulative Alpha
+    categories: list[CategoryOut]
+
+
+class ReferenceOut(Schema):
+    """A pseudo-model on the questions the LLM lineup bet on; never ranked."""
+
+    key: str  # market, random, crowd-median, crowd-geomean
+    label: str
+    rule: str
+    offline: bool
+    questions: int
+    brier: float
+    market_brier: float
+    alpha: float
+    brier_skill_vs_random: float | None
+    brier_skill_vs_market: float | None
+    expected: bool  # figures are the expectation (the random forecaster)
+    murphy: MurphyOut | None
+
+
+class ComparisonOut(Schema):
+    first: str  # row keys: the model's id, with " (offline)" for an offline row
+    second: str
+    metric: str  # alpha or brier
+    mean_difference: float | None  # first − second, over the cohorts both bet in
+    standard_error: float | None
+    t: float | None
+    df: int
+    p_value: float | None
+    cohorts: int
+
+
+class SeparationOut(Schema):
+    metric: str
+    first: str
+    second: str
+    difference: float
+    bets_needed: float | None  # each, for 80% power at one-sided 5%
+    bets_more: int | None
+    p_value: float | None  # the paired comparison's, when there is one
+
+
+class DefinitionOut(Schema):
+    name: str
+    formula: str
+    source: str
+
+
+class AnalyticsOut(Schema):
+    cohorts: str
+    bins: int
+    computed_at: str
+    rows: list[ModelAnalyticsOut]
+    references: list[ReferenceOut]
+    comparisons: list[ComparisonOut]
+    # The two best real LLM rows by Alpha (the offline stand-ins' when no real row has one).
+    separation: SeparationOut | None
+    definitions: list[DefinitionOut]
+
+
+class ModelAnalyticsPage(Schema):
+    model: str
+    cohorts: str
+    bins: int
+    rows: list[ModelAnalyticsDetailOut]  # the real row, then the offline row
+
+
+def _test_out(row: ModelAnalytics) -> MeanTestOut | None:
+    test = row.alpha_test
+    if test is None:
+        return None
+    return MeanTestOut(
+        mean=finite(test.mean),
+        standard_error=finite(test.standard_error),
+        t=finite(test.t),
+        df=test.df,
+        p_value=finite(test.p_value),
+    )
+
+
+def _row_fields(row: ModelAnalytics) -> dict[str, Any]:
+    anatomy = row.anatomy
+    power = row.power
+    return {
+        "model": row.model.internal_id,
+        "display_name": row.model.display_name,
+        "baseline": row.model.is_baseline,
+        "offline": row.offline,
+        "resolved_bets": row.bets,
+        "cohorts_scored": row.cohorts_scored,
+        "brier": finite(row.brier),
+        "market_brier": finite(row.market_brier),
+        "alpha": finite(row.alpha),
+        "alpha_interval": interval_out(row.alpha_interval),
+        "alpha_bootstrap": interval_out(row.alpha_bootstrap),
+        "alpha_test": _test_out(row),
+        "brier_interval": interval_out(row.brier_interval),
+        "brier_bootstrap": interval_out(row.brier_bootstrap),
+        "beat_share": finite(row.beat_share),
+        "brier_skill_vs_random": finite(row.skill_vs_random),
+        "brier_skill_vs_market": finite(row.skill_vs_market),
+        "coverage_alpha": finite(row.coverage_alpha),
+        "coverage_markets": row.coverage_markets,
+        "difficulty_adjusted_brier": finite(row.difficulty_adjusted_brier),
+        "murphy": murphy_out(row.murphy),
+        "market_murphy": murphy_out(row.market_murphy),
+        "anatomy": AnatomyOut(
+            alpha=anatomy.alpha,
+            resolution_gain=anatomy.resolution_gain,
+            reliability_gap=anatomy.reliability_gap,
+            residual=anatomy.residual,
+        )
+        if anatomy
+        else None,
+        "power": PowerOut(
+            bets=power.bets,
+            alpha=power.alpha,
+            base_rate=power.base_rate,
+            mean_squared_deviation=power.mean_squared_deviation,
+            delta_variance=finite(power.delta_variance),
+            bets_needed=finite(power.bets_needed),
+            bets_more=power.bets_more if finite(power.bets_needed) is not None else None,
+        )
+        if power
+        else None,
+    }
+
+
+def model_analytics_out(row: ModelAnalytics) -> ModelAnalyticsOut:
+    return ModelAnalyticsOut(**_row_fields(row))
+
+
+def _cohort_out(c: CohortFigures) -> CohortFiguresOut:
+    return CohortFiguresOut(
+        cohort=c.cohort,
+        bets=c.bets,
+        brier=c.brier,
+        market_brier=c.market_brier,
+        alpha=c.alpha,
+        cumulative_alpha=c.cumulative_alpha,
+        cumulative_bets=c.cumulative_bets,
+    )
+
+
+def _category_out(c: CategoryFigures) -> CategoryOut:
+    return CategoryOut(
+        category=c.category,
+        bets=c.bets,
+        brier=c.brier,
+        market_brier=c.market_brier,
+        alpha=c.alpha,
+        win_rate=c.win_rate,
+        brier_skill_vs_market=finite(c.skill_vs_market),
+        reliability=c.reliability,
+        resolution=c.resolution,
+    )
+
+
+def model_analytics_detail_out(row: ModelAnalytics) -> ModelAnalyticsDetailOut:
+    return ModelAnalyticsDetailOut(
+        **_row_fields(row),
+        cohorts=[_cohort_out(c) for c in row.per_cohort],
+        categories=[_category_out(c) for c in row.categories],
+    )
+
+
+def reference_out(reference: ReferenceAnalytics) -> ReferenceOut:
+    return ReferenceOut(
+        key=reference.key,
+        label=reference.label,
+        rule=reference.rule,
+        offline=reference.offline,
+        questions=reference.questions,
+        brier=reference.brier,
+        market_brier=reference.market_brier,
+        alpha=reference.alpha,
+        brier_skill_vs_random=finite(reference.skill_vs_random),
+        brier_skill_vs_market=finite(reference.skill_vs_market),
+        expected=reference.expected,
+        murphy=murphy_out(reference.murphy),
+    )
+
+
+def comparison_out(comparison: Comparison) -> ComparisonOut:
+    test = comparison.test
+    return ComparisonOut(
+        first=comparison.first,
+        second=comparison.second,
+        metric=comparison.metric,
+        mean_difference=finite(test.mean_difference),
+        standard_error=finite(test.standard_error),
+        t=finite(test.t),
+        df=test.df,
+        p_value=finite(test.p_value),
+        cohorts=test.pairs,
+    )
+
+
+def separation_out(separation: Separation | None) -> SeparationOut | None:
+    if separation is None:
+        return None
+    needed = finite(separation.bets_needed)
+    return SeparationOut(
+        metric=separation.metric,
+        first=separation.first.key,
+        second=separation.second.key,
+        difference=separation.difference,
+        bets_needed=needed,
+        bets_more=separation.bets_more if needed is not None else None,
+        p_value=finite(separation.comparison.test.p_value) if separation.comparison else None,
+    )
+
+
+def analytics_out(result: Analytics) -> AnalyticsOut:
+    return AnalyticsOut(
+        cohorts=result.cohorts,
+        bins=result.bins,
+        computed_at=result.computed_at.isoformat(),
+        rows=[model_analytics_out(row) for row in result.rows],
+        references=[reference_out(r) for r in result.references],
+        comparisons=[comparison_out(c) for c in result.comparisons],
+        separation=separation_out(
+            result.separation("alpha") or result.separation("alpha", offline=True)
+        ),
+        definitions=[DefinitionOut(name=n, formula=f, source=s) for n, f, s in DEFINITIONS],
+    )

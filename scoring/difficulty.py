@@ -1,0 +1,101 @@
+"""Brier scores adjusted for question difficulty (ForecastBench 004, question fixed effects).
+
+Agents choose their own markets, so a raw mean Brier rewards picking easy questions. As
+ForecastBench does, each bet's score is modelled as score = a_f + d_q, a forecaster effect
+plus a question (market) effect, fitted over every forecaster's bets together so that the
+questions several forecasters share tie the effects to one scale. A forecaster's adjusted
+Brier is its mean of score − d_q: its Brier on a question set of average difficulty.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+
+def _codes(name: str, values: ArrayLike) -> NDArray[np.intp]:
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-d, got shape {array.shape}")
+    if len(array) == 0:
+        return np.zeros(0, dtype=np.intp)
+    if not np.issubdtype(array.dtype, np.integer):
+        as_float = array.astype(np.float64)
+        if not bool(np.all(np.isfinite(as_float) & (as_float == np.floor(as_float)))):
+            raise ValueError(f"{name} must be integer codes")
+    codes = array.astype(np.intp)
+    if int(codes.min()) < 0:
+        raise ValueError(f"{name} must be non-negative codes")
+    return codes
+
+
+def difficulty_adjusted_brier(
+    scores: ArrayLike,
+    forecasters: ArrayLike,
+    questions: ArrayLike,
+    *,
+    max_iterations: int = 500,
+    tolerance: float = 1e-12,
+    forecaster_count: int | None = None,
+) -> NDArray[np.float64]:
+    """Return each forecaster's Brier score adjusted for the difficulty of its questions.
+
+    One entry per bet in each input: `scores` (Brier, in [0, 1] but any finite value is
+    accepted), `forecasters` codes 0..F−1 and `questions` codes 0..Q−1. The fit
+    score ≈ a_f + d_q is least squares by alternating group means (Gauss–Seidel
+    backfitting) until no effect moves by `tolerance` or `max_iterations` passes; d is then
+    centred so its bet-weighted mean is 0. Entry f of the result (length F, by default the
+    largest code + 1, or `forecaster_count`) is the mean over f's bets of score − d_q, NaN
+    for a forecaster with no bets. The bet-weighted mean of the result equals the raw mean
+    score; with one forecaster the result is its raw mean. Where groups of forecasters share
+    no question, each group is adjusted on its own scale. Raise ValueError for unequal
+    lengths, non-finite scores, negative or non-integer codes, a forecaster_count not above
+    every code, max_iterations < 1 or a negative tolerance.
+    """
+    y = np.asarray(scores, dtype=np.float64)
+    if y.ndim != 1 or not bool(np.all(np.isfinite(y))):
+        raise ValueError("scores must be 1-d and finite")
+    f = _codes("forecasters", forecasters)
+    q = _codes("questions", questions)
+    if not len(y) == len(f) == len(q):
+        raise ValueError(
+            f"scores, forecasters and questions differ in length: {len(y)}, {len(f)}, {len(q)}"
+        )
+    if max_iterations < 1:
+        raise ValueError(f"max_iterations must be at least 1, got {max_iterations!r}")
+    if not tolerance >= 0.0:
+        raise ValueError(f"tolerance must not be negative, got {tolerance!r}")
+    needed = int(f.max()) + 1 if len(f) else 0
+    count = needed if forecaster_count is None else forecaster_count
+    if count < needed:
+        raise ValueError(f"forecaster_count {count} is not above every code (max {needed - 1})")
+    if len(y) == 0:
+        return np.full(count, np.nan)
+
+    question_count = int(q.max()) + 1
+    bets_f = np.bincount(f, minlength=count).astype(np.float64)
+    bets_q = np.bincount(q, minlength=question_count).astype(np.float64)
+    has_f = bets_f > 0
+    has_q = bets_q > 0
+
+    def group_mean(
+        codes: NDArray[np.intp], values: NDArray[np.float64], bets: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        sums = np.bincount(codes, weights=values, minlength=len(bets))
+        return np.divide(sums, bets, out=np.zeros(len(bets)), where=bets > 0)
+
+    a = np.zeros(count)
+    d = np.zeros(question_count)
+    for _ in range(max_iterations):
+        new_a = group_mean(f, y - d[q], bets_f)
+        new_d = group_mean(q, y - new_a[f], bets_q)
+        change = max(
+            float(np.max(np.abs(new_a - a)[has_f])), float(np.max(np.abs(new_d - d)[has_q]))
+        )
+        a, d = new_a, new_d
+        if change < tolerance:
+            break
+    d = d - float(np.mean(d[q]))
+    adjusted = group_mean(f, y - d[q], bets_f)
+    adjusted[~has_f] = np.nan
+    return adjusted

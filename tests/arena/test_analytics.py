@@ -1,0 +1,536 @@
+"""The analytics beyond v1 (issue 11), read from the database: every figure recomputed here by
+hand from the world's bets, as anyone would from the bets export.
+
+The world: three cohorts, each deciding in a run of its own week whose top of the market (the
+universe, ranked) holds four resolved markets, one still open, one cancelled and one unranked
+(frozen because an agent held it). gpt-5.1 answered through OpenRouter in all three cohorts,
+claude-opus-4.5 in the first two, gpt-5.1's offline stand-in in a fourth cohort, and the
+market-following baseline in the first. f = implied confidence, b = the price the decision saw
+(side-correct), x = 1 if the side won.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from agents.models import BenchmarkModel
+from arena.models import Agent, Cohort, Decision, DecisionRun, SnapshotMarket, Trade
+from arena.selectors import analytics as selectors
+from arena.selectors import standings
+from arena.selectors.exports import bet_rows
+from markets.models import Market
+from scoring.statistics import pooled_mean_interval
+from tests.arena.factories import CohortFactory
+
+_ids = itertools.count(1)
+
+
+def market(*, won: bool | None = None, cancelled: bool = False, outcomes: Any = None) -> Market:
+    """A market: binary unless `outcomes`; resolved to its first outcome when `won`, to its
+    second when `won` is False, cancelled, or open."""
+    outcomes = outcomes or ["Yes", "No"]
+    resolved = won is not None
+    created: Market = Market.objects.create(
+        polymarket_id=f"77{next(_ids)}",
+        question="Will it happen?",
+        category="Politics" if next(_ids) % 2 else "Crypto",
+        outcomes=outcomes,
+        outcome_prices=["0.5"] * len(outcomes),
+        closed=resolved or cancelled,
+        resolution=(
+            Market.Resolution.CANCELLED
+            if cancelled
+            else Market.Resolution.RESOLVED
+            if resolved
+            else Market.Resolution.OPEN
+        ),
+        winning_outcome=(outcomes[0] if won else outcomes[1]) if resolved else "",
+        resolved_at=timezone.now() if resolved or cancelled else None,
+    )
+    return created
+
+
+def run_of(cohort: Cohort, markets: list[Market], unranked: list[Market] = ()) -> DecisionRun:  # type: ignore[assignment]
+    run: DecisionRun = DecisionRun.objects.create(
+        week_start=cohort.week_start, started_at=cohort.started_at, source="test"
+    )
+    for rank, m in enumerate([*markets, *unranked], start=1):
+        SnapshotMarket.objects.create(
+            run=run, market=m, rank=rank if rank <= len(markets) else None,
+            polymarket_id=m.polymarket_id, question=m.question, category=m.category,
+            outcomes=m.outcomes, outcome_prices=m.outcome_prices, volume=Decimal(1000),
+        )  # fmt: skip
+    return run
+
+
+def decision_of(agent: Agent, run: DecisionRun, responder: str = "openrouter") -> Decision:
+    created: Decision = Decision.objects.create(
+        agent=agent, cohort=agent.cohort, week_start=agent.cohort.week_start, run=run,
+        status=Decision.Status.DONE, action=Decision.Action.BET, responder=responder,
+    )  # fmt: skip
+    return created
+
+
+def bet(of: Decision, on: Market, *, side: str = "YES", price: float, confidence: float) -> Trade:
+    """An executed BUY at `price` (side-correct) with implied `confidence`, scored as the
+    settlement would: side_won from the market's resolution, Brier (c − x)²."""
+    index = of.trades.count()
+    won: bool | None = None
+    brier: float | None = None
+    if on.resolution == Market.Resolution.RESOLVED:
+        winner = on.winning_outcome
+        won = winner.upper() == side.upper() if on.is_binary else winner == side
+        brier = (confidence - (1.0 if won else 0.0)) ** 2
+    created: Trade = Trade.objects.create(
+        decision=of, agent=of.agent, order_index=index, kind=Trade.Kind.BUY,
+        status=Trade.Status.EXECUTED, market=on, side=side, price=Decimal(str(price)),
+        shares=Decimal("100"), amount=Decimal("100.00"), cash_before=Decimal("10000.00"),
+        implied_confidence=confidence, brier_score=brier, side_won=won,
+        scored_at=timezone.now() if brier is not None else None,
+        created_at=of.cohort.started_at + timedelta(minutes=5 + index),
+    )  # fmt: skip
+    return created
+
+
+def model(internal_id: str) -> BenchmarkModel:
+    found: BenchmarkModel = BenchmarkModel.objects.get(internal_id=internal_id)
+    return found
+
+
+def agent_of(of: BenchmarkModel, cohort: Cohort) -> Agent:
+    created: Agent = Agent.objects.create(cohort=cohort, model=of, cash=Decimal("10000"))
+    return created
+
+
+@dataclass
+class World:
+    cohorts: list[Cohort]
+    runs: list[DecisionRun]
+    universes: list[list[Market]]  # each run's ranked markets
+
+
+def delta(price: float, confidence: float, won: bool) -> float:
+    x = 1.0 if won else 0.0
+    return (price - x) ** 2 - (confidence - x) ** 2
+
+
+@pytest.fixture
+def world(db: None) -> World:
+    cohorts = CohortFactory.create_batch(4)
+    for done in cohorts[:2]:
+        done.status, done.completed_at = Cohort.Status.COMPLETED, timezone.now()
+        done.save()
+    runs, universes = [], []
+    for cohort in cohorts:
+        universe = [market(won=True), market(won=False), market(won=True), market(won=False),
+                    market(), market(cancelled=True)]  # fmt: skip
+        universes.append(universe)
+        runs.append(run_of(cohort, universe, unranked=[market(won=True)]))
+    gpt, claude = model("gpt-5.1"), model("claude-opus-4.5")
+    # gpt-5.1: cohort 1 bets on two resolved markets, the open one and the cancelled one.
+    d = decision_of(agent_of(gpt, cohorts[0]), runs[0])
+    bet(d, universes[0][0], price=0.6, confidence=0.8)  # YES won: δ = 0.16 − 0.04 = +0.12
+    bet(d, universes[0][1], side="NO", price=0.7, confidence=0.5)  # NO won
+    bet(d, universes[0][4], price=0.5, confidence=0.5)  # open: not scored
+    bet(d, universes[0][5], price=0.5, confidence=0.5)  # cancelled: not scored
+    d = decision_of(agent_of(gpt, cohorts[1]), runs[1])
+    bet(d, universes[1][0], price=0.3, confidence=0.9)  # YES won
+    bet(d, universes[1][1], price=0.4, confidence=0.6)  # YES lost
+    d = decision_of(agent_of(gpt, cohorts[2]), runs[2])
+    bet(d, universes[2][2], price=0.5, confidence=0.7)
+    bet(d, runs[2].markets.get(rank__isnull=True).market, price=0.5, confidence=0.7)  # unranked
+    # claude-opus-4.5 in cohorts 1 and 2; in cohort 1 it bets NO where gpt-5.1 bet YES.
+    d = decision_of(agent_of(claude, cohorts[0]), runs[0])
+    bet(d, universes[0][0], side="NO", price=0.4, confidence=0.6)  # NO lost
+    bet(d, universes[0][3], price=0.2, confidence=0.3)  # YES lost
+    d = decision_of(agent_of(claude, cohorts[1]), runs[1])
+    bet(d, universes[1][2], price=0.5, confidence=0.9)
+    # gpt-5.1's offline stand-in, in cohort 4: never pooled with the real row.
+    d = decision_of(agent_of(gpt, cohorts[3]), runs[3], responder="offline")
+    bet(d, universes[3][0], price=0.5, confidence=1.0)
+    # The market follower echoes the price: Alpha exactly 0.
+    d = decision_of(agent_of(model("baseline-market"), cohorts[0]), runs[0], "baseline")
+    bet(d, universes[0][2], price=0.55, confidence=0.55)
+    bet(d, universes[0][3], side="NO", price=0.65, confidence=0.65)
+    return World(cohorts, runs, universes)
+
+
+def row(result: selectors.Analytics, internal_id: str, offline: bool = False) -> Any:
+    found = result.row(model(internal_id).pk, offline)
+    assert found is not None
+    return found
+
+
+# --------------------------------------------------------------------------- Alpha and Brier
+
+
+def test_alpha_is_the_mean_delta_over_the_rows_resolved_bets(world: World) -> None:
+    result = selectors.compute_analytics()
+    gpt = row(result, "gpt-5.1")
+    expected = [
+        delta(0.6, 0.8, True), delta(0.7, 0.5, True), delta(0.3, 0.9, True),
+        delta(0.4, 0.6, False), delta(0.5, 0.7, True), delta(0.5, 0.7, True),
+    ]  # fmt: skip
+    assert gpt.bets == 6  # the open and the cancelled bets are not scored
+    assert gpt.alpha == pytest.approx(sum(expected) / 6, abs=1e-12)
+    assert expected[0] == pytest.approx(0.12)  # 003 Figure 2(a)
+    market_briers = [0.16, 0.09, 0.49, 0.16, 0.25, 0.25]
+    assert gpt.market_brier == pytest.approx(sum(market_briers) / 6, abs=1e-12)
+
+
+def test_the_brier_is_the_v1_leaderboards_pooled_brier(world: World) -> None:
+    result = selectors.compute_analytics()
+    for v1 in standings.model_rows():
+        figures = result.row(v1.model.pk, v1.offline)
+        assert figures is not None
+        if v1.brier is None:
+            assert figures.brier is None
+        else:
+            assert figures.brier == pytest.approx(v1.brier, abs=1e-12)
+            assert figures.bets == v1.resolved_bets
+
+
+def test_alpha_is_recomputed_from_the_bets_export(world: World) -> None:
+    deltas: dict[str, list[float]] = {}
+    for r in bet_rows(offline="exclude"):
+        if r["status"] in ("won", "lost"):
+            x = r["status"] == "won"
+            deltas.setdefault(str(r["model"]), []).append(
+                delta(float(str(r["market_price"])), float(str(r["implied_confidence"])), x)
+            )
+    result = selectors.compute_analytics()
+    for internal_id, values in deltas.items():
+        assert row(result, internal_id).alpha == pytest.approx(sum(values) / len(values))
+
+
+def test_the_market_follower_has_alpha_zero(world: World) -> None:
+    follower = row(selectors.compute_analytics(), "baseline-market")
+    assert follower.alpha == 0.0
+    assert follower.skill_vs_market == pytest.approx(0.0)
+
+
+def test_offline_stand_ins_are_a_row_of_their_own(world: World) -> None:
+    result = selectors.compute_analytics()
+    offline = row(result, "gpt-5.1", offline=True)
+    assert offline.bets == 1
+    assert offline.alpha == pytest.approx(delta(0.5, 1.0, True))
+    assert row(result, "gpt-5.1").bets == 6
+
+
+def test_skill_scores_against_random_and_market(world: World) -> None:
+    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    assert gpt.skill_vs_random == pytest.approx(1 - gpt.brier / 0.25)
+    assert gpt.skill_vs_market == pytest.approx(1 - gpt.brier / gpt.market_brier)
+
+
+# ------------------------------------------------------------------------------ intervals
+
+
+def test_intervals_are_across_cohorts_around_the_pooled_figure(world: World) -> None:
+    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    sums = [delta(0.6, 0.8, True) + delta(0.7, 0.5, True),
+            delta(0.3, 0.9, True) + delta(0.4, 0.6, False),
+            2 * delta(0.5, 0.7, True)]  # fmt: skip
+    expected = pooled_mean_interval(sums, [2, 2, 2])
+    assert expected is not None
+    assert gpt.alpha_interval is not None
+    assert gpt.alpha_interval.estimate == pytest.approx(gpt.alpha)
+    assert gpt.alpha_interval.low == pytest.approx(expected.low)
+    assert gpt.alpha_interval.high == pytest.approx(expected.high)
+    assert gpt.alpha_interval.clusters == 3
+    assert gpt.alpha_bootstrap is not None
+    assert gpt.alpha_bootstrap.low <= gpt.alpha <= gpt.alpha_bootstrap.high
+    assert gpt.cohorts_scored == 3
+    assert gpt.beat_share == pytest.approx(sum(s > 0 for s in sums) / 3)
+    assert gpt.alpha_test is not None
+    assert 0.0 <= gpt.alpha_test.p_value <= 1.0
+    significant = not (gpt.alpha_interval.low <= 0 <= gpt.alpha_interval.high)
+    assert gpt.alpha_significant is significant
+
+
+def test_one_cohort_gives_a_figure_but_no_interval(world: World) -> None:
+    offline = row(selectors.compute_analytics(), "gpt-5.1", offline=True)
+    assert offline.alpha_interval is not None
+    assert offline.alpha_interval.low is None
+    assert offline.alpha_interval.high is None
+    assert offline.alpha_significant is None
+    assert offline.alpha_test is None
+
+
+def test_cumulative_alpha_runs_over_the_cohorts_in_order(world: World) -> None:
+    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    numbers = [c.cohort for c in gpt.per_cohort]
+    assert numbers == sorted(numbers) == [c.number for c in world.cohorts[:3]]
+    last = gpt.per_cohort[-1]
+    assert last.cumulative_alpha == pytest.approx(gpt.alpha)
+    assert last.cumulative_bets == gpt.bets
+    first = gpt.per_cohort[0]
+    assert first.cumulative_alpha == pytest.approx(first.alpha)
+
+
+def test_pairwise_comparisons_pair_the_cohorts_both_bet_in(world: World) -> None:
+    result = selectors.compute_analytics()
+    comparisons = [c for c in result.comparisons if c.metric == "alpha"]
+    pair = next(c for c in comparisons if {c.first, c.second} == {"gpt-5.1", "claude-opus-4.5"})
+    assert pair.test.pairs == 2  # cohorts 1 and 2; gpt-5.1's third cohort has no partner
+    gpt, claude = row(result, "gpt-5.1"), row(result, "claude-opus-4.5")
+    differences = [
+        a.alpha - b.alpha for a, b in zip(gpt.per_cohort[:2], claude.per_cohort, strict=True)
+    ]
+    sign = 1 if pair.first == "gpt-5.1" else -1
+    assert pair.test.mean_difference == pytest.approx(sign * sum(differences) / 2)
+    # Offline rows are never paired with real rows.
+    assert all("(offline)" not in c.first + c.second for c in comparisons)
+
+
+def test_separation_names_the_two_best_by_alpha(world: World) -> None:
+    result = selectors.compute_analytics()
+    separation = result.separation("alpha")
+    assert separation is not None
+    gpt, claude = row(result, "gpt-5.1"), row(result, "claude-opus-4.5")
+    best, second = sorted([gpt, claude], key=lambda r: -r.alpha)
+    assert (separation.first, separation.second) == (best, second)
+    assert separation.difference == pytest.approx(best.alpha - second.alpha)
+    assert separation.bets_needed is not None
+    assert separation.bets_more is not None
+
+
+# ------------------------------------------------------------------------------ coverage
+
+
+def test_coverage_adjusted_alpha_imputes_the_market_on_every_resolved_market_seen(
+    world: World,
+) -> None:
+    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    # Each of its three runs showed four resolved markets (the open, the cancelled and the
+    # unranked market are not questions); the bet on the unranked market is not counted.
+    assert gpt.coverage_markets == 12
+    in_universe = [delta(0.6, 0.8, True), delta(0.7, 0.5, True), delta(0.3, 0.9, True),
+                   delta(0.4, 0.6, False), delta(0.5, 0.7, True)]  # fmt: skip
+    assert gpt.coverage_alpha == pytest.approx(sum(in_universe) / 12)
+
+
+# --------------------------------------------------------------------------- Murphy, power
+
+
+def test_murphy_terms_and_the_anatomy_of_alpha(world: World) -> None:
+    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    murphy = gpt.murphy
+    assert murphy.count == 6
+    assert murphy.brier == pytest.approx(gpt.brier)
+    base_rate = 5 / 6  # five of its six scored sides won
+    assert murphy.uncertainty == pytest.approx(base_rate * (1 - base_rate))
+    assert murphy.brier == pytest.approx(
+        murphy.uncertainty + murphy.reliability - murphy.resolution + murphy.residual
+    )
+    anatomy = gpt.anatomy
+    assert anatomy.alpha == pytest.approx(gpt.alpha)
+    assert anatomy.alpha == pytest.approx(
+        anatomy.resolution_gain + anatomy.reliability_gap + anatomy.residual
+    )
+    assert gpt.market_murphy.uncertainty == pytest.approx(murphy.uncertainty)
+    assert sum(b.count for b in murphy.bins) == 6
+    assert len(murphy.bins) == 10
+
+
+def test_bins_are_configurable(world: World) -> None:
+    gpt = row(selectors.compute_analytics(bins=4), "gpt-5.1")
+    assert len(gpt.murphy.bins) == 4
+
+
+def test_power_uses_the_rows_own_base_rate_and_boldness(world: World) -> None:
+    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    power = gpt.power
+    assert power.base_rate == pytest.approx(5 / 6)
+    pairs = [(0.6, 0.8), (0.7, 0.5), (0.3, 0.9), (0.4, 0.6), (0.5, 0.7), (0.5, 0.7)]
+    msd = sum((b - f) ** 2 for b, f in pairs) / 6
+    assert power.mean_squared_deviation == pytest.approx(msd)
+    z = 1.6448536269514722 + 0.8416212335729143
+    expected = (z / abs(gpt.alpha)) ** 2 * 4 * (5 / 6) * (1 / 6) * msd
+    assert power.bets_needed == pytest.approx(expected, rel=1e-9)
+    assert power.bets_more == max(0, math.ceil(expected) - 6)
+
+
+def test_per_category_figures_add_up_to_the_row(world: World) -> None:
+    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    assert sum(c.bets for c in gpt.categories) == gpt.bets
+    pooled = sum(c.alpha * c.bets for c in gpt.categories) / gpt.bets
+    assert pooled == pytest.approx(gpt.alpha)
+    assert {c.category for c in gpt.categories} <= {"Politics", "Crypto"}
+
+
+def test_difficulty_adjustment_moves_scores_between_rows_not_the_total(world: World) -> None:
+    # The market effects are centred over all bets: the bet-weighted mean of the adjusted
+    # Briers is the mean of every bet's Brier.
+    result = selectors.compute_analytics()
+    with_bets = [r for r in result.rows if r.bets]
+    assert all(r.difficulty_adjusted_brier is not None for r in with_bets)
+    adjusted = sum(r.bets * (r.difficulty_adjusted_brier or 0.0) for r in with_bets)
+    raw = sum(r.bets * (r.brier or 0.0) for r in with_bets)
+    assert adjusted == pytest.approx(raw)
+    assert all(r.difficulty_adjusted_brier is None for r in result.rows if not r.bets)
+
+
+# ------------------------------------------------------------------------------ references
+
+
+def test_references_are_scored_on_the_lineups_questions(world: World) -> None:
+    result = selectors.compute_analytics()
+    real = {r.key: r for r in result.references if not r.offline}
+    # Real LLM questions (run, market): gpt-5.1's six and claude-opus-4.5's three, of which
+    # cohort 1's first market was bet by both (YES and NO): eight questions.
+    market_ref = real["market"]
+    assert market_ref.questions == 8
+    assert market_ref.alpha == 0.0
+    # In the YES frame: b and x of each question.
+    questions = [(0.6, 1), (0.3, 0), (0.3, 1), (0.4, 0), (0.5, 1), (0.5, 1), (0.2, 0), (0.5, 1)]
+    expected = sum((b - x) ** 2 for b, x in questions) / 8
+    assert market_ref.brier == pytest.approx(expected)
+    random_ref = real["random"]
+    assert random_ref.brier == pytest.approx(1 / 3)
+    assert random_ref.expected
+    assert random_ref.alpha == pytest.approx(expected - 1 / 3)
+    # The crowd: only cohort 1's first market had two forecasts: gpt-5.1 YES 0.8 and
+    # claude-opus-4.5 NO 0.6, i.e. YES 0.8 and 0.4; the median is 0.6, the YES side won.
+    crowd = real["crowd-median"]
+    assert crowd.questions == 1
+    assert crowd.brier == pytest.approx((0.6 - 1) ** 2)
+    assert crowd.alpha == pytest.approx(0.0)  # the crowd's median is the price here
+    geomean = real["crowd-geomean"]
+    odds = math.sqrt((0.8 / 0.2) * (0.4 / 0.6))
+    assert geomean.brier == pytest.approx((odds / (1 + odds) - 1) ** 2)
+    offline = {r.key for r in result.references if r.offline}
+    assert offline == {"market", "random"}  # one offline forecast: no crowd
+
+
+# ------------------------------------------------------------------------------ scope, cache
+
+
+def test_completed_scope_reads_completed_cohorts_only(world: World) -> None:
+    gpt = row(selectors.compute_analytics(cohorts="completed"), "gpt-5.1")
+    assert gpt.bets == 4
+    assert [c.cohort for c in gpt.per_cohort] == [c.number for c in world.cohorts[:2]]
+
+
+def test_query_count_does_not_grow_with_the_data(world: World) -> None:
+    with CaptureQueriesContext(connection) as small:
+        selectors.compute_analytics()
+    extra: Cohort = CohortFactory.create()
+    run = run_of(extra, [market(won=True) for _ in range(5)])
+    for internal_id in ("gpt-5.1", "claude-opus-4.5", "gemini-2.5-flash"):
+        d = decision_of(agent_of(model(internal_id), extra), run)
+        for m in run.markets.all():
+            bet(d, m.market, price=0.4, confidence=0.6)
+    with CaptureQueriesContext(connection) as large:
+        selectors.compute_analytics()
+    assert len(large) == len(small)
+
+
+def test_the_answer_is_kept_until_a_bet_is_scored(world: World) -> None:
+    cache.clear()
+    first = selectors.analytics()
+    with CaptureQueriesContext(connection) as kept:
+        again = selectors.analytics()
+    assert again.computed_at == first.computed_at
+    assert len(kept) <= 5  # the watermark's reads only
+    open_bet = Trade.objects.get(market=world.universes[0][4])
+    resolved = world.universes[0][4]
+    resolved.resolution, resolved.winning_outcome = Market.Resolution.RESOLVED, "Yes"
+    resolved.resolved_at = timezone.now()
+    resolved.save()
+    open_bet.side_won, open_bet.brier_score, open_bet.scored_at = True, 0.25, timezone.now()
+    open_bet.save()
+    after = selectors.analytics()
+    assert after.computed_at > first.computed_at
+    assert row(after, "gpt-5.1").bets == 7
+
+
+# ------------------------------------------------------------------------------ the API
+
+
+def test_leaderboard_rows_carry_the_analytics(world: World, client: Client) -> None:
+    body = client.get("/api/v1/leaderboard").json()
+    result = selectors.compute_analytics()
+    by_key = {(r["model"], r["offline"]): r for r in body["rows"]}
+    gpt = by_key[("gpt-5.1", False)]
+    figures = row(result, "gpt-5.1")
+    assert gpt["alpha"] == pytest.approx(figures.alpha)
+    assert gpt["alpha_ci_low"] == pytest.approx(figures.alpha_interval.low)
+    assert gpt["alpha_ci_high"] == pytest.approx(figures.alpha_interval.high)
+    assert gpt["brier_ci_low"] == pytest.approx(figures.brier_interval.low)
+    assert gpt["reliability"] == pytest.approx(figures.murphy.reliability)
+    assert gpt["resolution"] == pytest.approx(figures.murphy.resolution)
+    assert gpt["uncertainty"] == pytest.approx(figures.murphy.uncertainty)
+    assert gpt["resolved_bets"] == 6
+    assert gpt["brier"] == pytest.approx(figures.brier)  # the v1 figure, unchanged
+    offline = by_key[("gpt-5.1", True)]
+    assert offline["alpha_ci_low"] is None  # one cohort: no interval
+    assert {r["key"] for r in body["references"]} >= {"market", "random", "crowd-median"}
+
+
+def test_analytics_endpoint_gives_every_figure_with_its_definition(
+    world: World, client: Client
+) -> None:
+    body = client.get("/api/v1/analytics?bins=5").json()
+    assert body["bins"] == 5
+    gpt = next(r for r in body["rows"] if r["model"] == "gpt-5.1" and not r["offline"])
+    assert len(gpt["murphy"]["bins"]) == 5
+    assert gpt["alpha_bootstrap"]["cohorts"] == 3
+    assert gpt["anatomy"]["alpha"] == pytest.approx(gpt["alpha"])
+    names = {d["name"] for d in body["definitions"]}
+    assert {"Alpha", "Murphy decomposition", "Bets to detect an edge"} <= names
+    assert all(d["source"] for d in body["definitions"])
+    assert body["separation"]["first"] in ("gpt-5.1", "claude-opus-4.5")
+
+
+def test_model_analytics_endpoint(world: World, client: Client) -> None:
+    body = client.get("/api/v1/analytics/models/gpt-5.1").json()
+    assert [r["offline"] for r in body["rows"]] == [False, True]
+    real = body["rows"][0]
+    assert [c["cohort"] for c in real["cohorts"]] == [c.number for c in world.cohorts[:3]]
+    assert sum(c["bets"] for c in real["categories"]) == 6
+    assert client.get("/api/v1/analytics/models/no-such-model").status_code == 404
+
+
+@pytest.mark.parametrize("query", ["bins=1", "bins=51", "bins=ten", "cohorts=some", "metric=alpha"])
+def test_bad_parameters_are_a_422(world: World, client: Client, query: str) -> None:
+    response = client.get(f"/api/v1/analytics?{query}")
+    assert response.status_code == 422
+    assert "error" in response.json()
+
+
+def test_an_empty_arena_answers_with_empty_figures(db: None, client: Client) -> None:
+    body = client.get("/api/v1/analytics").json()
+    assert body["references"] == []
+    assert body["comparisons"] == []
+    assert all(r["alpha"] is None and r["resolved_bets"] == 0 for r in body["rows"])
+    assert body["separation"] is None
+    board = client.get("/api/v1/leaderboard").json()
+    assert all(r["alpha"] is None for r in board["rows"])
+
+
+def test_bets_export_csv_recomputes_alpha(world: World, client: Client) -> None:
+    response: Any = client.get("/api/v1/exports/bets.csv?offline=exclude")
+    body = b"".join(response.streaming_content)
+    reader = csv.DictReader(io.StringIO(body.decode()))
+    values = [
+        delta(float(r["market_price"]), float(r["implied_confidence"]), r["status"] == "won")
+        for r in reader
+        if r["model"] == "claude-opus-4.5" and r["status"] in ("won", "lost")
+    ]
+    claude = row(selectors.compute_analytics(), "claude-opus-4.5")
+    assert claude.alpha == pytest.approx(sum(values) / len(values))

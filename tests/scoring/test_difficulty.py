@@ -1,0 +1,84 @@
+"""Difficulty-adjusted Brier: question fixed effects fitted over all forecasters (004)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from scoring.difficulty import difficulty_adjusted_brier
+
+
+def test_exact_additive_scores_recover_the_forecaster_effects() -> None:
+    skill = np.array([0.10, 0.20, 0.30])
+    difficulty = np.array([-0.05, 0.00, 0.08, 0.10])
+    forecasters = np.array([0, 0, 0, 1, 1, 2, 2, 2, 2])
+    questions = np.array([0, 1, 2, 1, 3, 0, 1, 2, 3])
+    scores = skill[forecasters] + difficulty[questions]
+    adjusted = difficulty_adjusted_brier(scores, forecasters, questions)
+    # Effects are identified up to a constant: the question set of average difficulty
+    # adds the bet-weighted mean difficulty to every forecaster alike.
+    average = float(np.mean(difficulty[questions]))
+    np.testing.assert_allclose(adjusted, skill + average, atol=1e-10)
+
+
+def _easy_and_hard_bets() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # Forecaster 0 (skill 0.10) bets easy questions 0–5 (difficulty −0.05); forecaster 1
+    # (skill 0.05, the better one) bets hard questions 6–11 (+0.15); both bet 12–14 (0.0).
+    rng = np.random.default_rng(3)
+    difficulty = np.array([-0.05] * 6 + [0.15] * 6 + [0.0] * 3)
+    forecasters = np.array([0] * 6 + [1] * 6 + [0, 1] * 3)
+    questions = np.array(list(range(12)) + [12, 12, 13, 13, 14, 14])
+    skill = np.array([0.10, 0.05])
+    noise = rng.normal(0.0, 0.002, size=len(questions))
+    return skill[forecasters] + difficulty[questions] + noise, forecasters, questions
+
+
+def test_adjustment_reverses_a_ranking_bought_by_easy_questions() -> None:
+    scores, forecasters, questions = _easy_and_hard_bets()
+    raw = np.bincount(forecasters, weights=scores) / np.bincount(forecasters)
+    assert raw[0] < raw[1]  # raw Brier prefers the easy-question forecaster
+    adjusted = difficulty_adjusted_brier(scores, forecasters, questions)
+    assert adjusted[1] < adjusted[0]
+    assert adjusted[0] - adjusted[1] == pytest.approx(0.05, abs=0.005)
+
+
+def test_centering_keeps_the_mean_over_all_bets() -> None:
+    rng = np.random.default_rng(5)
+    forecasters = rng.integers(0, 6, size=300)
+    questions = rng.integers(0, 40, size=300)
+    scores = rng.uniform(0.0, 1.0, size=300)
+    adjusted = difficulty_adjusted_brier(scores, forecasters, questions)
+    bets = np.bincount(forecasters, minlength=6)
+    assert float(np.sum(adjusted * bets) / bets.sum()) == pytest.approx(
+        float(scores.mean()), abs=1e-12
+    )
+
+
+def test_one_forecaster_alone_keeps_its_raw_mean() -> None:
+    adjusted = difficulty_adjusted_brier([0.1, 0.4, 0.25], [0, 0, 0], [0, 1, 2])
+    assert adjusted.tolist() == pytest.approx([0.25], abs=1e-12)
+
+
+def test_a_forecaster_with_no_bets_is_nan() -> None:
+    adjusted = difficulty_adjusted_brier([0.1, 0.3], [0, 2], [0, 0], forecaster_count=4)
+    assert len(adjusted) == 4
+    assert adjusted[0] == pytest.approx(0.1)
+    assert adjusted[2] == pytest.approx(0.3)
+    assert math.isnan(adjusted[1])
+    assert math.isnan(adjusted[3])
+    assert difficulty_adjusted_brier([], [], []).shape == (0,)
+
+
+def test_bad_input_is_refused() -> None:
+    with pytest.raises(ValueError, match="differ in length"):
+        difficulty_adjusted_brier([0.1, 0.2], [0], [0, 1])
+    with pytest.raises(ValueError, match="non-negative"):
+        difficulty_adjusted_brier([0.1], [-1], [0])
+    with pytest.raises(ValueError, match="integer codes"):
+        difficulty_adjusted_brier([0.1], [0.5], [0])
+    with pytest.raises(ValueError, match="finite"):
+        difficulty_adjusted_brier([math.nan], [0], [0])
+    with pytest.raises(ValueError, match="forecaster_count"):
+        difficulty_adjusted_brier([0.1], [3], [0], forecaster_count=2)
