@@ -21,7 +21,6 @@ The whole computation reads four queries and runs in one vectorised pass (bench/
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -39,7 +38,7 @@ from arena.selectors.standings import offline_agent_ids
 from markets.models import Market
 from scoring.aggregates import RANDOM_BRIER, brier_skill_score
 from scoring.alpha import RANDOM_UNIFORM_BRIER, bet_alphas, bets_to_separate, predictions_needed
-from scoring.crowd import crowd_geometric_mean_odds, crowd_median
+from scoring.crowd import grouped_geometric_mean_odds, grouped_median
 from scoring.difficulty import difficulty_adjusted_brier
 from scoring.murphy import AlphaAnatomy, Murphy, alpha_anatomy, murphy_decomposition
 from scoring.statistics import (
@@ -674,6 +673,16 @@ def _references(bets: _Bets, rows: list[ModelAnalytics], bins: int) -> list[Refe
     # In the YES frame a NO bet's confidence c is a forecast 1 − c that YES wins; prices and
     # outcomes flip with it, so every figure of the question is the same in either frame.
     flip = bets.binary & ~bets.yes_side
+    # A question's frame: YES for a binary market (-1), else the outcome bet on.
+    outcome_codes: dict[str, int] = {}
+    frame = np.fromiter(
+        (
+            -1 if binary else outcome_codes.setdefault(side, len(outcome_codes))
+            for binary, side in zip(bets.binary.tolist(), bets.side, strict=True)
+        ),
+        np.int64,
+        len(bets.side),
+    )
     forecast = np.where(flip, 1.0 - bets.forecast, bets.forecast)
     price = np.where(flip, 1.0 - bets.price, bets.price)
     outcome = np.where(flip, 1.0 - bets.outcome, bets.outcome)
@@ -681,11 +690,13 @@ def _references(bets: _Bets, rows: list[ModelAnalytics], bins: int) -> list[Refe
         mask = llm_rows[bets.row] & (offline_rows[bets.row] == offline)
         if not mask.any():
             continue
-        grouped: dict[tuple[int, int, str], list[int]] = defaultdict(list)
-        for i in np.flatnonzero(mask).tolist():
-            frame = "YES" if bets.binary[i] else bets.side[i]
-            grouped[(int(bets.run[i]), int(bets.market[i]), frame)].append(i)
-        first = np.array([members[0] for members in grouped.values()], dtype=np.int64)
+        members = np.flatnonzero(mask)
+        keys = np.stack([bets.run[members], bets.market[members], frame[members]], axis=1)
+        _, first_of, question, sizes = np.unique(
+            keys, axis=0, return_index=True, return_inverse=True, return_counts=True
+        )
+        question = question.reshape(-1)
+        first = members[first_of]
         q_price, q_outcome = price[first], outcome[first]
         market_brier = float(((q_price - q_outcome) ** 2).mean())
         label = " (offline stand-ins)" if offline else ""
@@ -716,16 +727,15 @@ def _references(bets: _Bets, rows: list[ModelAnalytics], bins: int) -> list[Refe
                 expected=True,
             )
         )
-        crowd = [m for m in grouped.values() if len(m) >= CROWD_MIN_FORECASTS]
-        if not crowd:
+        crowd = sizes >= CROWD_MIN_FORECASTS
+        if not crowd.any():
             continue
-        crowd_first = np.array([m[0] for m in crowd], dtype=np.int64)
-        c_price, c_outcome = price[crowd_first], outcome[crowd_first]
+        c_price, c_outcome = price[first[crowd]], outcome[first[crowd]]
         for key, name, aggregate in (
-            ("crowd-median", "LLM crowd, median", crowd_median),
-            ("crowd-geomean", "LLM crowd, geometric mean of odds", crowd_geometric_mean_odds),
+            ("crowd-median", "LLM crowd, median", grouped_median),
+            ("crowd-geomean", "LLM crowd, geometric mean of odds", grouped_geometric_mean_odds),
         ):
-            forecasts = np.array([aggregate(forecast[m]) for m in crowd], dtype=np.float64)
+            forecasts = aggregate(forecast[members], question)[crowd]
             c_brier, c_market, c_delta = bet_alphas(forecasts, c_price, c_outcome)
             references.append(
                 ReferenceAnalytics(
@@ -736,7 +746,7 @@ def _references(bets: _Bets, rows: list[ModelAnalytics], bins: int) -> list[Refe
                         f"run, where at least {CROWD_MIN_FORECASTS} bet on it"
                     ),
                     offline=offline,
-                    questions=len(crowd),
+                    questions=int(crowd.sum()),
                     brier=float(c_brier.mean()),
                     market_brier=float(c_market.mean()),
                     alpha=float(c_delta.mean()),

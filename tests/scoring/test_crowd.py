@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scoring.crowd import crowd_geometric_mean_odds, crowd_median
+from scoring.crowd import (
+    crowd_geometric_mean_odds,
+    crowd_median,
+    grouped_geometric_mean_odds,
+    grouped_median,
+)
 
 
 def test_median() -> None:
@@ -58,3 +63,32 @@ def test_bad_input_is_refused() -> None:
         crowd_geometric_mean_odds([math.nan])
     with pytest.raises(ValueError, match="clip"):
         crowd_geometric_mean_odds([0.5], clip=0.5)
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(min_value=0, max_value=5), st.floats(min_value=0.0, max_value=1.0)),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_grouped_aggregates_equal_each_groups_own(pairs: list[tuple[int, float]]) -> None:
+    groups = [g for g, _ in pairs]
+    forecasts = [p for _, p in pairs]
+    medians = grouped_median(forecasts, groups)
+    geometric = grouped_geometric_mean_odds(forecasts, groups)
+    for code in range(max(groups) + 1):
+        members = [p for g, p in pairs if g == code]
+        if not members:
+            assert math.isnan(medians[code])
+            assert math.isnan(geometric[code])
+            continue
+        assert medians[code] == pytest.approx(crowd_median(members), abs=1e-12)
+        assert geometric[code] == pytest.approx(crowd_geometric_mean_odds(members), abs=1e-12)
+
+
+def test_grouped_aggregates_refuse_mismatched_groups() -> None:
+    with pytest.raises(ValueError, match="length"):
+        grouped_median([0.5, 0.6], [0])
+    with pytest.raises(ValueError, match="negative"):
+        grouped_geometric_mean_odds([0.5], [-1])
