@@ -375,6 +375,8 @@ class Trade(models.Model):
         indexes = [
             models.Index(fields=["agent", "status"], name="trade_agent_status"),
             models.Index(fields=["market", "kind", "status"], name="trade_market_kind"),
+            # The analytics' watermark reads the latest scoring time (arena/selectors/analytics.py).
+            models.Index(fields=["scored_at"], name="trade_scored_at"),
         ]
 
     def __str__(self) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
@@ -94,6 +95,9 @@ def _t_two_sided(t: float, df: float) -> float:
     return min(1.0, 2.0 * _t_tail(t, df))
 
 
+# A bisection of a continued fraction is costly, and the analytics ask for the same few
+# quantiles (0.975 at each cohort count) for every row: each is computed once.
+@lru_cache(maxsize=4096)
 def student_t_quantile(p: float, df: float) -> float:
     """Return the t with P(T ≤ t) = p for Student's t with `df` degrees of freedom.
 
