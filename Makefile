@@ -89,6 +89,7 @@ bench: $(VENV)/.installed-dev services
 	$(BIN)/python bench/sync_markets.py
 	$(BIN)/python bench/pages.py
 	$(BIN)/python bench/api.py
+	$(BIN)/python bench/analytics.py
 
 clean:
 	rm -rf $(VENV) db.sqlite3 staticfiles .mypy_cache .ruff_cache
