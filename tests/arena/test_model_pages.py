@@ -28,6 +28,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -200,6 +201,7 @@ def page(client: Client, url: str, status: int = 200) -> str:
 
 
 def count_queries(client: Client, url: str) -> int:
+    cache.clear()  # the analytics' kept answer: every count measures the computation itself
     with CaptureQueriesContext(connection) as queries:
         page(client, url)
     return len(queries.captured_queries)
@@ -554,4 +556,6 @@ def test_model_pages_and_leaderboard_keep_a_constant_number_of_queries(
         grow(["gpt-5.1", "claude-opus-4.5", "grok-4", "baseline-market", "baseline-random"])
     after = {url: count_queries(client, url) for url in urls}
     assert after == before
-    assert max(after.values()) <= 20
+    # 15 for the page's own figures and curve, 1 for the analytics' watermark, 7 to compute
+    # the analytics when they are not kept.
+    assert max(after.values()) <= 25

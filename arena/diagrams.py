@@ -1,0 +1,394 @@
+"""Small diagrams drawn on the server as inline SVG: no script, readable without one.
+
+Each builder is a pure function of numbers (and a few labels) that returns SVG markup. Every
+label is escaped here, so the markup is safe to put in a page as it is (`SafeString`). The SVG
+has a `viewBox` and `width="100%"`: it scales with its box, down to a 390 px phone, and the
+text scales with it. Each one is an image to assistive technology (`role="img"`, a `<title>`
+and an `aria-label` saying what it shows); each point carries a `<title>` with its figures.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.utils.safestring import SafeString, mark_safe
+
+MINUS = "−"  # the site writes negatives with a true minus sign (forecaster/templatetags/figures)
+MODEL_COLOUR = "#2a5bd7"
+MARKET_COLOUR = "#c2410c"
+GRID_COLOUR = "#e3e6ec"
+AXIS_COLOUR = "#677084"
+
+
+def signed(value: float, places: int = 4) -> str:
+    """Return `value` with `places` decimals, a + on a positive figure and a true minus sign
+    on a negative one (`+0.0123`, `−0.0040`, `0.0000`)."""
+    text = f"{abs(value):.{places}f}"
+    if float(text) == 0.0:
+        return text
+    return ("+" if value > 0 else MINUS) + text
+
+
+def signed_precise(value: float, places: int = 4) -> str:
+    """Return `signed(value, places)`, or with two significant figures when that would hide a
+    non-zero value as 0 (`−0.000012`): for a figure quoted on its own, such as an edge."""
+    if value == 0.0 or abs(value) >= 0.5 * 10**-places:
+        return signed(value, places)
+    return signed(value, _places_for(abs(value)))
+
+
+def _places_for(span: float) -> int:
+    """The decimals that show a difference of `span` (at least 3, at most 8)."""
+    if span <= 0.0:
+        return 3
+    return max(3, min(8, 1 - math.floor(math.log10(span))))
+
+
+def fixed(value: float, places: int = 4) -> str:
+    """Return `value` with `places` decimals and a true minus sign when negative."""
+    text = f"{abs(value):.{places}f}"
+    return (MINUS if value < 0 and float(text) != 0.0 else "") + text
+
+
+def _e(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _n(value: float) -> str:
+    """A coordinate: two decimals at most, trailing zeros dropped."""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _svg(*, width: int, height: int, label: str, css_class: str, body: list[str]) -> SafeString:
+    return mark_safe(  # noqa: S308 — every label was escaped by _e above
+        f'<svg class="diagram {css_class}" viewBox="0 0 {width} {height}" width="100%" '
+        f'role="img" aria-label="{_e(label)}" xmlns="http://www.w3.org/2000/svg">'
+        f"<title>{_e(label)}</title>" + "".join(body) + "</svg>"
+    )
+
+
+def _text(x: float, y: float, text: str, *, anchor: str = "start", css: str = "") -> str:
+    klass = f' class="{css}"' if css else ""
+    return f'<text x="{_n(x)}" y="{_n(y)}" text-anchor="{anchor}"{klass}>{_e(text)}</text>'
+
+
+# ---------------------------------------------------------------------------------------------
+# Reliability diagram
+
+
+@dataclass(frozen=True)
+class Square:
+    """A square plot area of the unit square [0, 1]²: where a probability pair is drawn."""
+
+    left: float
+    top: float
+    size: float
+
+    def x(self, value: float) -> float:
+        return self.left + value * self.size
+
+    def y(self, value: float) -> float:
+        return self.top + (1.0 - value) * self.size
+
+
+RELIABILITY_WIDTH, RELIABILITY_HEIGHT = 360, 380
+RELIABILITY_PLOT = Square(left=48.0, top=12.0, size=296.0)
+TICKS = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+MIN_RADIUS, MAX_RADIUS = 3.0, 10.0
+
+
+def _radius(count: int, most: int) -> float:
+    # The area, not the radius, grows with the count, so a bin of 4× the bets looks 4× as big.
+    return MIN_RADIUS + (MAX_RADIUS - MIN_RADIUS) * math.sqrt(count / most) if most else MIN_RADIUS
+
+
+def _bin_title(who: str, forecast: float, observed: float, count: int) -> str:
+    bets = f"{count} bet{'s' if count != 1 else ''}"
+    return f"{who}: mean forecast {forecast:.3f}, observed {observed:.3f}, {bets}"
+
+
+def reliability_diagram(
+    forecaster: Sequence[tuple[float, float, int]],
+    market: Sequence[tuple[float, float, int]],
+    *,
+    forecaster_label: str = "Model",
+    market_label: str = "Market, same bets",
+) -> SafeString:
+    """Return the reliability diagram: each bin's mean forecast (x) against its observed
+    frequency (y), both 0–1, over the diagonal of perfect calibration. `forecaster` and
+    `market` are (mean forecast, observed frequency, bets) per non-empty bin
+    (`arena.selectors.analytics.reliability_points`); a point's area grows with its bets, on
+    one scale for both series. The forecaster's bins are filled circles (class `pt model`),
+    the market's hollow diamonds (`pt market`). Raises nothing: no bins draws the frame only."""
+    plot = RELIABILITY_PLOT
+    right, bottom = plot.x(1.0), plot.y(0.0)
+    body: list[str] = []
+    for tick in TICKS:
+        x, y = plot.x(tick), plot.y(tick)
+        body.append(
+            f'<line class="grid" x1="{_n(x)}" y1="{_n(plot.top)}" x2="{_n(x)}" '
+            f'y2="{_n(bottom)}"/><line class="grid" x1="{_n(plot.left)}" y1="{_n(y)}" '
+            f'x2="{_n(right)}" y2="{_n(y)}"/>'
+        )
+        body.append(_text(x, bottom + 16, f"{tick:g}", anchor="middle", css="tick"))
+        body.append(_text(plot.left - 6, y + 4, f"{tick:g}", anchor="end", css="tick"))
+    body.append(
+        f'<rect class="frame" x="{_n(plot.left)}" y="{_n(plot.top)}" width="{_n(plot.size)}" '
+        f'height="{_n(plot.size)}"/>'
+    )
+    body.append(
+        f'<line class="diagonal" x1="{_n(plot.x(0))}" y1="{_n(plot.y(0))}" '
+        f'x2="{_n(plot.x(1))}" y2="{_n(plot.y(1))}"/>'
+    )
+    body.append(_text((plot.left + right) / 2, bottom + 34, "mean forecast", anchor="middle"))
+    middle = (plot.top + bottom) / 2
+    body.append(
+        f'<text x="14" y="{_n(middle)}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {_n(middle)})">observed frequency</text>'
+    )
+    most = max((count for _, _, count in (*forecaster, *market)), default=0)
+    for forecast, observed, count in forecaster:
+        body.append(
+            f'<circle class="pt model" cx="{_n(plot.x(forecast))}" cy="{_n(plot.y(observed))}" '
+            f'r="{_n(_radius(count, most))}">'
+            f"<title>{_e(_bin_title(forecaster_label, forecast, observed, count))}</title>"
+            "</circle>"
+        )
+    for forecast, observed, count in market:
+        x, y, r = plot.x(forecast), plot.y(observed), _radius(count, most)
+        body.append(
+            f'<path class="pt market" d="M{_n(x)} {_n(y - r)}L{_n(x + r)} {_n(y)}'
+            f'L{_n(x)} {_n(y + r)}L{_n(x - r)} {_n(y)}Z">'
+            f"<title>{_e(_bin_title(market_label, forecast, observed, count))}</title></path>"
+        )
+    legend_y = RELIABILITY_HEIGHT - 8
+    body.append(
+        f'<g class="legend"><line class="diagonal" x1="4" y1="{legend_y - 4}" x2="22" '
+        f'y2="{legend_y - 4}"/>{_text(26, legend_y, "perfect calibration")}'
+        f'<circle class="model" cx="148" cy="{legend_y - 4}" r="5"/>'
+        f"{_text(157, legend_y, forecaster_label)}"
+        f'<path class="market" d="M246 {legend_y - 10}L252 {legend_y - 4}L246 {legend_y + 2}'
+        f'L240 {legend_y - 4}Z"/>{_text(257, legend_y, market_label)}</g>'
+    )
+    label = (
+        f"Reliability diagram: {forecaster_label} in {len(forecaster)} forecast "
+        f"bin{'s' if len(forecaster) != 1 else ''}, the market in {len(market)}, "
+        "against the diagonal of perfect calibration"
+    )
+    return _svg(
+        width=RELIABILITY_WIDTH,
+        height=RELIABILITY_HEIGHT,
+        label=label,
+        css_class="reliability",
+        body=body,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Murphy bars
+
+
+MURPHY_WIDTH = 360
+MURPHY_LEFT, MURPHY_BAR_WIDTH = 44.0, 232.0
+MURPHY_ROW, MURPHY_BAR = 36.0, 12.0
+MURPHY_TERMS = (
+    ("UNC", "uncertainty: the outcomes' variance, the same for both on the same bets"),
+    ("REL", "reliability: calibration error, lower is better"),
+    ("RES", "resolution: discrimination, higher is better"),
+)
+
+
+def murphy_bars(
+    forecaster: tuple[float, float, float],
+    market: tuple[float, float, float],
+    *,
+    forecaster_label: str = "Model",
+    market_label: str = "Market, same bets",
+) -> SafeString:
+    """Return horizontal bars of the Murphy terms (UNC, REL, RES) of the forecaster beside the
+    market's on the same bets; each argument is (UNC, REL, RES), each in [0, 1]. The bars share
+    one scale, the larger of 0.25 (UNC's ceiling) and the largest term. Raises nothing."""
+    top = max(0.25, *forecaster, *market)
+    body: list[str] = []
+    for row, (name, meaning) in enumerate(MURPHY_TERMS):
+        y0 = 6 + row * MURPHY_ROW
+        body.append(
+            f"<g><title>{_e(f'{name}, {meaning}')}</title>"
+            + _text(0, y0 + MURPHY_BAR + 4, name, css="term")
+            + "</g>"
+        )
+        for offset, (who, values, css) in enumerate(
+            ((forecaster_label, forecaster, "model"), (market_label, market, "market"))
+        ):
+            value = values[row]
+            y = y0 + offset * (MURPHY_BAR + 2)
+            width = MURPHY_BAR_WIDTH * max(0.0, value) / top
+            body.append(
+                f'<rect class="bar {css}" x="{_n(MURPHY_LEFT)}" y="{_n(y)}" '
+                f'width="{_n(width)}" height="{_n(MURPHY_BAR)}">'
+                f"<title>{_e(f'{who}: {name} {value:.4f}')}</title></rect>"
+                + _text(MURPHY_LEFT + width + 4, y + MURPHY_BAR - 2, f"{value:.4f}", css="value")
+            )
+    legend_y = 6 + len(MURPHY_TERMS) * MURPHY_ROW + 10
+    body.append(
+        f'<g class="legend"><rect class="model" x="{_n(MURPHY_LEFT)}" y="{legend_y - 9}" '
+        f'width="12" height="10"/>{_text(MURPHY_LEFT + 16, legend_y, forecaster_label)}'
+        f'<rect class="market" x="{_n(MURPHY_LEFT + 130)}" y="{legend_y - 9}" width="12" '
+        f'height="10"/>{_text(MURPHY_LEFT + 146, legend_y, market_label)}</g>'
+    )
+    unc, rel, res = forecaster
+    m_unc, m_rel, m_res = market
+    label = (
+        f"Murphy decomposition: {forecaster_label} UNC {unc:.4f}, REL {rel:.4f}, RES "
+        f"{res:.4f}; {market_label} UNC {m_unc:.4f}, REL {m_rel:.4f}, RES {m_res:.4f}"
+    )
+    return _svg(
+        width=MURPHY_WIDTH,
+        height=int(legend_y + 8),
+        label=label,
+        css_class="murphy",
+        body=body,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Cumulative Alpha over cohorts
+
+
+CUMULATIVE_WIDTH, CUMULATIVE_HEIGHT = 360, 244
+CUMULATIVE_LEFT, CUMULATIVE_RIGHT = 56.0, 348.0
+CUMULATIVE_TOP, CUMULATIVE_BOTTOM = 12.0, 180.0
+MAX_COHORT_TICKS = 6
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A plot area mapping (cohort number, Alpha) onto the diagram's coordinates."""
+
+    first: int
+    last: int
+    low: float
+    high: float
+
+    def x(self, cohort: float) -> float:
+        if self.last == self.first:
+            return (CUMULATIVE_LEFT + CUMULATIVE_RIGHT) / 2
+        share = (cohort - self.first) / (self.last - self.first)
+        return CUMULATIVE_LEFT + share * (CUMULATIVE_RIGHT - CUMULATIVE_LEFT)
+
+    def y(self, value: float) -> float:
+        share = (value - self.low) / (self.high - self.low)
+        return CUMULATIVE_BOTTOM - share * (CUMULATIVE_BOTTOM - CUMULATIVE_TOP)
+
+
+def alpha_frame(points: Sequence[tuple[int, float, float]]) -> Frame:
+    """Return the frame of `cumulative_alpha_line`: the cohorts' span, and an Alpha range
+    that holds every point and 0, padded by a tenth (at least ±0.01 around 0)."""
+    values = [0.0, *(v for _, a, c in points for v in (a, c))]
+    low, high = min(values), max(values)
+    pad = max((high - low) * 0.1, 0.01 if high == low else 0.0)
+    numbers = [number for number, _, _ in points] or [0]
+    return Frame(first=min(numbers), last=max(numbers), low=low - pad, high=high + pad)
+
+
+def _cohort_ticks(first: int, last: int) -> list[int]:
+    span = last - first
+    if span < MAX_COHORT_TICKS:
+        return list(range(first, last + 1))
+    step = math.ceil(span / (MAX_COHORT_TICKS - 1))
+    ticks = list(range(first, last, step))
+    if last - ticks[-1] < step / 2:
+        ticks.pop()
+    return [*ticks, last]
+
+
+def cumulative_alpha_line(
+    points: Sequence[tuple[int, float, float]], *, forecaster_label: str = "Model"
+) -> SafeString:
+    """Return Alpha over cohorts: a line of the Alpha pooled over every cohort so far, the
+    cohort's own Alpha as hollow dots (class `pt cohort`), and the zero line (the market).
+    `points` are (cohort number, cohort Alpha, cumulative Alpha), cohorts ascending. Raises
+    nothing: no points draws the frame and the zero line only."""
+    frame = alpha_frame(points)
+    body: list[str] = []
+    for value in (frame.high, frame.low):
+        y = frame.y(value)
+        body.append(
+            f'<line class="grid" x1="{_n(CUMULATIVE_LEFT)}" y1="{_n(y)}" '
+            f'x2="{_n(CUMULATIVE_RIGHT)}" y2="{_n(y)}"/>'
+        )
+    places = _places_for(frame.high - frame.low)
+    for value in sorted({frame.low, 0.0, frame.high}):
+        body.append(
+            _text(
+                CUMULATIVE_LEFT - 6,
+                frame.y(value) + 4,
+                signed(value, places),
+                anchor="end",
+                css="tick",
+            )
+        )
+    zero = frame.y(0.0)
+    body.append(
+        f'<line class="zero" x1="{_n(CUMULATIVE_LEFT)}" y1="{_n(zero)}" '
+        f'x2="{_n(CUMULATIVE_RIGHT)}" y2="{_n(zero)}"/>'
+    )
+    if points:
+        for number in _cohort_ticks(frame.first, frame.last):
+            body.append(
+                _text(
+                    frame.x(number),
+                    CUMULATIVE_BOTTOM + 16,
+                    str(number),
+                    anchor="middle",
+                    css="tick",
+                )
+            )
+    body.append(
+        _text(
+            (CUMULATIVE_LEFT + CUMULATIVE_RIGHT) / 2,
+            CUMULATIVE_BOTTOM + 34,
+            "cohort",
+            anchor="middle",
+        )
+    )
+    if len(points) > 1:
+        path = " ".join(f"{_n(frame.x(n))},{_n(frame.y(c))}" for n, _, c in points)
+        body.append(f'<polyline class="cumulative" points="{path}"/>')
+    for number, alpha, cumulative in points:
+        x = frame.x(number)
+        body.append(
+            f'<circle class="pt cohort" cx="{_n(x)}" cy="{_n(frame.y(alpha))}" r="3.5">'
+            f"<title>{_e(f'Cohort {number}: Alpha {signed(alpha)}')}</title></circle>"
+            f'<circle class="pt running" cx="{_n(x)}" cy="{_n(frame.y(cumulative))}" r="2.5">'
+            f"<title>{_e(f'Through cohort {number}: Alpha {signed(cumulative)}')}</title></circle>"
+        )
+    legend_y = CUMULATIVE_HEIGHT - 8
+    body.append(
+        f'<g class="legend"><line class="cumulative" x1="4" y1="{legend_y - 4}" x2="22" '
+        f'y2="{legend_y - 4}"/>{_text(26, legend_y, "Alpha so far")}'
+        f'<circle class="cohort" cx="124" cy="{legend_y - 4}" r="3.5"/>'
+        f"{_text(132, legend_y, 'one cohort')}"
+        f'<line class="zero" x1="216" y1="{legend_y - 4}" x2="234" y2="{legend_y - 4}"/>'
+        f"{_text(238, legend_y, '0: the market')}</g>"
+    )
+    if points:
+        last = points[-1]
+        cohorts = f"{len(points)} cohort{'s' if len(points) != 1 else ''}"
+        label = (
+            f"Alpha of {forecaster_label} over {cohorts} ({points[0][0]} to {last[0]}): "
+            f"{signed(last[2])} pooled through cohort {last[0]}"
+        )
+    else:
+        label = f"Alpha of {forecaster_label} over cohorts: no resolved bets yet"
+    return _svg(
+        width=CUMULATIVE_WIDTH,
+        height=CUMULATIVE_HEIGHT,
+        label=label,
+        css_class="cumulative-alpha",
+        body=body,
+    )
