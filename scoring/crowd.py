@@ -1,8 +1,8 @@
 """Crowd aggregates of several forecasts of one outcome (ForecastBench 004, Appendix E).
 
-ForecastBench aggregates its LLM crowd by the median and by the geometric mean of odds
-(which it also calls the geometric mean of log odds, Satopää et al. 2014): the mean of the
-forecasts' log odds, mapped back to a probability. Both are the same number.
+ForecastBench aggregates its LLM crowd by the median, the geometric mean and the geometric
+mean of log odds (Satopää et al. 2014); here the median and the geometric mean of odds: the
+mean of the forecasts' log odds, mapped back to a probability.
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ DEFINITIONS: list[tuple[str, str, str]] = [
         "Brier skill score",
         "1 − Brier ÷ reference: against the 50% guesser (0.25), and against the market's "
         "Brier on the same bets",
-        "001 §3; 003 §3.4",
+        "001 §1.5; 003 §3.4",
     ),
     (
         "Interval (t)",
@@ -138,7 +138,7 @@ DEFINITIONS: list[tuple[str, str, str]] = [
         "Difficulty-adjusted Brier",
         "Brier with market fixed effects estimated over all agents' bets (agents choose "
         "different markets): mean over the row's bets of (Brier − the market's effect)",
-        "004 (difficulty adjustment)",
+        "ForecastBench leaderboard practice (not in the 004 paper)",
     ),
     (
         "LLM crowd",

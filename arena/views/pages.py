@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
 from django.http import HttpRequest, HttpResponse
@@ -10,8 +11,12 @@ from django.utils.http import urlencode
 
 from arena import charts, clock
 from arena.models import Agent, Cohort, Decision
+from arena.selectors import analytics as analytics_selectors
 from arena.selectors import curves
 from arena.selectors import standings as selectors
+from arena.selectors.analytics import Analytics, ModelAnalytics, Separation
+from scoring.aggregates import RANDOM_BRIER
+from scoring.statistics import Interval
 
 
 def _get_cohort(number: int) -> Cohort:
@@ -40,11 +45,125 @@ SORT_LABELS = {
 SCOPE_LABELS = {"all": "every cohort", "completed": "completed cohorts only"}
 
 
-def _leaderboard_query(*, sort: str, cohorts: str) -> str:
+# The leaderboard's column sets: the v1 figures (the default, unchanged) or the analytics of
+# issue 11 beside them; what the switch's links say.
+VIEW_LABELS = {"v1": "v1 figures", "analytics": "analytics (Alpha against the market, intervals)"}
+ANALYTICS_SECTION = "analytics-beyond-v1"  # docs/methodology.md's heading, as the toc ids it
+
+
+@dataclass(frozen=True)
+class AnalyticsColumn:
+    """A heading of the analytics view: its label, the definition it shows as a tooltip and
+    the methodology anchor of its formula."""
+
+    label: str
+    title: str
+    anchor: str
+
+
+def _definition(name: str) -> str:
+    """Return `name`'s formula and source from the analytics definitions ("" if none)."""
+    for defined, formula, source in analytics_selectors.DEFINITIONS:
+        if defined == name:
+            return f"{defined}: {formula} ({source})"
+    return ""
+
+
+def _analytics_columns() -> list[AnalyticsColumn]:
+    interval = _definition("Interval (t)")
+    return [
+        AnalyticsColumn(
+            "Resolved bets",
+            "n: the row's resolved bets, each a forecast that its side wins (cancelled markets "
+            "are not scored)",
+            ANALYTICS_SECTION,
+        ),
+        AnalyticsColumn("Alpha (95% interval)", f"{_definition('Alpha')}. {interval}", "alpha"),
+        AnalyticsColumn(
+            "Coverage-adj. Alpha", _definition("Coverage-adjusted Alpha"), "coverage-adjusted-alpha"
+        ),
+        AnalyticsColumn(
+            "BSS vs 0.25",
+            _definition("Brier skill score") + "; here against 0.25",
+            "brier-skill-score",
+        ),
+        AnalyticsColumn(
+            "BSS vs market",
+            _definition("Brier skill score") + "; here against the market on the same bets",
+            "brier-skill-score",
+        ),
+        AnalyticsColumn(
+            "Difficulty-adj. Brier",
+            _definition("Difficulty-adjusted Brier"),
+            "difficulty-adjusted-brier",
+        ),
+        AnalyticsColumn(
+            "Brier (95% interval)",
+            "the v1 pooled Brier: mean of (f − x)² over the resolved bets. " + interval,
+            "intervals-across-cohorts",
+        ),
+        AnalyticsColumn("p (Alpha ≠ 0)", _definition("p (Alpha ≠ 0)"), "p-values-and-beat"),
+        AnalyticsColumn("Beat%", _definition("Beat%"), "p-values-and-beat"),
+    ]
+
+
+@dataclass(frozen=True)
+class AnalyticsLine:
+    """A leaderboard row (`standing`, in the v1 order) beside its analytics (`figures`, None
+    when the analytics have no such row)."""
+
+    standing: selectors.ModelRow
+    figures: ModelAnalytics | None
+
+    @property
+    def alpha_not_significant(self) -> bool:
+        """Whether the 95% t interval of Alpha contains 0 (False without an interval)."""
+        return self.figures is not None and _contains(self.figures.alpha_interval, 0.0)
+
+    @property
+    def brier_not_significant(self) -> bool:
+        """Whether the 95% t interval of Brier contains 0.25, the 50% guesser's Brier."""
+        return self.figures is not None and _contains(self.figures.brier_interval, RANDOM_BRIER)
+
+    @property
+    def single_cohort(self) -> bool:
+        """Whether the row has resolved bets but no interval (they come from one cohort)."""
+        interval = self.figures.alpha_interval if self.figures else None
+        return interval is not None and interval.low is None
+
+
+def _contains(interval: Interval | None, value: float) -> bool:
+    if interval is None or interval.low is None or interval.high is None:
+        return False
+    return interval.low <= value <= interval.high
+
+
+def _analytics_lines(rows: list[selectors.ModelRow], analytics: Analytics) -> list[AnalyticsLine]:
+    return [AnalyticsLine(row, analytics.row(row.model.pk, row.offline)) for row in rows]
+
+
+@dataclass(frozen=True)
+class PowerNote:
+    """The power note: the separation of the two best rows by Alpha, and whether they are the
+    offline stand-ins (no real model has two rows with resolved bets)."""
+
+    separation: Separation | None
+    offline: bool
+
+
+def _power_note(analytics: Analytics) -> PowerNote:
+    real = analytics.separation("alpha", offline=False)
+    if real is not None:
+        return PowerNote(real, offline=False)
+    return PowerNote(analytics.separation("alpha", offline=True), offline=True)
+
+
+def _leaderboard_query(*, sort: str, cohorts: str, view: str = "v1") -> str:
     """The query string of a leaderboard view, naming only what differs from the default."""
     wanted = {
         "sort": sort if sort != "brier" else "",
         "cohorts": cohorts if cohorts != "all" else "",
+        "view": view if view != "v1" else "",
     }
     return urlencode({key: value for key, value in wanted.items() if value})
 
@@ -54,31 +173,53 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
     sort = sort if sort in selectors.LEADERBOARD_SORTS else "brier"
     cohorts = request.GET.get("cohorts", "")
     cohorts = cohorts if cohorts in selectors.COHORT_SCOPES else "all"
+    view = request.GET.get("view", "")
+    view = view if view in VIEW_LABELS else "v1"
     llms, baselines = selectors.leaderboard(sort=sort, cohorts=cohorts)
-    return render(
-        request,
-        "arena/leaderboard.html",
-        {
-            "llms": llms,
-            "baselines": baselines,
-            "baseline_notes": selectors.baseline_notes(llms=llms, baselines=baselines),
-            "any_offline": any(row.offline for row in llms),
-            "any_unknown_cost": any(row.usage.unknown_cost for row in llms),
-            "sort": sort,
-            "sort_label": SORT_LABELS[sort][0],
-            "sort_links": [
-                (name, _leaderboard_query(sort=key, cohorts=cohorts), key == sort)
-                for key, (_, name) in SORT_LABELS.items()
+    context = {
+        "llms": llms,
+        "baselines": baselines,
+        "baseline_notes": selectors.baseline_notes(llms=llms, baselines=baselines),
+        "any_offline": any(row.offline for row in llms),
+        "any_unknown_cost": any(row.usage.unknown_cost for row in llms),
+        "sort": sort,
+        "sort_label": SORT_LABELS[sort][0],
+        "sort_links": [
+            (name, _leaderboard_query(sort=key, cohorts=cohorts, view=view), key == sort)
+            for key, (_, name) in SORT_LABELS.items()
+        ],
+        "cohorts_scope": cohorts,
+        "scope_links": [
+            (label, _leaderboard_query(sort=sort, cohorts=key, view=view), key == cohorts)
+            for key, label in SCOPE_LABELS.items()
+        ],
+        "view": view,
+        "view_links": [
+            (label, _leaderboard_query(sort=sort, cohorts=cohorts, view=key), key == view)
+            for key, label in VIEW_LABELS.items()
+        ],
+        "definitions": selectors.MODEL_DEFINITIONS,
+        "cohorts": selectors.cohort_list()[:5],
+    }
+    if view == "analytics":
+        # Read only when asked for: the v1 view stays exactly what it was, queries included.
+        analytics = analytics_selectors.analytics(cohorts=cohorts)
+        llm_lines = _analytics_lines(llms, analytics)
+        baseline_lines = _analytics_lines(baselines, analytics)
+        context |= {
+            # The LLMs ranked (in the v1 order), then the baselines, never ranked.
+            "analytics_tables": [(llm_lines, True), (baseline_lines, False)],
+            "any_single_cohort": any(line.single_cohort for line in llm_lines + baseline_lines),
+            "references": analytics.references,
+            "power": _power_note(analytics),
+            "columns": _analytics_columns(),
+            "analytics_section": ANALYTICS_SECTION,
+            "analytics_definitions": [
+                (name, f"{formula} ({source})")
+                for name, formula, source in analytics_selectors.DEFINITIONS
             ],
-            "cohorts_scope": cohorts,
-            "scope_links": [
-                (label, _leaderboard_query(sort=sort, cohorts=key), key == cohorts)
-                for key, label in SCOPE_LABELS.items()
-            ],
-            "definitions": selectors.MODEL_DEFINITIONS,
-            "cohorts": selectors.cohort_list()[:5],
-        },
-    )
+        }
+    return render(request, "arena/leaderboard.html", context)
 
 
 def cohort_list(request: HttpRequest) -> HttpResponse:
