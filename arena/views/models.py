@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -248,11 +249,13 @@ def _power(row: analytics_stats.ModelAnalytics) -> str:
             f"Its Alpha is {signed_precise(power.alpha)} with forecasts that do not stray from the "
             f"price: there is no edge to detect; {have} resolved bets."
         )
-    needed = f"{round(power.bets_needed):,}"
+    needed = f"{math.ceil(power.bets_needed):,}"
     more = f", {power.bets_more:,} more" if power.bets_more else ", enough"
+    # Proposition 3 is symmetric: a deficit against the market is as hard to detect as an edge.
     return (
-        f"An edge the size of its Alpha ({signed_precise(power.alpha)}) needs about {needed} "
-        f"resolved bets to detect at 80% power (one-sided, κ = 0.05); {have}{more}."
+        f"Telling an Alpha of {signed_precise(power.alpha)} from 0 (the market) needs about "
+        f"{needed} resolved bets at 80% power (one-sided, κ = 0.05, with its own base rate and "
+        f"boldness); {have}{more}."
     )
 
 

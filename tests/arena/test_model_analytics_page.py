@@ -17,6 +17,7 @@ Alpha δ = (b − x)² − (f − x)²:
 
 from __future__ import annotations
 
+import math
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -186,10 +187,10 @@ def test_the_power_line_gives_the_bets_needed_and_had(lineup: Lineup, client: Cl
     assert real.power.bets_needed is not None
     real_panel, _ = panels(page(client, "/models/gpt-5.1/"))
     text = re.sub(r"\s+", " ", real_panel)
-    needed = f"{round(real.power.bets_needed):,}"
+    needed = f"{math.ceil(real.power.bets_needed):,}"
     assert (
-        f"An edge the size of its Alpha (+0.0240) needs about {needed} resolved bets to detect "
-        "at 80% power (one-sided, κ = 0.05); it has 5"
+        f"Telling an Alpha of +0.0240 from 0 (the market) needs about {needed} resolved bets at "
+        "80% power (one-sided, κ = 0.05, with its own base rate and boldness); it has 5"
     ) in text
 
 
