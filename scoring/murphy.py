@@ -55,7 +55,8 @@ class Murphy:
 
 def _bin_indices(forecasts: NDArray[np.float64], bins: int) -> NDArray[np.intp]:
     # Bin k is [k/K, (k+1)/K); a forecast of exactly 1.0 belongs to the last bin.
-    return np.minimum(np.floor(forecasts * bins), bins - 1).astype(np.intp)
+    # The small nudge keeps a forecast on a bin edge in its bin: 0.58 × 50 is 28.999999999999996.
+    return np.minimum(np.floor(forecasts * bins + 1e-9), bins - 1).astype(np.intp)
 
 
 def _decompose(forecasts: NDArray[np.float64], outcomes: NDArray[np.float64], bins: int) -> Murphy:

@@ -1,9 +1,11 @@
-"""Intervals and tests across cohorts: Student t, cluster-robust and bootstrap (000 §5.2).
+"""Intervals and tests of pooled per-bet figures: Student t, cluster-robust and bootstrap
+(000 §5.2).
 
-Cohorts are the independent units: every agent of a cohort sees the same markets in the
-same week, so bets within one cohort share their luck. Each function therefore takes one
-value (or one sum and count) per cohort and draws its uncertainty from the spread between
-cohorts, never from the count of bets alone.
+Bets are not independent draws. A cohort's bets share their weeks' news, and bets on one
+market share its single outcome — across cohorts too, since every active cohort decides in
+the same weekly run and so bets on the same markets. Each function therefore takes every
+bet's value with its cohort and market and draws its uncertainty from the spread between
+those clusters (two-way), never from the count of bets alone.
 
 Student's t is computed here from the regularized incomplete beta function (Lentz's
 continued fraction), so the project needs no scipy.
@@ -134,10 +136,8 @@ def student_t_quantile(p: float, df: float) -> float:
 
 @dataclass(frozen=True)
 class Interval:
-    """A pooled mean over `count` bets in `clusters` cohorts, with its interval.
-
-    low, high and standard_error are None when fewer than two cohorts have bets.
-    """
+    """A pooled mean over `count` bets in `clusters` cohorts on `markets` markets, with its
+    interval. low, high and standard_error are None with fewer than two cohorts (or markets)."""
 
     estimate: float
     low: float | None
@@ -145,30 +145,7 @@ class Interval:
     standard_error: float | None
     clusters: int
     count: int
-
-
-def _clusters(
-    sums: ArrayLike, counts: ArrayLike
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    s = np.asarray(sums, dtype=np.float64)
-    n = np.asarray(counts, dtype=np.float64)
-    if s.ndim != 1 or n.ndim != 1 or len(s) != len(n):
-        raise ValueError(f"sums and counts must be 1-d of equal length, got {s.shape}, {n.shape}")
-    if not bool(np.all(np.isfinite(s))):
-        raise ValueError("sums must be finite")
-    if not bool(np.all((n >= 0.0) & (n == np.floor(n)) & np.isfinite(n))):
-        raise ValueError("counts must be non-negative whole numbers")
-    if bool(np.any((n == 0.0) & (s != 0.0))):
-        raise ValueError("a cohort with no bets must have a sum of 0")
-    kept = n > 0.0
-    return s[kept], n[kept]
-
-
-def _cluster_standard_error(s: NDArray[np.float64], n: NDArray[np.float64], mean: float) -> float:
-    clusters = len(s)
-    total = float(n.sum())
-    squares = float(np.sum((s - mean * n) ** 2))
-    return math.sqrt(clusters / (clusters - 1) * squares) / total
+    markets: int = 0
 
 
 def _check_level(level: float) -> None:
@@ -176,123 +153,202 @@ def _check_level(level: float) -> None:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
 
 
+def _codes(name: str, values: ArrayLike, length: int) -> NDArray[np.intp]:
+    """Integer codes 0..G−1 of the clusters the bets fall in (any hashable-free labels)."""
+    labels = np.asarray(values)
+    if labels.shape != (length,):
+        raise ValueError(f"{name} must be 1-d with one entry per bet, got shape {labels.shape}")
+    _, codes = np.unique(labels, return_inverse=True)
+    return codes.reshape(-1).astype(np.intp)
+
+
+def _bets(
+    values: ArrayLike, cohorts: ArrayLike, markets: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.intp], NDArray[np.intp]]:
+    v = _finite_values("values", values)
+    return v, _codes("cohorts", cohorts, len(v)), _codes("markets", markets, len(v))
+
+
+def clustered_variance(influence: ArrayLike, clusters: ArrayLike) -> float:
+    """Return the cluster-robust variance of a statistic Σ ψᵢ: G/(G − 1) · Σ_g (Σ_{i∈g} ψᵢ)².
+
+    `influence` holds each bet's ψᵢ (its part of the statistic's deviation, e.g.
+    (vᵢ − mean)/N for a pooled mean) and `clusters` each bet's cluster label; bets of one
+    cluster may be correlated in any way, clusters are independent. 0 with fewer than two
+    clusters. Raise ValueError for unequal lengths or non-finite influence.
+    """
+    psi = _finite_values("influence", influence)
+    codes = _codes("clusters", clusters, len(psi))
+    groups = int(codes.max()) + 1 if len(codes) else 0
+    if groups < 2:
+        return 0.0
+    sums = np.bincount(codes, weights=psi, minlength=groups)
+    return groups / (groups - 1) * float(np.sum(sums**2))
+
+
+def two_way_variance(influence: ArrayLike, cohorts: ArrayLike, markets: ArrayLike) -> float:
+    """Return the variance of Σ ψᵢ clustered two ways, by cohort and by market.
+
+    A cohort's bets share its weeks' news; bets on one market share its one outcome, and
+    concurrent cohorts (every active cohort decides in the same weekly run) bet on the same
+    markets, so neither clustering alone is honest. Cameron, Gelbach and Miller's two-way
+    estimator V_cohort + V_market − V_cohort×market; where small samples drive it to 0 or below,
+    the larger one-way variance instead.
+    """
+    psi = _finite_values("influence", influence)
+    c = _codes("cohorts", cohorts, len(psi))
+    m = _codes("markets", markets, len(psi))
+    cells = c * (int(m.max()) + 1 if len(m) else 1) + m
+    by_cohort = clustered_variance(psi, c)
+    by_market = clustered_variance(psi, m)
+    variance = by_cohort + by_market - clustered_variance(psi, cells)
+    return variance if variance > 0.0 else max(by_cohort, by_market)
+
+
+def _groups_of(codes: NDArray[np.intp]) -> int:
+    return int(codes.max()) + 1 if len(codes) else 0
+
+
 def pooled_mean_interval(
-    sums: ArrayLike, counts: ArrayLike, *, level: float = 0.95
+    values: ArrayLike, cohorts: ArrayLike, markets: ArrayLike, *, level: float = 0.95
 ) -> Interval | None:
-    """Return the pooled mean of per-bet values with a cluster-robust t interval over cohorts.
+    """Return the pooled mean of per-bet values with a t interval clustered by cohort and market.
 
-    One entry per cohort: `sums[c]` is the sum of its per-bet values (Brier, δ, …) and
-    `counts[c]` its number of bets; cohorts with no bets are ignored. The estimate is
-    Σ sums / Σ counts, the leaderboard's pooled figure. Its standard error is the
-    cluster-robust ratio-estimator one, SE² = C/(C − 1) · Σ_c (s_c − m·n_c)² / (Σ n)², and
-    the interval estimate ± t_{(1+level)/2, C−1} · SE. With equal counts per cohort this is
-    exactly the classic t interval of the cohort means, mean ± t · s/√C, the interval of
-    000 §5.2 with t in place of its 1.96, which is too narrow for a handful of cohorts.
+    One entry per bet in each argument: its value (Brier, δ, …), its cohort and its market.
+    The estimate is the plain mean, the leaderboard's pooled figure. Its standard error comes
+    from `two_way_variance` with ψᵢ = (vᵢ − mean)/N, and the interval is
+    estimate ± t_{(1+level)/2, G−1} · SE with G the fewer of cohorts and markets: the t interval
+    across cohorts of 000 §5.2 (t in place of its 1.96, which is too narrow for a handful of
+    cohorts), widened where cohorts bet on the same markets. With one bet per cohort on
+    distinct markets it is the classic t interval of the cohort values.
 
-    Return None when there are no bets; low, high and standard_error are None with fewer
-    than two cohorts. Raise ValueError for unequal lengths, non-finite sums, counts that are
-    not non-negative whole numbers, a non-zero sum with no bets, or level outside (0, 1).
+    Return None when there are no bets; low, high and standard_error are None with fewer than
+    two cohorts or markets. Raise ValueError for unequal lengths, non-finite values or level
+    outside (0, 1).
     """
     _check_level(level)
-    s, n = _clusters(sums, counts)
-    if len(s) == 0:
+    v, c, m = _bets(values, cohorts, markets)
+    if len(v) == 0:
         return None
-    total = int(n.sum())
-    estimate = float(s.sum()) / float(n.sum())
-    if len(s) < 2:
-        return Interval(estimate, None, None, None, clusters=len(s), count=total)
-    error = _cluster_standard_error(s, n, estimate)
-    half = student_t_quantile((1.0 + level) / 2.0, len(s) - 1) * error
-    return Interval(estimate, estimate - half, estimate + half, error, len(s), total)
+    estimate = math.fsum(v.tolist()) / len(v)
+    groups = min(_groups_of(c), _groups_of(m))
+    if groups < 2:
+        return Interval(estimate, None, None, None, _groups_of(c), len(v), _groups_of(m))
+    error = math.sqrt(two_way_variance((v - estimate) / len(v), c, m))
+    half = student_t_quantile((1.0 + level) / 2.0, groups - 1) * error
+    return Interval(
+        estimate, estimate - half, estimate + half, error, _groups_of(c), len(v), _groups_of(m)
+    )
+
+
+MIN_BOOTSTRAP_COHORTS = 5  # a percentile bootstrap of fewer clusters claims too much
 
 
 def bootstrap_pooled_interval(
-    sums: ArrayLike,
-    counts: ArrayLike,
+    values: ArrayLike,
+    cohorts: ArrayLike,
+    markets: ArrayLike,
     *,
     level: float = 0.95,
-    resamples: int = 2000,
+    resamples: int = 1000,
     seed: int = 0,
 ) -> Interval | None:
-    """Return the pooled mean with a percentile bootstrap interval resampling whole cohorts.
+    """Return the pooled mean with a pigeonhole bootstrap interval (cohorts × markets).
 
-    Same inputs and estimate as `pooled_mean_interval`. Each of `resamples` draws picks C
-    cohorts with replacement and recomputes the pooled mean; low and high are the
-    (1 − level)/2 and (1 + level)/2 quantiles of those means and standard_error their
-    standard deviation. Deterministic for a `seed` (numpy PCG64). Return None when there
-    are no bets; low, high and standard_error are None with fewer than two cohorts.
-    Raise ValueError as `pooled_mean_interval` does, or for resamples < 1.
+    Inputs and estimate as `pooled_mean_interval`. Each resample draws the cohorts with
+    replacement and, independently, the markets with replacement (Owen's pigeonhole bootstrap
+    for crossed clusters); a bet counts (times its cohort was drawn) × (times its market was
+    drawn), and the pooled mean is recomputed with those weights. low and high are the
+    (1 − level)/2 and (1 + level)/2 quantiles and standard_error the spread of the resampled
+    means. It is conservative: with no cluster effects at all it counts the bets' own noise
+    about twice (Owen 2007), so it is shown beside the t interval, not instead of it.
+    Deterministic for a `seed` (numpy PCG64). Return None when there are no bets; low,
+    high and standard_error are None with fewer than `MIN_BOOTSTRAP_COHORTS` cohorts or two
+    markets. Raise ValueError as `pooled_mean_interval` does, or for resamples < 2.
     """
     _check_level(level)
-    if resamples < 1:
-        raise ValueError(f"resamples must be at least 1, got {resamples!r}")
-    s, n = _clusters(sums, counts)
-    if len(s) == 0:
+    if resamples < 2:
+        raise ValueError(f"resamples must be at least 2, got {resamples!r}")
+    v, c, m = _bets(values, cohorts, markets)
+    if len(v) == 0:
         return None
-    total = int(n.sum())
-    estimate = float(s.sum()) / float(n.sum())
-    if len(s) < 2:
-        return Interval(estimate, None, None, None, clusters=len(s), count=total)
+    estimate = math.fsum(v.tolist()) / len(v)
+    cohort_count, market_count = _groups_of(c), _groups_of(m)
+    if cohort_count < MIN_BOOTSTRAP_COHORTS or market_count < 2:
+        return Interval(estimate, None, None, None, cohort_count, len(v), market_count)
     generator = np.random.Generator(np.random.PCG64(seed))
-    picks = generator.integers(0, len(s), size=(resamples, len(s)))
-    means = s[picks].sum(axis=1) / n[picks].sum(axis=1)
-    low, high = np.quantile(means, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-    error = float(np.std(means, ddof=1)) if resamples > 1 else 0.0
-    return Interval(estimate, float(low), float(high), error, len(s), total)
+    means: list[NDArray[np.float64]] = []
+    chunk = max(1, 2_000_000 // max(1, len(v)))  # bounds the weights' matrix to ~16 MB
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        cohort_draws = generator.multinomial(
+            cohort_count, np.full(cohort_count, 1.0 / cohort_count), size=size
+        )
+        market_draws = generator.multinomial(
+            market_count, np.full(market_count, 1.0 / market_count), size=size
+        )
+        weights = (cohort_draws[:, c] * market_draws[:, m]).astype(np.float64)
+        totals = weights.sum(axis=1)
+        drawn = totals > 0.0  # a resample can miss every bet: it says nothing of the mean
+        means.append((weights[drawn] @ v) / totals[drawn])
+    resampled = np.concatenate(means)
+    low, high = np.quantile(resampled, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    error = float(np.std(resampled, ddof=1))
+    return Interval(estimate, float(low), float(high), error, cohort_count, len(v), market_count)
 
 
 @dataclass(frozen=True)
 class MeanTest:
-    """A two-sided t test of a pooled mean against a null value, df = cohorts − 1."""
+    """A two-sided t test of a pooled mean against a null value, df = G − 1 (G the fewer of
+    cohorts and markets). t and p_value are None when the standard error is 0: values that
+    never vary across clusters carry no evidence either way."""
 
     mean: float
     standard_error: float
-    t: float
+    t: float | None
     df: int
-    p_value: float
+    p_value: float | None
 
 
-def _t_and_p(difference: float, error: float, df: int) -> tuple[float, float]:
+def _t_and_p(difference: float, error: float, df: int) -> tuple[float | None, float | None]:
     if error == 0.0:
-        # No spread between cohorts: any difference is certain, none is no evidence.
-        if difference == 0.0:
-            return 0.0, 1.0
-        return math.copysign(math.inf, difference), 0.0
+        return None, None
     t = difference / error
     return t, _t_two_sided(t, df)
 
 
-def pooled_mean_test(sums: ArrayLike, counts: ArrayLike, *, null: float = 0.0) -> MeanTest | None:
-    """Return the two-sided t test of the pooled mean against `null` over cohorts.
+def pooled_mean_test(
+    values: ArrayLike, cohorts: ArrayLike, markets: ArrayLike, *, null: float = 0.0
+) -> MeanTest | None:
+    """Return the two-sided t test of the pooled mean against `null`.
 
-    Inputs as `pooled_mean_interval`; t = (pooled mean − null) / cluster-robust SE with
-    C − 1 degrees of freedom, p in [0, 1]. With SE = 0, t = ±inf and p = 0 when the mean
-    differs from null, t = 0 and p = 1 when it equals it. Return None with fewer than two
-    cohorts with bets. Raise ValueError as `pooled_mean_interval` does, or for a non-finite
-    null.
+    Inputs and standard error as `pooled_mean_interval`; t = (mean − null)/SE with G − 1
+    degrees of freedom, p in [0, 1]. Return None with fewer than two cohorts or markets.
+    Raise ValueError as `pooled_mean_interval` does, or for a non-finite null.
     """
     if not math.isfinite(null):
         raise ValueError(f"null must be finite, got {null!r}")
-    s, n = _clusters(sums, counts)
-    if len(s) < 2:
+    v, c, m = _bets(values, cohorts, markets)
+    groups = min(_groups_of(c), _groups_of(m))
+    if groups < 2:
         return None
-    mean = float(s.sum()) / float(n.sum())
-    error = _cluster_standard_error(s, n, mean)
-    df = len(s) - 1
-    t, p = _t_and_p(mean - null, error, df)
-    return MeanTest(mean=mean, standard_error=error, t=t, df=df, p_value=p)
+    mean = math.fsum(v.tolist()) / len(v)
+    error = math.sqrt(two_way_variance((v - mean) / len(v), c, m))
+    t, p = _t_and_p(mean - null, error, groups - 1)
+    return MeanTest(mean=mean, standard_error=error, t=t, df=groups - 1, p_value=p)
 
 
 @dataclass(frozen=True)
 class PairedDifference:
-    """A two-sided paired t test of a − b over `pairs` cohorts, df = pairs − 1."""
+    """Two forecasters' pooled means compared on the cohorts both played: their difference,
+    its two-way clustered standard error, t, df and two-sided p (None when the error is 0)."""
 
     mean_difference: float
     standard_error: float
-    t: float
+    t: float | None
     df: int
-    p_value: float
-    pairs: int
+    p_value: float | None
+    pairs: int  # the cohorts both played
 
 
 def _finite_values(name: str, values: ArrayLike) -> NDArray[np.float64]:
@@ -304,27 +360,46 @@ def _finite_values(name: str, values: ArrayLike) -> NDArray[np.float64]:
     return array
 
 
-def paired_difference_test(a: ArrayLike, b: ArrayLike) -> PairedDifference | None:
-    """Return the two-sided paired t test of a − b, one pair per cohort.
+def paired_difference_test(
+    values: ArrayLike, cohorts: ArrayLike, markets: ArrayLike, first: ArrayLike
+) -> PairedDifference | None:
+    """Return the test of mean(first forecaster's values) − mean(second's), paired by cohort.
 
-    `a[i]` and `b[i]` are two models' values (Brier, Alpha, …) in cohort i. The standard
-    error is sd(a − b)/√pairs, p is in [0, 1]; with SE = 0 the rule of `pooled_mean_test`
-    applies. Return None with fewer than two pairs. Raise ValueError for unequal lengths or
-    non-finite values.
+    One entry per bet of either forecaster: its value, cohort, market and whether it is the
+    first forecaster's (`first`, booleans). Only the cohorts both forecasters have bets in
+    are kept. The difference of the pooled means has ψᵢ = (vᵢ − m₁)/N₁ for the first's bets and
+    −(vᵢ − m₂)/N₂ for the second's; clustered by cohort and by market (`two_way_variance`),
+    the two forecasters' bets of one cohort, or on one market, offset each other: that is the
+    pairing, and it keeps the bet-weighted difference the leaderboard shows. df = G − 1, G
+    the fewer of shared cohorts and markets. Return None with fewer than two shared cohorts
+    or markets. Raise ValueError for unequal lengths or non-finite values.
     """
-    x = _finite_values("a", a)
-    y = _finite_values("b", b)
-    if len(x) != len(y):
-        raise ValueError(f"a and b differ in length: {len(x)}, {len(y)}")
-    pairs = len(x)
-    if pairs < 2:
+    v, c, m = _bets(values, cohorts, markets)
+    mine = np.asarray(first, dtype=np.bool_)
+    if mine.shape != v.shape:
+        raise ValueError(f"first must have one entry per bet, got shape {mine.shape}")
+    shared = np.intersect1d(np.unique(c[mine]), np.unique(c[~mine]))
+    keep = np.isin(c, shared)
+    v, c, m, mine = v[keep], c[keep], m[keep], mine[keep]
+    _, c = np.unique(c, return_inverse=True)
+    _, m = np.unique(m, return_inverse=True)
+    c, m = c.reshape(-1), m.reshape(-1)
+    groups = min(_groups_of(c), _groups_of(m))
+    if groups < 2:
         return None
-    difference = x - y
-    mean = math.fsum(difference.tolist()) / pairs
-    error = float(np.std(difference, ddof=1)) / math.sqrt(pairs)
-    t, p = _t_and_p(mean, error, pairs - 1)
+    a, b = v[mine], v[~mine]
+    mean_a, mean_b = math.fsum(a.tolist()) / len(a), math.fsum(b.tolist()) / len(b)
+    psi = np.where(mine, (v - mean_a) / len(a), -(v - mean_b) / len(b))
+    error = math.sqrt(two_way_variance(psi, c, m))
+    difference = mean_a - mean_b
+    t, p = _t_and_p(difference, error, groups - 1)
     return PairedDifference(
-        mean_difference=mean, standard_error=error, t=t, df=pairs - 1, p_value=p, pairs=pairs
+        mean_difference=difference,
+        standard_error=error,
+        t=t,
+        df=groups - 1,
+        p_value=p,
+        pairs=len(shared),
     )
 
 

@@ -34,7 +34,7 @@ from django.utils import timezone
 from numpy.typing import NDArray
 
 from agents.models import BenchmarkModel
-from arena.models import Agent, Cohort, Decision, SnapshotMarket, Trade
+from arena.models import Agent, Cohort, Decision, DecisionAttempt, SnapshotMarket, Trade
 from arena.selectors.standings import offline_agent_ids
 from markets.models import Market
 from scoring.aggregates import RANDOM_BRIER, brier_skill_score
@@ -43,6 +43,7 @@ from scoring.crowd import grouped_geometric_mean_odds, grouped_median
 from scoring.difficulty import difficulty_adjusted_brier
 from scoring.murphy import AlphaAnatomy, Murphy, alpha_anatomy, murphy_decomposition
 from scoring.statistics import (
+    MIN_BOOTSTRAP_COHORTS,
     Interval,
     MeanTest,
     PairedDifference,
@@ -55,12 +56,12 @@ from scoring.statistics import (
 
 DEFAULT_BINS = 10
 MIN_BINS, MAX_BINS = 2, 50
-BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 20260423  # fixed: the same data gives the same interval on every request
 POWER = 0.80
 KAPPA = 0.05  # one-sided significance of the power analysis, as 003 §3.6.2
-CACHE_SECONDS = 24 * 3600  # the key changes with the data; this only bounds a stale entry
-CROWD_MIN_FORECASTS = 2  # a crowd of one is that forecaster, not an aggregate
+CACHE_SECONDS = 3600  # the key moves with the data; this bounds what it does not track
+CROWD_MIN_FORECASTS = 2  # models; a crowd of one is that model, not an aggregate
 
 Metric = Literal["alpha", "brier"]
 
@@ -102,26 +103,31 @@ DEFINITIONS: list[tuple[str, str, str]] = [
     ),
     (
         "Interval (t)",
-        "pooled figure ± t₀.₉₇₅,C−1 × SE, SE the cohort-clustered standard error over C "
-        "cohorts (with equal bets per cohort: the t interval of the cohort means)",
-        "000 §5.2, with Student's t for few cohorts",
+        "pooled figure ± t₀.₉₇₅,G−1 × SE across cohorts; SE clustered two ways, by cohort and "
+        "by market (concurrent cohorts bet on the same markets, whose outcomes are drawn "
+        "once), G the fewer of cohorts and markets",
+        "000 §5.2, with Student's t; Cameron, Gelbach & Miller (2011) two-way clustering",
     ),
     (
         "Interval (bootstrap)",
-        f"2.5th–97.5th percentile of the pooled figure over {BOOTSTRAP_RESAMPLES} resamples of "
-        "the cohorts with replacement (seeded)",
-        "004 (bootstrapped intervals)",
+        f"2.5th–97.5th percentile of the pooled figure over {BOOTSTRAP_RESAMPLES} seeded "
+        "resamples drawing cohorts and markets with replacement (pigeonhole bootstrap, "
+        "conservative: about twice the variance where bets are independent); "
+        f"shown from {MIN_BOOTSTRAP_COHORTS} cohorts",
+        "004 (bootstrapped intervals); Owen (2007)",
     ),
     (
         "p (Alpha ≠ 0)",
-        "two-sided p of t = Alpha ÷ SE with C − 1 degrees of freedom",
+        "two-sided p of t = Alpha ÷ SE (the interval's) with G − 1 degrees of freedom; none "
+        "when the SE is 0",
         "003 §6.6",
     ),
     ("Beat%", "share of cohorts whose Alpha is above 0", "003 §6.2"),
     (
         "Pairwise difference",
-        "difference of two models' per-cohort figures on the cohorts both bet in, paired "
-        "t-test, two-sided p",
+        "difference of two models' pooled figures over the cohorts both played, its SE "
+        "clustered by cohort and market (so a shared cohort or market pairs their bets), "
+        "two-sided p; no correction for the many pairs compared",
         "004 (pairwise comparisons)",
     ),
     (
@@ -131,7 +137,9 @@ DEFINITIONS: list[tuple[str, str, str]] = [
     ),
     (
         "Bets to detect an edge",
-        "n ≥ ((z₁₋κ + z_π) ÷ α*)² × 4q̄(1 − q̄) × mean (b − p)², κ = 0.05 one-sided, π = 0.80",
+        "n ≥ ((z₁₋κ + z_π) ÷ α*)² × 4q̄(1 − q̄) × mean (b − p)², κ = 0.05 one-sided, π = 0.80; "
+        "with a row's own Alpha as α* it is a rough, after-the-fact figure that assumes "
+        "independent bets",
         "003 §3.6.2, Proposition 3",
     ),
     (
@@ -404,8 +412,8 @@ class _Bets:
     cohort: NDArray[np.int64]  # cohort number
     run: NDArray[np.int64]
     market: NDArray[np.int64]
-    binary: NDArray[np.bool_]
-    yes_side: NDArray[np.bool_]  # the bet is on YES of a binary market
+    binary: NDArray[np.bool_]  # a two-outcome market (Yes/No, Over/Under, team v team)
+    second_side: NDArray[np.bool_]  # the bet is on the second outcome of a binary market
     side: list[str]
     category: NDArray[np.int64]  # index into `categories`
     in_universe: NDArray[np.bool_]  # the market was among the top 500 its run showed
@@ -462,8 +470,13 @@ def _read_bets(
             "in_universe",
         )
     )
-    markets: dict[int, tuple[str, bool]] = {
-        pk: (category or "", [str(o).lower() for o in (outcomes or [])] == ["yes", "no"])
+    # Each market's category and, for a two-outcome market, its first outcome: the frame its
+    # questions are asked in (YES of a Yes/No market; a bet's side is "YES", "NO" or the name).
+    markets: dict[int, tuple[str, str | None]] = {
+        pk: (
+            category or "",
+            str(outcomes[0]).lower() if isinstance(outcomes, list) and len(outcomes) == 2 else None,
+        )
         for pk, category, outcomes in Market.objects.filter(
             pk__in=trades.order_by().values("market_id")
         ).values_list("pk", "category", "outcomes")
@@ -474,9 +487,9 @@ def _read_bets(
     columns = list(zip(*rows, strict=True)) if rows else [()] * 8
     agent_ids, run_ids, market_ids, sides, prices, confidences, won, in_universe = columns
     agent = np.array(agent_ids, dtype=np.int64)
-    binary_of = {pk: flag for pk, (_, flag) in markets.items()}
+    first_outcome = [markets[m][1] for m in market_ids]
     category_of = {pk: category_index[category] for pk, (category, _) in markets.items()}
-    binary = np.array([binary_of[m] for m in market_ids], dtype=np.bool_)
+    binary = np.array([first is not None for first in first_outcome], dtype=np.bool_)
     side_list = list(sides)
     bets = _Bets(
         agent=agent,
@@ -485,7 +498,13 @@ def _read_bets(
         run=np.array([r or 0 for r in run_ids], dtype=np.int64),
         market=np.array(market_ids, dtype=np.int64),
         binary=binary,
-        yes_side=np.array([s.upper() == "YES" for s in side_list], dtype=np.bool_) & binary,
+        second_side=np.array(
+            [
+                first is not None and side.lower() != first
+                for first, side in zip(first_outcome, side_list, strict=True)
+            ],
+            dtype=np.bool_,
+        ),
         side=side_list,
         category=np.array([category_of[m] for m in market_ids], dtype=np.int64),
         in_universe=np.array(in_universe, dtype=np.bool_),
@@ -529,20 +548,16 @@ def _fill_row(
     numbers, alpha_sums, counts = _per_cohort(bets.cohort[mask], delta)
     _, brier_sums, _ = _per_cohort(bets.cohort[mask], brier)
     _, market_sums, _ = _per_cohort(bets.cohort[mask], market_brier)
-    alpha_sums_list, brier_sums_list, count_list = (
-        alpha_sums.tolist(),
-        brier_sums.tolist(),
-        counts.tolist(),
-    )
-    row.alpha_interval = pooled_mean_interval(alpha_sums_list, count_list)
-    row.brier_interval = pooled_mean_interval(brier_sums_list, count_list)
+    cohort, market = bets.cohort[mask], bets.market[mask]
+    row.alpha_interval = pooled_mean_interval(delta, cohort, market)
+    row.brier_interval = pooled_mean_interval(brier, cohort, market)
     row.alpha_bootstrap = bootstrap_pooled_interval(
-        alpha_sums_list, count_list, resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED
+        delta, cohort, market, resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED
     )
     row.brier_bootstrap = bootstrap_pooled_interval(
-        brier_sums_list, count_list, resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED
+        brier, cohort, market, resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED
     )
-    row.alpha_test = pooled_mean_test(alpha_sums_list, count_list)
+    row.alpha_test = pooled_mean_test(delta, cohort, market)
     cohort_alphas = (alpha_sums / counts).tolist()
     row.beat_share = share_positive(cohort_alphas)
     row.cohorts_scored = len(numbers)
@@ -654,15 +669,21 @@ def _coverage(
 
 
 def _difficulty(bets: _Bets, rows: list[ModelAnalytics]) -> None:
-    if len(bets.brier) == 0:
-        return
-    _, market_codes = np.unique(bets.market, return_inverse=True)
-    adjusted = difficulty_adjusted_brier(
-        bets.brier, bets.row, market_codes.reshape(-1), forecaster_count=len(rows)
-    )
-    for index, row in enumerate(rows):
-        if index < len(adjusted) and not math.isnan(adjusted[index]):
-            row.difficulty_adjusted_brier = float(adjusted[index])
+    """Difficulty-adjusted Brier: market fixed effects estimated over every agent's bets, the
+    real rows (LLMs and baselines) in one fit and the offline stand-ins in another, so an
+    offline answer never moves a real row's figure."""
+    offline_rows = np.array([r.offline for r in rows], dtype=np.bool_)
+    for offline in (False, True):
+        mask = offline_rows[bets.row] == offline
+        if not mask.any():
+            continue
+        _, market_codes = np.unique(bets.market[mask], return_inverse=True)
+        adjusted = difficulty_adjusted_brier(
+            bets.brier[mask], bets.row[mask], market_codes.reshape(-1), forecaster_count=len(rows)
+        )
+        for index, row in enumerate(rows):
+            if row.offline == offline and not math.isnan(adjusted[index]):
+                row.difficulty_adjusted_brier = float(adjusted[index])
 
 
 def _references(bets: _Bets, rows: list[ModelAnalytics], bins: int) -> list[ReferenceAnalytics]:
@@ -674,10 +695,11 @@ def _references(bets: _Bets, rows: list[ModelAnalytics], bins: int) -> list[Refe
     offline_rows = np.array([r.offline for r in rows], dtype=np.bool_)
     if len(bets.row) == 0:
         return references
-    # In the YES frame a NO bet's confidence c is a forecast 1 − c that YES wins; prices and
-    # outcomes flip with it, so every figure of the question is the same in either frame.
-    flip = bets.binary & ~bets.yes_side
-    # A question's frame: YES for a binary market (-1), else the outcome bet on.
+    # A binary market's questions are asked of its first outcome (YES of a Yes/No market): a
+    # bet on the second with confidence c forecasts 1 − c that the first wins; its price and
+    # outcome flip with it, so every figure of the question is the same in either frame.
+    flip = bets.second_side
+    # A question's frame: the first outcome of a binary market (-1), else the outcome bet on.
     outcome_codes: dict[str, int] = {}
     frame = np.fromiter(
         (
@@ -696,11 +718,18 @@ def _references(bets: _Bets, rows: list[ModelAnalytics], bins: int) -> list[Refe
             continue
         members = np.flatnonzero(mask)
         keys = np.stack([bets.run[members], bets.market[members], frame[members]], axis=1)
-        _, first_of, question, sizes = np.unique(
-            keys, axis=0, return_index=True, return_inverse=True, return_counts=True
-        )
+        _, first_of, question = np.unique(keys, axis=0, return_index=True, return_inverse=True)
         question = question.reshape(-1)
         first = members[first_of]
+        # The crowd is of models, not of bets: a model with agents in several concurrent
+        # cohorts (or two bets on one question) gives one forecast, their mean.
+        voters, voter_of = np.unique(
+            np.stack([question, bets.row[members]], axis=1), axis=0, return_inverse=True
+        )
+        voter_of = voter_of.reshape(-1)
+        votes = np.bincount(voter_of, weights=forecast[members]) / np.bincount(voter_of)
+        voter_question = voters[:, 0]
+        models_per_question = np.bincount(voter_question, minlength=len(first))
         q_price, q_outcome = price[first], outcome[first]
         market_brier = float(((q_price - q_outcome) ** 2).mean())
         label = " (offline stand-ins)" if offline else ""
@@ -731,7 +760,7 @@ def _references(bets: _Bets, rows: list[ModelAnalytics], bins: int) -> list[Refe
                 expected=True,
             )
         )
-        crowd = sizes >= CROWD_MIN_FORECASTS
+        crowd = models_per_question >= CROWD_MIN_FORECASTS
         if not crowd.any():
             continue
         c_price, c_outcome = price[first[crowd]], outcome[first[crowd]]
@@ -739,7 +768,7 @@ def _references(bets: _Bets, rows: list[ModelAnalytics], bins: int) -> list[Refe
             ("crowd-median", "LLM crowd, median", grouped_median),
             ("crowd-geomean", "LLM crowd, geometric mean of odds", grouped_geometric_mean_odds),
         ):
-            forecasts = aggregate(forecast[members], question)[crowd]
+            forecasts = aggregate(votes, voter_question)[crowd]
             c_brier, c_market, c_delta = bet_alphas(forecasts, c_price, c_outcome)
             references.append(
                 ReferenceAnalytics(
@@ -747,7 +776,8 @@ def _references(bets: _Bets, rows: list[ModelAnalytics], bins: int) -> list[Refe
                     label=name + label,
                     rule=(
                         f"the {name.split(', ')[1]} of the lineup's forecasts on a market in a "
-                        f"run, where at least {CROWD_MIN_FORECASTS} bet on it"
+                        f"run, where at least {CROWD_MIN_FORECASTS} models bet on it (a "
+                        "model's agents in concurrent cohorts count once, their mean)"
                     ),
                     offline=offline,
                     questions=int(crowd.sum()),
@@ -761,21 +791,23 @@ def _references(bets: _Bets, rows: list[ModelAnalytics], bins: int) -> list[Refe
 
 
 def _comparisons(bets: _Bets, rows: list[ModelAnalytics]) -> list[Comparison]:
-    """Every pair of LLM rows of one kind (real with real, offline with offline), paired by
-    cohort on Alpha and on Brier."""
+    """Every pair of LLM rows of one kind (real with real, offline with offline) on Alpha and
+    on Brier, over the cohorts both played (`paired_difference_test`)."""
     comparisons: list[Comparison] = []
-    llms = [r for r in rows if not r.model.is_baseline and r.per_cohort]
-    for i, first in enumerate(llms):
-        for second in llms[i + 1 :]:
+    llms = [(i, r) for i, r in enumerate(rows) if not r.model.is_baseline and r.bets]
+    metrics: tuple[tuple[Metric, NDArray[np.float64]], ...] = (
+        ("alpha", bets.delta),
+        ("brier", bets.brier),
+    )
+    for number, (i, first) in enumerate(llms):
+        for j, second in llms[number + 1 :]:
             if first.offline != second.offline:
                 continue
-            mine = {c.cohort: c for c in first.per_cohort}
-            shared = [c for c in second.per_cohort if c.cohort in mine]
-            metrics: tuple[Metric, ...] = ("alpha", "brier")
-            for metric in metrics:
-                a = [getattr(mine[c.cohort], metric) for c in shared]
-                b = [getattr(c, metric) for c in shared]
-                test = paired_difference_test(a, b)
+            both = (bets.row == i) | (bets.row == j)
+            for metric, values in metrics:
+                test = paired_difference_test(
+                    values[both], bets.cohort[both], bets.market[both], bets.row[both] == i
+                )
                 if test is not None:
                     comparisons.append(Comparison(first.key, second.key, metric, test))
     return comparisons
@@ -817,11 +849,14 @@ def compute_analytics(*, cohorts: str = "all", bins: int = DEFAULT_BINS) -> Anal
 def analytics_watermark() -> str:
     """A mark that moves when the analytics may change: a bet scored (the latest scoring time:
     a bet is scored at its settlement, so the latest only moves forward), a market resolved or
-    cancelled (their count and latest time), a decision made (which agents are offline, which
-    runs they saw), a cohort completed. One query of index reads: every page that shows the
-    analytics pays it on every request."""
+    cancelled (their count and latest time), a decision made or a round of one retried in
+    place (which agents are offline, which runs they saw), a cohort completed, the lineup
+    changed. One query of index reads: every page that shows the analytics pays it on every
+    request. An edit that moves none of these (a market's category) shows within
+    `CACHE_SECONDS`."""
     trade, market = Trade._meta.db_table, Market._meta.db_table
-    decision, cohort = Decision._meta.db_table, Cohort._meta.db_table
+    decision, attempt = Decision._meta.db_table, DecisionAttempt._meta.db_table
+    cohort, lineup = Cohort._meta.db_table, BenchmarkModel._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
             # Only our own table names are formatted in; the values are parameters.
@@ -829,8 +864,11 @@ def analytics_watermark() -> str:
             f" (SELECT COUNT(*) FROM {market} WHERE resolution <> %s),"
             f" (SELECT MAX(resolved_at) FROM {market} WHERE resolution <> %s),"
             f" (SELECT MAX(id) FROM {decision}),"
-            f" (SELECT COUNT(*) FROM {cohort} WHERE status = %s)",
-            [Market.Resolution.OPEN, Market.Resolution.OPEN, Cohort.Status.COMPLETED],
+            f" (SELECT MAX(id) FROM {attempt}),"
+            f" (SELECT COUNT(*) FROM {cohort} WHERE status = %s),"
+            f" (SELECT COUNT(*) FROM {lineup}),"
+            f" (SELECT COUNT(*) FROM {lineup} WHERE active = %s)",
+            [Market.Resolution.OPEN, Market.Resolution.OPEN, Cohort.Status.COMPLETED, True],
         )
         row = cursor.fetchone()
     return "-".join("" if part is None else str(part) for part in row)

@@ -16,7 +16,7 @@ from arena.diagrams import fixed, signed, signed_precise
 from arena.selectors import analytics as analytics_stats
 from arena.selectors import curves, standings
 from arena.selectors import models as model_stats
-from scoring.statistics import Interval
+from scoring.statistics import MIN_BOOTSTRAP_COHORTS, Interval, MeanTest
 
 # The most bets listed on a model's page (newest first); the count says how many there are.
 MAX_BETS = 100  # the latest; every bet of a year renders slower than the page's budget
@@ -135,7 +135,17 @@ def _intervals(t: Interval | None, bootstrap: Interval | None, *, signs: bool) -
     write = signed if signs else fixed
     if t is None or t.low is None:
         return NO_INTERVAL
+    if bootstrap is None or bootstrap.low is None:
+        return f"95% t {_interval(t, write)}; bootstrap from {MIN_BOOTSTRAP_COHORTS} cohorts"
     return f"95% t {_interval(t, write)}; bootstrap {_interval(bootstrap, write)}"
+
+
+def _t_detail(test: MeanTest | None) -> str:
+    if test is None:
+        return "one cohort: no test yet"
+    if test.t is None:
+        return "no spread across cohorts and markets: no test"
+    return f"t = {fixed(test.t, 2)}, {test.df} df"
 
 
 def _p_value(p: float) -> str:
@@ -158,8 +168,14 @@ def _figures(row: analytics_stats.ModelAnalytics) -> list[Figure]:
         ),
         Figure(
             "p (Alpha ≠ 0)",
-            _p_value(test.p_value) if test else "—",
-            f"t = {fixed(test.t, 2)}, {test.df} df" if test else "one cohort: no test yet",
+            _p_value(test.p_value) if test and test.p_value is not None else "—",
+            (
+                f"t = {fixed(test.t, 2)}, {test.df} df"
+                if test.t is not None
+                else "no spread: no test"
+            )
+            if test
+            else "one cohort: no test yet",
             DEFINED["p (Alpha ≠ 0)"],
         ),
         Figure(

@@ -28,7 +28,15 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from agents.models import BenchmarkModel
-from arena.models import Agent, Cohort, Decision, DecisionRun, SnapshotMarket, Trade
+from arena.models import (
+    Agent,
+    Cohort,
+    Decision,
+    DecisionAttempt,
+    DecisionRun,
+    SnapshotMarket,
+    Trade,
+)
 from arena.selectors import analytics as selectors
 from arena.selectors import standings
 from arena.selectors.exports import bet_rows
@@ -242,24 +250,48 @@ def test_skill_scores_against_random_and_market(world: World) -> None:
 
 def test_intervals_are_across_cohorts_around_the_pooled_figure(world: World) -> None:
     gpt = row(selectors.compute_analytics(), "gpt-5.1")
-    sums = [delta(0.6, 0.8, True) + delta(0.7, 0.5, True),
-            delta(0.3, 0.9, True) + delta(0.4, 0.6, False),
-            2 * delta(0.5, 0.7, True)]  # fmt: skip
-    expected = pooled_mean_interval(sums, [2, 2, 2])
+    u = world.universes
+    unranked = [m.market for m in world.runs[2].markets.filter(rank__isnull=True)]
+    values = [delta(0.6, 0.8, True), delta(0.7, 0.5, True), delta(0.3, 0.9, True),
+              delta(0.4, 0.6, False), delta(0.5, 0.7, True), delta(0.5, 0.7, True)]  # fmt: skip
+    cohorts = [1, 1, 2, 2, 3, 3]
+    markets = [u[0][0].pk, u[0][1].pk, u[1][0].pk, u[1][1].pk, u[2][2].pk, unranked[0].pk]
+    expected = pooled_mean_interval(values, cohorts, markets)
     assert expected is not None
     assert gpt.alpha_interval is not None
     assert gpt.alpha_interval.estimate == pytest.approx(gpt.alpha)
     assert gpt.alpha_interval.low == pytest.approx(expected.low)
     assert gpt.alpha_interval.high == pytest.approx(expected.high)
     assert gpt.alpha_interval.clusters == 3
+    assert gpt.alpha_interval.markets == 6
+    # Three cohorts are too few for the bootstrap (it would claim too much): no bounds.
     assert gpt.alpha_bootstrap is not None
-    assert gpt.alpha_bootstrap.low <= gpt.alpha <= gpt.alpha_bootstrap.high
+    assert gpt.alpha_bootstrap.low is None
     assert gpt.cohorts_scored == 3
+    sums = [values[0] + values[1], values[2] + values[3], values[4] + values[5]]
     assert gpt.beat_share == pytest.approx(sum(s > 0 for s in sums) / 3)
     assert gpt.alpha_test is not None
+    assert gpt.alpha_test.p_value is not None
     assert 0.0 <= gpt.alpha_test.p_value <= 1.0
     significant = not (gpt.alpha_interval.low <= 0 <= gpt.alpha_interval.high)
     assert gpt.alpha_significant is significant
+
+
+def test_the_bootstrap_interval_appears_from_five_cohorts(world: World) -> None:
+    u = world.universes
+    for _ in range(2):
+        extra: Cohort = CohortFactory.create()
+        d = decision_of(agent_of(model("gpt-5.1"), extra), world.runs[0])
+        bet(d, u[0][2], price=0.5, confidence=0.6)
+        bet(d, u[0][3], price=0.5, confidence=0.6)
+    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    assert gpt.cohorts_scored == 5
+    assert gpt.alpha_bootstrap is not None
+    assert gpt.alpha_bootstrap.low is not None
+    assert gpt.alpha_bootstrap.high is not None
+    assert gpt.alpha_bootstrap.low <= gpt.alpha <= gpt.alpha_bootstrap.high
+    again = row(selectors.compute_analytics(), "gpt-5.1")
+    assert again.alpha_bootstrap == gpt.alpha_bootstrap  # seeded: the same every time
 
 
 def test_one_cohort_gives_a_figure_but_no_interval(world: World) -> None:
@@ -287,12 +319,12 @@ def test_pairwise_comparisons_pair_the_cohorts_both_bet_in(world: World) -> None
     comparisons = [c for c in result.comparisons if c.metric == "alpha"]
     pair = next(c for c in comparisons if {c.first, c.second} == {"gpt-5.1", "claude-opus-4.5"})
     assert pair.test.pairs == 2  # cohorts 1 and 2; gpt-5.1's third cohort has no partner
-    gpt, claude = row(result, "gpt-5.1"), row(result, "claude-opus-4.5")
-    differences = [
-        a.alpha - b.alpha for a, b in zip(gpt.per_cohort[:2], claude.per_cohort, strict=True)
-    ]
+    gpt_shared = [delta(0.6, 0.8, True), delta(0.7, 0.5, True),
+                  delta(0.3, 0.9, True), delta(0.4, 0.6, False)]  # fmt: skip
+    claude = [delta(0.4, 0.6, False), delta(0.2, 0.3, False), delta(0.5, 0.9, True)]
+    difference = sum(gpt_shared) / 4 - sum(claude) / 3
     sign = 1 if pair.first == "gpt-5.1" else -1
-    assert pair.test.mean_difference == pytest.approx(sign * sum(differences) / 2)
+    assert pair.test.mean_difference == pytest.approx(sign * difference)
     # Offline rows are never paired with real rows.
     assert all("(offline)" not in c.first + c.second for c in comparisons)
 
@@ -342,6 +374,11 @@ def test_murphy_terms_and_the_anatomy_of_alpha(world: World) -> None:
     assert anatomy.alpha == pytest.approx(
         anatomy.resolution_gain + anatomy.reliability_gap + anatomy.residual
     )
+    # By hand, ten bins: forecasts 0.8, 0.5, 0.9, 0.6, 0.7, 0.7 with outcomes 1, 1, 1, 0, 1,
+    # 1 are constant within their bins, so the identity holds with no residual.
+    assert murphy.reliability == pytest.approx((0.04 + 0.25 + 0.01 + 0.36 + 2 * 0.09) / 6)
+    assert murphy.resolution == pytest.approx((5 * (1 / 6) ** 2 + (5 / 6) ** 2) / 6)
+    assert murphy.residual == pytest.approx(0.0, abs=1e-12)
     assert gpt.market_murphy.uncertainty == pytest.approx(murphy.uncertainty)
     assert sum(b.count for b in murphy.bins) == 6
     assert len(murphy.bins) == 10
@@ -375,14 +412,46 @@ def test_per_category_figures_add_up_to_the_row(world: World) -> None:
 
 def test_difficulty_adjustment_moves_scores_between_rows_not_the_total(world: World) -> None:
     # The market effects are centred over all bets: the bet-weighted mean of the adjusted
-    # Briers is the mean of every bet's Brier.
+    # Briers is the mean of every bet's Brier (real rows and offline rows each on their own).
     result = selectors.compute_analytics()
-    with_bets = [r for r in result.rows if r.bets]
-    assert all(r.difficulty_adjusted_brier is not None for r in with_bets)
-    adjusted = sum(r.bets * (r.difficulty_adjusted_brier or 0.0) for r in with_bets)
-    raw = sum(r.bets * (r.brier or 0.0) for r in with_bets)
-    assert adjusted == pytest.approx(raw)
+    for offline in (False, True):
+        with_bets = [r for r in result.rows if r.bets and r.offline == offline]
+        assert all(r.difficulty_adjusted_brier is not None for r in with_bets)
+        adjusted = sum(r.bets * (r.difficulty_adjusted_brier or 0.0) for r in with_bets)
+        raw = sum(r.bets * (r.brier or 0.0) for r in with_bets)
+        assert adjusted == pytest.approx(raw)
     assert all(r.difficulty_adjusted_brier is None for r in result.rows if not r.bets)
+
+
+def test_difficulty_adjustment_ranks_the_easy_picker_below_the_better_forecaster(
+    db: None,
+) -> None:
+    # gpt-5.1 bets three easy markets alone (Brier 0.01 each) and two shared ones (0.16
+    # each); claude-opus-4.5 bets three hard markets alone (0.25 each) and is better on the
+    # shared two (0.04 each). Raw Brier ranks gpt-5.1 first (0.070 against 0.166); markets
+    # only one of them bet say nothing of who forecasts better, so adjusted for each market's
+    # difficulty claude-opus-4.5 is ahead by the shared markets' 0.12.
+    cohort = CohortFactory.create()
+    shared = [market(won=True) for _ in range(2)]
+    easy, hard = [market(won=True) for _ in range(3)], [market(won=True) for _ in range(3)]
+    run = run_of(cohort, shared + easy + hard)
+    gpt = decision_of(agent_of(model("gpt-5.1"), cohort), run)
+    claude = decision_of(agent_of(model("claude-opus-4.5"), cohort), run)
+    for m in shared:
+        bet(gpt, m, price=0.5, confidence=0.6)
+        bet(claude, m, price=0.5, confidence=0.8)
+    for m in easy:
+        bet(gpt, m, price=0.5, confidence=0.9)
+    for m in hard:
+        bet(claude, m, price=0.5, confidence=0.5)
+    result = selectors.compute_analytics()
+    first, second = row(result, "gpt-5.1"), row(result, "claude-opus-4.5")
+    assert first.brier == pytest.approx(0.07)
+    assert second.brier == pytest.approx(0.166)
+    assert second.difficulty_adjusted_brier < first.difficulty_adjusted_brier
+    assert first.difficulty_adjusted_brier - second.difficulty_adjusted_brier == pytest.approx(
+        0.12, abs=1e-9
+    )
 
 
 # ------------------------------------------------------------------------------ references
@@ -415,6 +484,45 @@ def test_references_are_scored_on_the_lineups_questions(world: World) -> None:
     assert geomean.brier == pytest.approx((odds / (1 + odds) - 1) ** 2)
     offline = {r.key for r in result.references if r.offline}
     assert offline == {"market", "random"}  # one offline forecast: no crowd
+
+
+def test_the_crowd_counts_each_model_once(world: World) -> None:
+    # A gpt-5.1 agent of a concurrent cohort decides in the same run and bets the question
+    # gpt-5.1 and claude-opus-4.5 share: gpt-5.1's vote is the mean of its two agents'.
+    u = world.universes
+    extra: Cohort = CohortFactory.create()
+    d = decision_of(agent_of(model("gpt-5.1"), extra), world.runs[0])
+    bet(d, u[0][0], price=0.6, confidence=0.6)
+    bet(d, u[0][3], price=0.2, confidence=0.5)  # claude-opus-4.5 bet it too: a crowd of two
+    bet(d, u[0][2], price=0.55, confidence=0.5)  # only gpt-5.1 among the LLMs: no crowd
+    result = selectors.compute_analytics()
+    crowd = next(r for r in result.references if r.key == "crowd-median" and not r.offline)
+    assert crowd.questions == 2
+    # YES of u[0][0] (won): gpt-5.1 (0.8 + 0.6) / 2 = 0.7, claude-opus-4.5 0.4 → 0.55.
+    # YES of u[0][3] (lost): gpt-5.1 0.5, claude-opus-4.5 0.3 → 0.4.
+    assert crowd.brier == pytest.approx(((0.55 - 1) ** 2 + 0.4**2) / 2)
+
+
+def test_a_two_outcome_market_is_one_question_whatever_its_outcomes_are_called(
+    world: World,
+) -> None:
+    game = market(won=True, outcomes=["Over", "Under"])
+    SnapshotMarket.objects.create(
+        run=world.runs[1], market=game, rank=50, polymarket_id=game.polymarket_id,
+        question=game.question, category=game.category, outcomes=game.outcomes,
+        outcome_prices=game.outcome_prices, volume=Decimal(1000),
+    )  # fmt: skip
+    gpt = Decision.objects.get(agent__model__internal_id="gpt-5.1", run=world.runs[1])
+    claude = Decision.objects.get(agent__model__internal_id="claude-opus-4.5", run=world.runs[1])
+    bet(gpt, game, side="Over", price=0.55, confidence=0.7)
+    bet(claude, game, side="Under", price=0.45, confidence=0.6)
+    result = selectors.compute_analytics()
+    crowd = next(r for r in result.references if r.key == "crowd-median" and not r.offline)
+    market_ref = next(r for r in result.references if r.key == "market" and not r.offline)
+    assert market_ref.questions == 9  # one more question, not two
+    # Over won: gpt-5.1 says Over 0.7, claude-opus-4.5 Under 0.6 = Over 0.4 → median 0.55.
+    assert crowd.questions == 2
+    assert crowd.brier == pytest.approx(((0.6 - 1) ** 2 + (0.55 - 1) ** 2) / 2)
 
 
 # ------------------------------------------------------------------------------ scope, cache
@@ -457,6 +565,30 @@ def test_the_answer_is_kept_until_a_bet_is_scored(world: World) -> None:
     after = selectors.analytics()
     assert after.computed_at > first.computed_at
     assert row(after, "gpt-5.1").bets == 7
+
+
+def test_a_round_retried_in_place_moves_the_mark(world: World) -> None:
+    # A decision re-run after a failure keeps its row and adds an attempt; if its stand-in
+    # answered, the agent's bets move to its offline row.
+    before = selectors.analytics_watermark()
+    decision = Decision.objects.filter(agent__model__internal_id="claude-opus-4.5").first()
+    assert decision is not None
+    DecisionAttempt.objects.create(
+        decision=decision,
+        number=2,
+        responder="offline",
+        request_messages=[],
+        started_at=timezone.now(),
+    )
+    assert selectors.analytics_watermark() != before
+
+
+def test_a_market_resolving_moves_the_mark(world: World) -> None:
+    before = selectors.analytics_watermark()
+    m = world.universes[0][4]
+    m.resolution, m.winning_outcome, m.resolved_at = "resolved", "Yes", timezone.now()
+    m.save()
+    assert selectors.analytics_watermark() != before
 
 
 # ------------------------------------------------------------------------------ the API

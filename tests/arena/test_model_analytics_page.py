@@ -178,7 +178,10 @@ def test_the_offline_row_is_labelled_and_one_cohort_has_no_interval(
     assert "one cohort: no interval yet" in offline_panel
     assert "one cohort: no test yet" in offline_panel
     assert "one cohort: no interval yet" not in real_panel
-    assert re.search(r"95% t \[[−+]?\d\.\d{4}, [−+]?\d\.\d{4}\]; bootstrap \[", real_panel)
+    # Two cohorts: a t interval, and no bootstrap until there are five.
+    assert re.search(
+        r"95% t \[[−+]?\d\.\d{4}, [−+]?\d\.\d{4}\]; bootstrap from 5 cohorts", real_panel
+    )
 
 
 def test_the_power_line_gives_the_bets_needed_and_had(lineup: Lineup, client: Client) -> None:

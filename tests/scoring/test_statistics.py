@@ -1,4 +1,5 @@
-"""Student t, intervals and tests across cohorts (000 §5.2, with t in place of 1.96)."""
+"""Student t, and intervals and tests of pooled per-bet figures across cohorts, clustered by
+cohort and market (000 §5.2, with t in place of 1.96)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scoring.statistics import (
+    MIN_BOOTSTRAP_COHORTS,
     Interval,
     bootstrap_pooled_interval,
+    clustered_variance,
     paired_difference_test,
     pooled_mean_interval,
     pooled_mean_test,
@@ -19,6 +22,7 @@ from scoring.statistics import (
     share_positive,
     student_t_cdf,
     student_t_quantile,
+    two_way_variance,
 )
 
 
@@ -77,135 +81,186 @@ def test_t_functions_refuse_bad_input() -> None:
         student_t_quantile(1.5, 3)
 
 
-COHORT_MEANS = [0.21, 0.18, 0.25, 0.19, 0.23]
+COHORT_VALUES = [0.21, 0.18, 0.25, 0.19, 0.23]
 
 
-def test_equal_counts_give_the_classic_t_interval_of_cohort_means() -> None:
-    bets = 7
-    interval = pooled_mean_interval([m * bets for m in COHORT_MEANS], [bets] * 5)
+def one_bet_each(values: list[float]) -> tuple[list[float], list[int], list[int]]:
+    """One bet per cohort, each on a market of its own: the clusters are the bets."""
+    return values, list(range(len(values))), [100 + i for i in range(len(values))]
+
+
+def test_one_bet_per_cohort_on_distinct_markets_gives_the_classic_t_interval() -> None:
+    interval = pooled_mean_interval(*one_bet_each(COHORT_VALUES))
     assert interval is not None
-    half = 2.7764451051977987 * stdev(COHORT_MEANS) / math.sqrt(5)
-    assert interval.estimate == pytest.approx(mean(COHORT_MEANS), abs=1e-15)
-    assert interval.standard_error == pytest.approx(stdev(COHORT_MEANS) / math.sqrt(5), rel=1e-12)
-    assert interval.low == pytest.approx(mean(COHORT_MEANS) - half, rel=1e-10)
-    assert interval.high == pytest.approx(mean(COHORT_MEANS) + half, rel=1e-10)
-    assert (interval.clusters, interval.count) == (5, 35)
+    assert interval.low is not None
+    assert interval.high is not None
+    centre, spread = mean(COHORT_VALUES), stdev(COHORT_VALUES) / math.sqrt(5)
+    half = student_t_quantile(0.975, 4) * spread
+    assert interval.estimate == pytest.approx(centre, abs=1e-15)
+    assert interval.standard_error == pytest.approx(spread, rel=1e-12)
+    assert (interval.low, interval.high) == pytest.approx((centre - half, centre + half))
+    assert (interval.clusters, interval.count, interval.markets) == (5, 5, 5)
 
 
-def test_the_pooled_mean_weights_cohorts_by_their_bets() -> None:
-    # Cohort with no bets is ignored; the estimate is Σ sums / Σ counts, not a mean of means.
-    interval = pooled_mean_interval([1.0, 3.0, 0.0], [2, 6, 0], level=0.9)
+def test_the_estimate_is_the_pooled_mean_of_every_bet() -> None:
+    values = [0.1, 0.3, 0.5, 0.5, 0.9, 0.2]
+    interval = pooled_mean_interval(values, [1, 1, 2, 2, 2, 3], [7, 8, 7, 9, 10, 8])
     assert interval is not None
-    assert interval.estimate == pytest.approx(0.5)
-    assert interval.clusters == 2
-    assert interval.count == 8
-    # s − m·n = 0 in both cohorts: no spread between them.
-    assert interval.standard_error == 0.0
-    assert interval.low == interval.high == pytest.approx(0.5)
+    assert interval.estimate == pytest.approx(sum(values) / 6)
+
+
+def test_bets_on_shared_markets_widen_an_interval_cohorts_alone_would_close() -> None:
+    # Three concurrent cohorts bet on the same two markets: +1 on one, −1 on the other, so
+    # every cohort's mean is 0. Clustering by cohort alone would claim certainty; the markets'
+    # outcomes were drawn once, and the two-way standard error says so.
+    values = [1.0, -1.0] * 3
+    cohorts = [1, 1, 2, 2, 3, 3]
+    markets = [10, 20] * 3
+    interval = pooled_mean_interval(values, cohorts, markets)
+    assert interval is not None
+    # ψ = v/6; by market: sums ±1/2, 2/1 × (1/4 + 1/4) = 1; by cohort: 0; by cell: 6/5 × 6/36.
+    error = math.sqrt(0 + 1.0 - 0.2)
+    assert interval.standard_error == pytest.approx(error)
+    assert interval.low is not None
+    assert interval.high is not None
+    half = student_t_quantile(0.975, 1) * error  # df: two markets − 1
+    assert (interval.low, interval.high) == pytest.approx((-half, half))
+
+
+def test_cluster_variances_by_hand() -> None:
+    psi = [0.1, -0.3, 0.2, 0.0]
+    assert clustered_variance(psi, ["a", "a", "b", "b"]) == pytest.approx(2 * (0.04 + 0.04))
+    assert clustered_variance(psi, [1, 1, 1, 1]) == 0.0
+    # Every bet its own cluster in both ways: the two-way variance is the one-way one.
+    assert two_way_variance(psi, [1, 2, 3, 4], [5, 6, 7, 8]) == pytest.approx(
+        clustered_variance(psi, [1, 2, 3, 4])
+    )
 
 
 def test_one_cohort_has_an_estimate_but_no_interval_and_none_has_nothing() -> None:
-    assert pooled_mean_interval([1.2], [4]) == Interval(0.3, None, None, None, 1, 4)
-    assert pooled_mean_interval([], []) is None
-    assert pooled_mean_interval([0.0], [0]) is None
-    assert bootstrap_pooled_interval([1.2], [4]) == Interval(0.3, None, None, None, 1, 4)
-    assert bootstrap_pooled_interval([], []) is None
+    one = pooled_mean_interval([0.25, 0.75], [3, 3], [1, 2])
+    assert one == Interval(0.5, None, None, None, clusters=1, count=2, markets=2)
+    assert pooled_mean_interval([], [], []) is None
+    assert bootstrap_pooled_interval([], [], []) is None
+    few = bootstrap_pooled_interval(*one_bet_each(COHORT_VALUES[:4]))
+    assert few is not None
+    assert few.low is None  # fewer than MIN_BOOTSTRAP_COHORTS
+    assert MIN_BOOTSTRAP_COHORTS == 5
 
 
 def test_interval_inputs_are_checked() -> None:
-    with pytest.raises(ValueError, match="equal length"):
-        pooled_mean_interval([1.0, 2.0], [3])
-    with pytest.raises(ValueError, match="whole numbers"):
-        pooled_mean_interval([1.0], [-1])
-    with pytest.raises(ValueError, match="no bets"):
-        pooled_mean_interval([1.0], [0])
+    with pytest.raises(ValueError, match="one entry per bet"):
+        pooled_mean_interval([1.0, 2.0], [3], [1, 2])
+    with pytest.raises(ValueError, match="finite"):
+        pooled_mean_interval([math.nan], [1], [1])
     with pytest.raises(ValueError, match="level"):
-        pooled_mean_interval([1.0], [1], level=1.0)
+        pooled_mean_interval([1.0], [1], [1], level=1.0)
+    with pytest.raises(ValueError, match="resamples"):
+        bootstrap_pooled_interval([1.0], [1], [1], resamples=1)
 
 
-SUMS = [1.4, 0.9, 2.2, 1.1, 1.9, 0.6]
-COUNTS = [7, 5, 9, 6, 8, 4]
+def many_cohorts(seed: int = 3) -> tuple[list[float], list[int], list[int]]:
+    """Twelve cohorts of twenty bets on forty markets, values independent draws."""
+    import random
+
+    rng = random.Random(seed)
+    values, cohorts, markets = [], [], []
+    for cohort in range(12):
+        for _ in range(20):
+            values.append(rng.gauss(0.02, 0.2))
+            cohorts.append(cohort)
+            markets.append(rng.randrange(40))
+    return values, cohorts, markets
 
 
 def test_bootstrap_is_deterministic_for_a_seed_and_brackets_the_estimate() -> None:
-    first = bootstrap_pooled_interval(SUMS, COUNTS, seed=11)
-    again = bootstrap_pooled_interval(SUMS, COUNTS, seed=11)
-    other = bootstrap_pooled_interval(SUMS, COUNTS, seed=12)
-    assert first is not None
-    assert other is not None
+    data = many_cohorts()
+    first = bootstrap_pooled_interval(*data, seed=11)
+    again = bootstrap_pooled_interval(*data, seed=11)
+    other = bootstrap_pooled_interval(*data, seed=12)
     assert first == again
-    assert (first.low, first.high) != (other.low, other.high)
+    assert first != other
+    assert first is not None
     assert first.low is not None
     assert first.high is not None
     assert first.low < first.estimate < first.high
-    assert first.estimate == pytest.approx(sum(SUMS) / sum(COUNTS))
-    assert isinstance(first.low, float)
 
 
-def test_bootstrap_agrees_roughly_with_the_t_interval() -> None:
-    boot = bootstrap_pooled_interval(SUMS, COUNTS, resamples=20_000)
-    t = pooled_mean_interval(SUMS, COUNTS)
+def test_bootstrap_is_wider_than_the_t_interval_on_independent_bets() -> None:
+    # Owen's pigeonhole bootstrap is conservative: with no cluster effects at all, drawing
+    # both cohorts and markets counts the bets' own noise about twice (SE about √2 times).
+    data = many_cohorts()
+    boot = bootstrap_pooled_interval(*data, resamples=4000)
+    t = pooled_mean_interval(*data)
     assert boot is not None
     assert t is not None
     assert boot.standard_error is not None
     assert t.standard_error is not None
-    # The bootstrap SE lacks the C/(C − 1) correction: compare on the same footing.
-    assert boot.standard_error == pytest.approx(t.standard_error * math.sqrt(5 / 6), rel=0.1)
+    assert t.standard_error < boot.standard_error < 2 * t.standard_error
 
 
-def test_pooled_mean_test_equals_a_one_sample_t_test_with_equal_counts() -> None:
-    test = pooled_mean_test([m * 7 for m in COHORT_MEANS], [7] * 5, null=0.2)
+def test_pooled_mean_test_with_one_bet_per_cohort_is_the_one_sample_t_test() -> None:
+    test = pooled_mean_test(*one_bet_each(COHORT_VALUES), null=0.2)
     assert test is not None
-    t = (mean(COHORT_MEANS) - 0.2) / (stdev(COHORT_MEANS) / math.sqrt(5))
-    assert test.t == pytest.approx(t, rel=1e-12)
+    spread = stdev(COHORT_VALUES) / math.sqrt(5)
+    t = (mean(COHORT_VALUES) - 0.2) / spread
+    assert test.t == pytest.approx(t)
     assert test.df == 4
-    assert test.p_value == pytest.approx(2 * (1 - student_t_cdf(abs(t), 4)), abs=1e-13)
+    assert test.p_value == pytest.approx(2 * (1 - student_t_cdf(abs(t), 4)))
 
 
 def test_pooled_mean_test_p_values_are_symmetric_and_shrink_with_t() -> None:
-    up = pooled_mean_test(SUMS, COUNTS)
-    down = pooled_mean_test([-s for s in SUMS], COUNTS)
+    values, cohorts, markets = many_cohorts()
+    up = pooled_mean_test(values, cohorts, markets)
+    down = pooled_mean_test([-v for v in values], cohorts, markets)
     assert up is not None
     assert down is not None
+    assert up.t is not None
     assert down.t == pytest.approx(-up.t)
     assert down.p_value == pytest.approx(up.p_value)
-    assert up.p_value < 1e-4  # every cohort's mean is far above 0
-    near = pooled_mean_test(SUMS, COUNTS, null=up.mean + 0.1 * up.standard_error)
-    assert near is not None
-    assert near.p_value > 0.9
+    shifted = pooled_mean_test([v + 1.0 for v in values], cohorts, markets)
+    assert shifted is not None
+    assert shifted.p_value is not None
+    assert shifted.p_value < 1e-6
 
 
-def test_pooled_mean_test_with_no_spread() -> None:
-    above = pooled_mean_test([1.0, 2.0], [2, 4], null=0.0)
-    at = pooled_mean_test([1.0, 2.0], [2, 4], null=0.5)
-    assert above is not None
-    assert at is not None
-    assert (above.t, above.p_value) == (math.inf, 0.0)
-    assert (at.t, at.p_value) == (0.0, 1.0)
-    assert pooled_mean_test([1.0], [2]) is None
+def test_no_spread_is_no_evidence() -> None:
+    flat = pooled_mean_test([0.5, 0.5, 0.5], [1, 2, 3], [4, 5, 6])
+    assert flat is not None
+    assert flat.standard_error == 0.0
+    assert flat.t is None
+    assert flat.p_value is None
+    assert pooled_mean_test([1.0, 2.0], [1, 1], [4, 5]) is None  # one cohort
 
 
-def test_paired_difference_on_known_data() -> None:
-    # Differences 1, 2, 2, 3: mean 2, sd √(2/3), SE √(2/3)/2, t = 2/SE = √24, df 3.
-    result = paired_difference_test([1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 1.0, 1.0])
+def test_paired_difference_with_one_bet_each_per_cohort_is_the_paired_t_test() -> None:
+    a, b = [1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 1.0, 1.0]
+    values = a + b
+    cohorts = [1, 2, 3, 4] * 2
+    markets = list(range(8))  # every bet on a market of its own: pairing by cohort only
+    result = paired_difference_test(values, cohorts, markets, [True] * 4 + [False] * 4)
     assert result is not None
-    assert result.mean_difference == pytest.approx(2.0)
-    assert result.standard_error == pytest.approx(math.sqrt(2 / 3) / 2)
-    assert result.t == pytest.approx(math.sqrt(24))
-    assert (result.df, result.pairs) == (3, 4)
-    theta = math.atan(math.sqrt(24) / math.sqrt(3))
-    upper_tail = 0.5 - (theta + math.sin(theta) * math.cos(theta)) / math.pi
-    assert result.p_value == pytest.approx(2 * upper_tail, rel=1e-10)
+    differences = [x - y for x, y in zip(a, b, strict=True)]
+    assert result.mean_difference == pytest.approx(mean(differences))
+    assert result.standard_error == pytest.approx(stdev(differences) / 2)
+    assert result.df == 3
+    assert result.pairs == 4
+    assert result.t == pytest.approx(mean(differences) / (stdev(differences) / 2))
 
 
-def test_paired_difference_edge_cases() -> None:
-    assert paired_difference_test([1.0], [0.0]) is None
-    same = paired_difference_test([1.0, 2.0], [0.5, 1.5])
-    assert same is not None
-    assert same.t == math.inf
-    assert same.p_value == 0.0
-    with pytest.raises(ValueError, match="differ in length"):
-        paired_difference_test([1.0, 2.0], [1.0])
+def test_paired_difference_keeps_only_shared_cohorts_and_weights_bets() -> None:
+    # The first forecaster's cohort 9 has no partner: it is left out.
+    values = [0.2, 0.4, 0.6, 9.0, 0.1, 0.3]
+    cohorts = [1, 1, 2, 9, 1, 2]
+    markets = [5, 6, 7, 8, 5, 7]
+    first = [True, True, True, True, False, False]
+    result = paired_difference_test(values, cohorts, markets, first)
+    assert result is not None
+    assert result.pairs == 2
+    assert result.mean_difference == pytest.approx((0.2 + 0.4 + 0.6) / 3 - (0.1 + 0.3) / 2)
+    assert paired_difference_test([1.0, 0.5], [1, 1], [2, 3], [True, False]) is None
+    with pytest.raises(ValueError, match="one entry per bet"):
+        paired_difference_test([1.0, 2.0], [1, 2], [1, 2], [True])
 
 
 def test_share_positive_is_beat_percent() -> None:
