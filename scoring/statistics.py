@@ -154,7 +154,7 @@ def _check_level(level: float) -> None:
 
 
 def _codes(name: str, values: ArrayLike, length: int) -> NDArray[np.intp]:
-    """Integer codes 0..G−1 of the clusters the bets fall in (any hashable-free labels)."""
+    """Dense codes 0..G−1 of the clusters the bets fall in (any sortable labels)."""
     labels = np.asarray(values)
     if labels.shape != (length,):
         raise ValueError(f"{name} must be 1-d with one entry per bet, got shape {labels.shape}")
@@ -169,6 +169,20 @@ def _bets(
     return v, _codes("cohorts", cohorts, len(v)), _codes("markets", markets, len(v))
 
 
+def _groups_of(codes: NDArray[np.intp]) -> int:
+    return int(codes.max()) + 1 if len(codes) else 0
+
+
+def _clustered(psi: NDArray[np.float64], codes: NDArray[np.intp], groups: int) -> float:
+    """G/(G − 1) · Σ_g (Σ_{i∈g} ψᵢ)² over the non-empty groups of dense-enough `codes`."""
+    counts = np.bincount(codes, minlength=groups)
+    present = int(np.count_nonzero(counts))
+    if present < 2:
+        return 0.0
+    sums = np.bincount(codes, weights=psi, minlength=groups)
+    return present / (present - 1) * float(np.sum(sums**2))
+
+
 def clustered_variance(influence: ArrayLike, clusters: ArrayLike) -> float:
     """Return the cluster-robust variance of a statistic Σ ψᵢ: G/(G − 1) · Σ_g (Σ_{i∈g} ψᵢ)².
 
@@ -179,11 +193,19 @@ def clustered_variance(influence: ArrayLike, clusters: ArrayLike) -> float:
     """
     psi = _finite_values("influence", influence)
     codes = _codes("clusters", clusters, len(psi))
-    groups = int(codes.max()) + 1 if len(codes) else 0
-    if groups < 2:
-        return 0.0
-    sums = np.bincount(codes, weights=psi, minlength=groups)
-    return groups / (groups - 1) * float(np.sum(sums**2))
+    return _clustered(psi, codes, _groups_of(codes))
+
+
+def _two_way(psi: NDArray[np.float64], c: NDArray[np.intp], m: NDArray[np.intp]) -> float:
+    cohorts, markets = _groups_of(c), _groups_of(m)
+    by_cohort = _clustered(psi, c, cohorts)
+    by_market = _clustered(psi, m, markets)
+    cells = c * markets + m
+    if cohorts * markets > 4_000_000:  # a sparse table: count only the cells that hold bets
+        cells = _codes("cells", cells, len(cells))
+    by_cell = _clustered(psi, cells, _groups_of(cells))
+    variance = by_cohort + by_market - by_cell
+    return variance if variance > 0.0 else max(by_cohort, by_market)
 
 
 def two_way_variance(influence: ArrayLike, cohorts: ArrayLike, markets: ArrayLike) -> float:
@@ -196,17 +218,7 @@ def two_way_variance(influence: ArrayLike, cohorts: ArrayLike, markets: ArrayLik
     the larger one-way variance instead.
     """
     psi = _finite_values("influence", influence)
-    c = _codes("cohorts", cohorts, len(psi))
-    m = _codes("markets", markets, len(psi))
-    cells = c * (int(m.max()) + 1 if len(m) else 1) + m
-    by_cohort = clustered_variance(psi, c)
-    by_market = clustered_variance(psi, m)
-    variance = by_cohort + by_market - clustered_variance(psi, cells)
-    return variance if variance > 0.0 else max(by_cohort, by_market)
-
-
-def _groups_of(codes: NDArray[np.intp]) -> int:
-    return int(codes.max()) + 1 if len(codes) else 0
+    return _two_way(psi, _codes("cohorts", cohorts, len(psi)), _codes("markets", markets, len(psi)))
 
 
 def pooled_mean_interval(
@@ -231,17 +243,121 @@ def pooled_mean_interval(
     if len(v) == 0:
         return None
     estimate = math.fsum(v.tolist()) / len(v)
-    groups = min(_groups_of(c), _groups_of(m))
+    cohort_count, market_count = _groups_of(c), _groups_of(m)
+    groups = min(cohort_count, market_count)
     if groups < 2:
-        return Interval(estimate, None, None, None, _groups_of(c), len(v), _groups_of(m))
-    error = math.sqrt(two_way_variance((v - estimate) / len(v), c, m))
+        return Interval(estimate, None, None, None, cohort_count, len(v), market_count)
+    error = math.sqrt(_two_way((v - estimate) / len(v), c, m))
     half = student_t_quantile((1.0 + level) / 2.0, groups - 1) * error
     return Interval(
-        estimate, estimate - half, estimate + half, error, _groups_of(c), len(v), _groups_of(m)
+        estimate, estimate - half, estimate + half, error, cohort_count, len(v), market_count
     )
 
 
 MIN_BOOTSTRAP_COHORTS = 5  # a percentile bootstrap of fewer clusters claims too much
+
+
+def _poisson_one_table(levels: int = 1 << 16) -> NDArray[np.float32]:
+    """Poisson(1) at the midpoints of `levels` equal steps of its CDF: a draw of a uniform
+    16-bit integer looked up here is a Poisson(1) draw to within 1/65,536 of probability,
+    several times faster than numpy's own sampler."""
+    table = np.empty(levels, dtype=np.float32)
+    k, pmf, cdf = 0, math.exp(-1.0), math.exp(-1.0)
+    for index in range(levels):
+        while (index + 0.5) / levels > cdf:
+            k += 1
+            pmf /= k
+            cdf += pmf
+        table[index] = k
+    return table
+
+
+_POISSON_ONE = _poisson_one_table()
+
+
+def grouped_bootstrap_intervals(
+    columns: list[ArrayLike],
+    groups: ArrayLike,
+    cohorts: ArrayLike,
+    markets: ArrayLike,
+    *,
+    level: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> dict[int, list[Interval | None]]:
+    """Return, for each group of bets (a leaderboard row), `bootstrap_pooled_interval` of each
+    column of per-bet values, all from the same resampled worlds.
+
+    `groups` holds each bet's group (non-negative integers); every column one value per bet.
+    A resampled world weights every cohort and every market by an independent Poisson(1)
+    draw (the large-sample form of drawing them with replacement: Owen's pigeonhole
+    bootstrap for crossed clusters, with Poisson weights), and a bet by its cohort's weight
+    times its market's; each group's pooled means are recomputed with those weights. Sharing
+    the worlds between groups costs one set of draws for them all. Keys are the groups present.
+    """
+    _check_level(level)
+    if resamples < 2:
+        raise ValueError(f"resamples must be at least 2, got {resamples!r}")
+    values = [_finite_values("values", column) for column in columns]
+    length = len(values[0]) if values else 0
+    if any(len(v) != length for v in values):
+        raise ValueError("every column must have one value per bet")
+    group = np.asarray(groups, dtype=np.int64)
+    if group.shape != (length,) or (length and int(group.min()) < 0):
+        raise ValueError("groups must be non-negative integers, one per bet")
+    c = _codes("cohorts", cohorts, length)
+    m = _codes("markets", markets, length)
+    members = {int(g): np.flatnonzero(group == g) for g in np.unique(group).tolist()}
+    results: dict[int, list[Interval | None]] = {}
+    matrix = np.stack([*values, np.ones(length)], axis=0).astype(np.float32)  # columns+1 × bets
+    resampled: dict[int, list[NDArray[np.float64]]] = {}
+    for g, index in members.items():
+        estimates = [math.fsum(v[index].tolist()) / len(index) for v in values]
+        cohort_count = len(np.unique(c[index]))
+        market_count = len(np.unique(m[index]))
+        if cohort_count < MIN_BOOTSTRAP_COHORTS or market_count < 2:
+            results[g] = [
+                Interval(e, None, None, None, cohort_count, len(index), market_count)
+                for e in estimates
+            ]
+        else:
+            resampled[g] = []
+    if not resampled:
+        return results
+    generator = np.random.Generator(np.random.PCG64(seed))
+    chunk = 250
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        # Worlds as columns: a cluster's weights are one contiguous row, cheap to gather.
+        cohort_weights = _POISSON_ONE[
+            generator.integers(0, 1 << 16, size=(_groups_of(c), size), dtype=np.uint16)
+        ]
+        market_weights = _POISSON_ONE[
+            generator.integers(0, 1 << 16, size=(_groups_of(m), size), dtype=np.uint16)
+        ]
+        for g in resampled:
+            index = members[g]
+            weights = cohort_weights[c[index]] * market_weights[m[index]]  # bets × worlds
+            sums = matrix[:, index] @ weights  # columns+1 × worlds
+            drawn = sums[-1] > 0.0  # a world can miss every bet: it says nothing of the mean
+            resampled[g].append((sums[:-1, drawn] / sums[-1, drawn]).astype(np.float64))
+    for g, parts in resampled.items():
+        index = members[g]
+        means = np.concatenate(parts, axis=1)
+        cohort_count = len(np.unique(c[index]))
+        market_count = len(np.unique(m[index]))
+        intervals: list[Interval | None] = []
+        for column, v in enumerate(values):
+            estimate = math.fsum(v[index].tolist()) / len(index)
+            low, high = np.quantile(means[column], [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+            error = float(np.std(means[column], ddof=1))
+            intervals.append(
+                Interval(
+                    estimate, float(low), float(high), error, cohort_count, len(index), market_count
+                )
+            )
+        results[g] = intervals
+    return results
 
 
 def bootstrap_pooled_interval(
@@ -255,46 +371,28 @@ def bootstrap_pooled_interval(
 ) -> Interval | None:
     """Return the pooled mean with a pigeonhole bootstrap interval (cohorts × markets).
 
-    Inputs and estimate as `pooled_mean_interval`. Each resample draws the cohorts with
-    replacement and, independently, the markets with replacement (Owen's pigeonhole bootstrap
-    for crossed clusters); a bet counts (times its cohort was drawn) × (times its market was
-    drawn), and the pooled mean is recomputed with those weights. low and high are the
-    (1 − level)/2 and (1 + level)/2 quantiles and standard_error the spread of the resampled
-    means. It is conservative: with no cluster effects at all it counts the bets' own noise
-    about twice (Owen 2007), so it is shown beside the t interval, not instead of it.
-    Deterministic for a `seed` (numpy PCG64). Return None when there are no bets; low,
-    high and standard_error are None with fewer than `MIN_BOOTSTRAP_COHORTS` cohorts or two
-    markets. Raise ValueError as `pooled_mean_interval` does, or for resamples < 2.
+    Inputs and estimate as `pooled_mean_interval`. Each resample weights every cohort and,
+    independently, every market by a Poisson(1) draw (Owen's pigeonhole bootstrap for crossed
+    clusters, with the large-sample form of drawing with replacement); a bet counts its
+    cohort's weight times its market's, and the pooled mean is recomputed with those weights.
+    low and high are the (1 − level)/2 and (1 + level)/2 quantiles and standard_error the
+    spread of the resampled means. It is conservative: with no cluster effects at all it
+    counts the bets' own noise about twice (Owen 2007), so it is shown beside the t interval,
+    not instead of it. Deterministic for a `seed` (numpy PCG64). Return None when there are
+    no bets; low, high and standard_error are None with fewer than `MIN_BOOTSTRAP_COHORTS`
+    cohorts or two markets. Raise ValueError as `pooled_mean_interval` does, or for
+    resamples < 2.
     """
-    _check_level(level)
-    if resamples < 2:
-        raise ValueError(f"resamples must be at least 2, got {resamples!r}")
-    v, c, m = _bets(values, cohorts, markets)
+    v = _finite_values("values", values)
     if len(v) == 0:
+        _check_level(level)
+        _codes("cohorts", cohorts, 0)
         return None
-    estimate = math.fsum(v.tolist()) / len(v)
-    cohort_count, market_count = _groups_of(c), _groups_of(m)
-    if cohort_count < MIN_BOOTSTRAP_COHORTS or market_count < 2:
-        return Interval(estimate, None, None, None, cohort_count, len(v), market_count)
-    generator = np.random.Generator(np.random.PCG64(seed))
-    means: list[NDArray[np.float64]] = []
-    chunk = max(1, 2_000_000 // max(1, len(v)))  # bounds the weights' matrix to ~16 MB
-    for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
-        cohort_draws = generator.multinomial(
-            cohort_count, np.full(cohort_count, 1.0 / cohort_count), size=size
-        )
-        market_draws = generator.multinomial(
-            market_count, np.full(market_count, 1.0 / market_count), size=size
-        )
-        weights = (cohort_draws[:, c] * market_draws[:, m]).astype(np.float64)
-        totals = weights.sum(axis=1)
-        drawn = totals > 0.0  # a resample can miss every bet: it says nothing of the mean
-        means.append((weights[drawn] @ v) / totals[drawn])
-    resampled = np.concatenate(means)
-    low, high = np.quantile(resampled, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-    error = float(np.std(resampled, ddof=1))
-    return Interval(estimate, float(low), float(high), error, cohort_count, len(v), market_count)
+    (interval,) = grouped_bootstrap_intervals(
+        [v], np.zeros(len(v), dtype=np.int64), cohorts, markets,
+        level=level, resamples=resamples, seed=seed,
+    )[0]  # fmt: skip
+    return interval
 
 
 @dataclass(frozen=True)
@@ -333,7 +431,7 @@ def pooled_mean_test(
     if groups < 2:
         return None
     mean = math.fsum(v.tolist()) / len(v)
-    error = math.sqrt(two_way_variance((v - mean) / len(v), c, m))
+    error = math.sqrt(_two_way((v - mean) / len(v), c, m))
     t, p = _t_and_p(mean - null, error, groups - 1)
     return MeanTest(mean=mean, standard_error=error, t=t, df=groups - 1, p_value=p)
 
@@ -390,7 +488,7 @@ def paired_difference_test(
     a, b = v[mine], v[~mine]
     mean_a, mean_b = math.fsum(a.tolist()) / len(a), math.fsum(b.tolist()) / len(b)
     psi = np.where(mine, (v - mean_a) / len(a), -(v - mean_b) / len(b))
-    error = math.sqrt(two_way_variance(psi, c, m))
+    error = math.sqrt(_two_way(psi, c.astype(np.intp), m.astype(np.intp)))
     difference = mean_a - mean_b
     t, p = _t_and_p(difference, error, groups - 1)
     return PairedDifference(

@@ -47,7 +47,7 @@ from scoring.statistics import (
     Interval,
     MeanTest,
     PairedDifference,
-    bootstrap_pooled_interval,
+    grouped_bootstrap_intervals,
     paired_difference_test,
     pooled_mean_interval,
     pooled_mean_test,
@@ -111,7 +111,8 @@ DEFINITIONS: list[tuple[str, str, str]] = [
     (
         "Interval (bootstrap)",
         f"2.5th–97.5th percentile of the pooled figure over {BOOTSTRAP_RESAMPLES} seeded "
-        "resamples drawing cohorts and markets with replacement (pigeonhole bootstrap, "
+        "resampled worlds weighting every cohort and every market by a Poisson(1) draw "
+        "(pigeonhole bootstrap, "
         "conservative: about twice the variance where bets are independent); "
         f"shown from {MIN_BOOTSTRAP_COHORTS} cohorts",
         "004 (bootstrapped intervals); Owen (2007)",
@@ -551,12 +552,6 @@ def _fill_row(
     cohort, market = bets.cohort[mask], bets.market[mask]
     row.alpha_interval = pooled_mean_interval(delta, cohort, market)
     row.brier_interval = pooled_mean_interval(brier, cohort, market)
-    row.alpha_bootstrap = bootstrap_pooled_interval(
-        delta, cohort, market, resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED
-    )
-    row.brier_bootstrap = bootstrap_pooled_interval(
-        brier, cohort, market, resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED
-    )
     row.alpha_test = pooled_mean_test(delta, cohort, market)
     cohort_alphas = (alpha_sums / counts).tolist()
     row.beat_share = share_positive(cohort_alphas)
@@ -834,6 +829,20 @@ def compute_analytics(*, cohorts: str = "all", bins: int = DEFAULT_BINS) -> Anal
     bets, categories = _read_bets(agents, row_of_agent, cohort_of_agent)
     for number, row in enumerate(rows):
         _fill_row(row, bets, bets.row == number, categories, bins)
+    # Every row's bootstrap in the same resampled worlds: one set of draws for them all.
+    bootstraps = grouped_bootstrap_intervals(
+        [bets.delta, bets.brier],
+        bets.row,
+        bets.cohort,
+        bets.market,
+        resamples=BOOTSTRAP_RESAMPLES,
+        seed=BOOTSTRAP_SEED,
+    )
+    for number, (alpha_bootstrap, brier_bootstrap) in bootstraps.items():
+        rows[number].alpha_bootstrap, rows[number].brier_bootstrap = (
+            alpha_bootstrap,
+            brier_bootstrap,
+        )
     _coverage(agents, bets, row_of_agent, rows)
     _difficulty(bets, rows)
     return Analytics(
