@@ -146,7 +146,9 @@ DEFINITIONS: list[tuple[str, str, str]] = [
     (
         "Difficulty-adjusted Brier",
         "Brier with market fixed effects estimated over all agents' bets (agents choose "
-        "different markets): mean over the row's bets of (Brier − the market's effect)",
+        "different markets): mean over the row's bets of (Brier − the market's effect); a "
+        "contrast between rows on the Brier scale, which can leave [0, 1] where rows share "
+        "few markets",
         "ForecastBench leaderboard practice (not in the 004 paper)",
     ),
     (
