@@ -31,7 +31,8 @@ def analytics(
     """Every leaderboard row's Alpha, intervals, tests, Murphy decomposition (with `bins`
     equal-width forecast bins), coverage-adjusted Alpha, skill scores, difficulty-adjusted
     Brier and power; the reference pseudo-models (market consensus, random, LLM crowd); the
-    pairwise comparisons paired by cohort. `cohorts=completed` reads completed cohorts only.
+    pairwise comparisons (over the cohorts both played, clustered by cohort and market).
+    `cohorts=completed` reads completed cohorts only.
     Kept until a bet is scored, a market resolves or a decision is made."""
     return analytics_out(selectors.analytics(cohorts=cohorts, bins=bins))
 

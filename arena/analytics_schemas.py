@@ -77,6 +77,9 @@ def leaderboard_fields(row: ModelAnalytics | None) -> dict[str, Any]:
 
 
 class IntervalOut(Schema):
+    """A 95% interval of a pooled figure across cohorts: t-based with a standard error
+    clustered by cohort and market, or the pigeonhole bootstrap's percentiles."""
+
     estimate: float | None
     low: float | None  # null with fewer than two cohorts
     high: float | None
@@ -99,6 +102,8 @@ def interval_out(interval: Interval | None) -> IntervalOut | None:
 
 
 class BinOut(Schema):
+    """One forecast bin of a reliability diagram, [lower, upper)."""
+
     lower: float
     upper: float
     bets: int
@@ -151,6 +156,8 @@ class AnatomyOut(Schema):
 
 
 class MeanTestOut(Schema):
+    """The two-sided t test of a row's Alpha against 0 (its interval's standard error)."""
+
     mean: float | None
     standard_error: float | None
     t: float | None  # null when infinite (every cohort the same non-zero figure)
@@ -171,6 +178,8 @@ class PowerOut(Schema):
 
 
 class CohortFiguresOut(Schema):
+    """A row's figures over one cohort's resolved bets, and its Alpha pooled so far."""
+
     cohort: int
     bets: int
     brier: float
@@ -181,6 +190,8 @@ class CohortFiguresOut(Schema):
 
 
 class CategoryOut(Schema):
+    """A row's figures over its resolved bets on one Polymarket category."""
+
     category: str
     bets: int
     brier: float
@@ -243,35 +254,54 @@ class ReferenceOut(Schema):
     murphy: MurphyOut | None
 
 
+class RowRef(Schema):
+    """A leaderboard row: a model, answered by the model itself or by its offline stand-in."""
+
+    model: str  # the stable id
+    offline: bool
+
+
 class ComparisonOut(Schema):
-    first: str  # row keys: the model's id, with " (offline)" for an offline row
-    second: str
+    """Two rows' pooled figures compared over the cohorts both played: first − second, with a
+    standard error clustered by cohort and market (shared cohorts and markets pair their bets)
+    and a two-sided t test. No correction for the many pairs compared."""
+
+    first: RowRef
+    second: RowRef
     metric: str  # alpha or brier
-    mean_difference: float | None  # first − second, over the cohorts both bet in
+    mean_difference: float | None  # first − second, bet-weighted
     standard_error: float | None
-    t: float | None
+    t: float | None  # null when the standard error is 0
     df: int
     p_value: float | None
-    cohorts: int
+    cohorts: int  # the cohorts both played
 
 
 class SeparationOut(Schema):
+    """The two best LLM rows by `metric` and what separates them (003 Proposition 3 for two
+    samples, a rough figure that treats bets as independent)."""
+
     metric: str
-    first: str
-    second: str
+    first: RowRef
+    second: RowRef
     difference: float
     bets_needed: float | None  # each, for 80% power at one-sided 5%
-    bets_more: int | None
-    p_value: float | None  # the paired comparison's, when there is one
+    bets_more: int | None  # the row with fewer resolved bets lacks this many
+    p_value: float | None  # the pairwise comparison's, when there is one
 
 
 class DefinitionOut(Schema):
+    """A figure's definition: its name, formula and the source it follows."""
+
     name: str
     formula: str
     source: str
 
 
 class AnalyticsOut(Schema):
+    """Every leaderboard row's analytics beyond v1, the references, the pairwise comparisons,
+    the power note's separation and each figure's definition with its source."""
+
     cohorts: str
     bins: int
     computed_at: str
@@ -284,6 +314,8 @@ class AnalyticsOut(Schema):
 
 
 class ModelAnalyticsPage(Schema):
+    """One model's rows of the analytics in full, cohort by cohort and by category."""
+
     model: str
     cohorts: str
     bins: int
@@ -406,11 +438,15 @@ def reference_out(reference: ReferenceAnalytics) -> ReferenceOut:
     )
 
 
+def _ref(key: tuple[str, bool]) -> RowRef:
+    return RowRef(model=key[0], offline=key[1])
+
+
 def comparison_out(comparison: Comparison) -> ComparisonOut:
     test = comparison.test
     return ComparisonOut(
-        first=comparison.first,
-        second=comparison.second,
+        first=_ref(comparison.first),
+        second=_ref(comparison.second),
         metric=comparison.metric,
         mean_difference=finite(test.mean_difference),
         standard_error=finite(test.standard_error),
@@ -427,8 +463,8 @@ def separation_out(separation: Separation | None) -> SeparationOut | None:
     needed = finite(separation.bets_needed)
     return SeparationOut(
         metric=separation.metric,
-        first=separation.first.key,
-        second=separation.second.key,
+        first=RowRef(model=separation.first.model.internal_id, offline=separation.first.offline),
+        second=RowRef(model=separation.second.model.internal_id, offline=separation.second.offline),
         difference=separation.difference,
         bets_needed=needed,
         bets_more=separation.bets_more if needed is not None else None,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
 
@@ -61,6 +61,7 @@ BOOTSTRAP_SEED = 20260423  # fixed: the same data gives the same interval on eve
 POWER = 0.80
 KAPPA = 0.05  # one-sided significance of the power analysis, as 003 §3.6.2
 CACHE_SECONDS = 3600  # the key moves with the data; this bounds what it does not track
+DIFFICULTY_MIN_ROWS = 3  # rows with bets in one fit of the market effects
 CROWD_MIN_FORECASTS = 2  # models; a crowd of one is that model, not an aggregate
 
 Metric = Literal["alpha", "brier"]
@@ -148,7 +149,7 @@ DEFINITIONS: list[tuple[str, str, str]] = [
         "Brier with market fixed effects estimated over all agents' bets (agents choose "
         "different markets): mean over the row's bets of (Brier − the market's effect); a "
         "contrast between rows on the Brier scale, which can leave [0, 1] where rows share "
-        "few markets",
+        f"few markets; shown where at least {DIFFICULTY_MIN_ROWS} rows are fitted together",
         "ForecastBench leaderboard practice (not in the 004 paper)",
     ),
     (
@@ -245,8 +246,8 @@ class ModelAnalytics:
     categories: list[CategoryFigures] = field(default_factory=list)
 
     @property
-    def key(self) -> str:
-        return self.model.internal_id + (" (offline)" if self.offline else "")
+    def key(self) -> tuple[str, bool]:
+        return (self.model.internal_id, self.offline)
 
     @property
     def alpha_significant(self) -> bool | None:
@@ -289,8 +290,8 @@ class ReferenceAnalytics:
 class Comparison:
     """Two rows' per-cohort figures compared on the cohorts both bet in."""
 
-    first: str  # the rows' keys (`ModelAnalytics.key`)
-    second: str
+    first: tuple[str, bool]  # the rows' (stable id, offline)
+    second: tuple[str, bool]
     metric: Metric
     test: PairedDifference
 
@@ -336,7 +337,7 @@ class Analytics:
     def rows_of(self, model: BenchmarkModel) -> list[ModelAnalytics]:
         return [row for row in self.rows if row.model.pk == model.pk]
 
-    def comparisons_of(self, key: str, metric: Metric = "alpha") -> list[Comparison]:
+    def comparisons_of(self, key: tuple[str, bool], metric: Metric = "alpha") -> list[Comparison]:
         return [c for c in self.comparisons if c.metric == metric and key in (c.first, c.second)]
 
     def separation(self, metric: Metric = "alpha", *, offline: bool = False) -> Separation | None:
@@ -372,6 +373,14 @@ class Analytics:
             None,
         )
         return Separation(metric, first, second, a - b, needed, comparison)
+
+
+def _within(interval: Interval | None, lowest: float, highest: float) -> Interval | None:
+    """The interval with its bounds kept to the figure's range (a Brier is never below 0): a
+    t interval is symmetric, and near a bound of the range it would pass it."""
+    if interval is None or interval.low is None or interval.high is None:
+        return interval
+    return replace(interval, low=max(interval.low, lowest), high=min(interval.high, highest))
 
 
 def _excludes(interval: Interval | None, reference: float) -> bool | None:
@@ -552,8 +561,8 @@ def _fill_row(
     _, brier_sums, _ = _per_cohort(bets.cohort[mask], brier)
     _, market_sums, _ = _per_cohort(bets.cohort[mask], market_brier)
     cohort, market = bets.cohort[mask], bets.market[mask]
-    row.alpha_interval = pooled_mean_interval(delta, cohort, market)
-    row.brier_interval = pooled_mean_interval(brier, cohort, market)
+    row.alpha_interval = _within(pooled_mean_interval(delta, cohort, market), -1.0, 1.0)
+    row.brier_interval = _within(pooled_mean_interval(brier, cohort, market), 0.0, 1.0)
     row.alpha_test = pooled_mean_test(delta, cohort, market)
     cohort_alphas = (alpha_sums / counts).tolist()
     row.beat_share = share_positive(cohort_alphas)
@@ -672,7 +681,9 @@ def _difficulty(bets: _Bets, rows: list[ModelAnalytics]) -> None:
     offline_rows = np.array([r.offline for r in rows], dtype=np.bool_)
     for offline in (False, True):
         mask = offline_rows[bets.row] == offline
-        if not mask.any():
+        # Two forecasters' effects are only their difference, split evenly: too few to read
+        # as each one's Brier on markets of average difficulty.
+        if len(np.unique(bets.row[mask])) < DIFFICULTY_MIN_ROWS:
             continue
         _, market_codes = np.unique(bets.market[mask], return_inverse=True)
         adjusted = difficulty_adjusted_brier(
@@ -729,7 +740,7 @@ def _references(bets: _Bets, rows: list[ModelAnalytics], bins: int) -> list[Refe
         models_per_question = np.bincount(voter_question, minlength=len(first))
         q_price, q_outcome = price[first], outcome[first]
         market_brier = float(((q_price - q_outcome) ** 2).mean())
-        label = " (offline stand-ins)" if offline else ""
+        label = " — on the offline stand-ins' questions" if offline else ""
         references.append(
             ReferenceAnalytics(
                 key="market",
@@ -819,9 +830,12 @@ def compute_analytics(*, cohorts: str = "all", bins: int = DEFAULT_BINS) -> Anal
     by_pk = {m.pk: m for m in lineup}
     agent_rows = list(agents.order_by().values_list("pk", "model_id", "cohort__number"))
     offline = offline_agent_ids(agents.order_by().values("pk"))
+    played = {(model_id, pk in offline) for pk, model_id, _ in agent_rows}
+    # As the leaderboard (`standings.model_rows`): an active model with no agent in scope has
+    # one empty real row; one whose agents are all offline stand-ins has its offline row only.
+    seen = {model_id for model_id, _ in played}
     keys = sorted(
-        {(model_id, pk in offline) for pk, model_id, _ in agent_rows}
-        | {(m.pk, False) for m in lineup if m.active},
+        played | {(m.pk, False) for m in lineup if m.active and m.pk not in seen},
         key=lambda k: (lineup_order[k[0]], k[1]),
     )
     index = {key: number for number, key in enumerate(keys)}
@@ -841,10 +855,8 @@ def compute_analytics(*, cohorts: str = "all", bins: int = DEFAULT_BINS) -> Anal
         seed=BOOTSTRAP_SEED,
     )
     for number, (alpha_bootstrap, brier_bootstrap) in bootstraps.items():
-        rows[number].alpha_bootstrap, rows[number].brier_bootstrap = (
-            alpha_bootstrap,
-            brier_bootstrap,
-        )
+        rows[number].alpha_bootstrap = _within(alpha_bootstrap, -1.0, 1.0)
+        rows[number].brier_bootstrap = _within(brier_bootstrap, 0.0, 1.0)
     _coverage(agents, bets, row_of_agent, rows)
     _difficulty(bets, rows)
     return Analytics(

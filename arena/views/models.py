@@ -186,8 +186,9 @@ def _figures(row: analytics_stats.ModelAnalytics) -> list[Figure]:
         ),
         Figure(
             "Coverage-adjusted Alpha",
-            signed(row.coverage_alpha) if row.coverage_alpha is not None else "—",
-            f"over {row.coverage_markets:,} resolved markets its runs showed"
+            signed_precise(row.coverage_alpha) if row.coverage_alpha is not None else "—",
+            f"over {row.coverage_markets:,} questions: each of its agents × the resolved "
+            "markets of the runs it decided in"
             if row.coverage_markets
             else "no resolved market of its runs' snapshots",
             DEFINED["Coverage-adjusted Alpha"],
@@ -266,7 +267,7 @@ def _power(row: analytics_stats.ModelAnalytics) -> str:
             f"price: there is no edge to detect; {have} resolved bets."
         )
     needed = f"{math.ceil(power.bets_needed):,}"
-    more = f", {power.bets_more:,} more" if power.bets_more else ", enough"
+    more = f" ({power.bets_more:,} more needed)" if power.bets_more else ", enough"
     # Proposition 3 is symmetric: a deficit against the market is as hard to detect as an edge.
     return (
         f"Telling an Alpha of {signed_precise(power.alpha)} from 0 (the market) needs about "

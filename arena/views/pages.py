@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
@@ -149,6 +150,27 @@ class PowerNote:
 
     separation: Separation | None
     offline: bool
+
+    def _more(self, bets: int) -> int:
+        s = self.separation
+        if s is None or s.bets_needed is None:
+            return 0
+        return max(0, math.ceil(s.bets_needed) - bets)
+
+    @property
+    def needed(self) -> int | None:
+        """The resolved bets each row needs, whole (the count the shortfalls are taken from)."""
+        s = self.separation
+        return None if s is None or s.bets_needed is None else math.ceil(s.bets_needed)
+
+    @property
+    def first_more(self) -> int:
+        """The resolved bets the leading row lacks for the power the note quotes."""
+        return self._more(self.separation.first.bets) if self.separation else 0
+
+    @property
+    def second_more(self) -> int:
+        return self._more(self.separation.second.bets) if self.separation else 0
 
 
 def _power_note(analytics: Analytics) -> PowerNote:

@@ -7,6 +7,10 @@
 - signed_percent: the same with `+` on gains, for returns;
 - ratio_percent: a fraction (win rate 0.531) as a percent (`53.1%`);
 - brier: four decimals (`0.2125`);
+- edge: a signed figure against a reference (an Alpha), four decimals, or two significant
+  figures where four would hide it as 0 (`+0.0123`, `−0.000012`);
+- skill: a signed skill score, three decimals (`+0.790`, `−0.299`);
+- whole_percent: a fraction as a whole percent (`29%`), for shares of a few cohorts;
 - price: a probability price, four decimals (`0.6350`);
 - shares: two decimals with thousands separators (`1,234.57`);
 - usd_cost: an API cost in dollars, enough places to show a fraction of a cent (`$0.0042`).
@@ -120,3 +124,33 @@ def usd_cost(value: object) -> str:
         return MISSING
     places = 2 if abs(number) >= 1 else 4
     return f"{_sign(_places(number, places), plus=False)}${_grouped(number, places)}"
+
+
+@register.filter
+def edge(value: object) -> str:
+    number = _decimal(value)
+    if number is None:
+        return MISSING
+    places = 4
+    if number != 0 and abs(number) < Decimal("0.00005"):
+        places = min(8, 1 - abs(number).adjusted())  # two significant figures
+    rounded = _places(number, places)
+    return f"{_sign(rounded, plus=True)}{_grouped(rounded, places)}"
+
+
+@register.filter
+def skill(value: object) -> str:
+    number = _decimal(value)
+    if number is None:
+        return MISSING
+    rounded = _places(number, 3)
+    return f"{_sign(rounded, plus=True)}{_grouped(rounded, 3)}"
+
+
+@register.filter
+def whole_percent(value: object) -> str:
+    number = _decimal(value)
+    if number is None:
+        return MISSING
+    rounded = _places(number * 100, 0)
+    return f"{_sign(rounded, plus=False)}{_grouped(rounded, 0)}%"

@@ -317,16 +317,17 @@ def test_cumulative_alpha_runs_over_the_cohorts_in_order(world: World) -> None:
 def test_pairwise_comparisons_pair_the_cohorts_both_bet_in(world: World) -> None:
     result = selectors.compute_analytics()
     comparisons = [c for c in result.comparisons if c.metric == "alpha"]
-    pair = next(c for c in comparisons if {c.first, c.second} == {"gpt-5.1", "claude-opus-4.5"})
+    gpt_key, claude_key = ("gpt-5.1", False), ("claude-opus-4.5", False)
+    pair = next(c for c in comparisons if {c.first, c.second} == {gpt_key, claude_key})
     assert pair.test.pairs == 2  # cohorts 1 and 2; gpt-5.1's third cohort has no partner
     gpt_shared = [delta(0.6, 0.8, True), delta(0.7, 0.5, True),
                   delta(0.3, 0.9, True), delta(0.4, 0.6, False)]  # fmt: skip
     claude = [delta(0.4, 0.6, False), delta(0.2, 0.3, False), delta(0.5, 0.9, True)]
     difference = sum(gpt_shared) / 4 - sum(claude) / 3
-    sign = 1 if pair.first == "gpt-5.1" else -1
+    sign = 1 if pair.first == gpt_key else -1
     assert pair.test.mean_difference == pytest.approx(sign * difference)
     # Offline rows are never paired with real rows.
-    assert all("(offline)" not in c.first + c.second for c in comparisons)
+    assert all(c.first[1] == c.second[1] for c in comparisons)
 
 
 def test_separation_names_the_two_best_by_alpha(world: World) -> None:
@@ -414,12 +415,14 @@ def test_difficulty_adjustment_moves_scores_between_rows_not_the_total(world: Wo
     # The market effects are centred over all bets: the bet-weighted mean of the adjusted
     # Briers is the mean of every bet's Brier (real rows and offline rows each on their own).
     result = selectors.compute_analytics()
-    for offline in (False, True):
-        with_bets = [r for r in result.rows if r.bets and r.offline == offline]
-        assert all(r.difficulty_adjusted_brier is not None for r in with_bets)
-        adjusted = sum(r.bets * (r.difficulty_adjusted_brier or 0.0) for r in with_bets)
-        raw = sum(r.bets * (r.brier or 0.0) for r in with_bets)
-        assert adjusted == pytest.approx(raw)
+    real = [r for r in result.rows if r.bets and not r.offline]
+    assert len(real) == 3  # gpt-5.1, claude-opus-4.5 and the market follower
+    assert all(r.difficulty_adjusted_brier is not None for r in real)
+    adjusted = sum(r.bets * (r.difficulty_adjusted_brier or 0.0) for r in real)
+    raw = sum(r.bets * (r.brier or 0.0) for r in real)
+    assert adjusted == pytest.approx(raw)
+    # The offline fit holds one row: no effects to estimate, no figure.
+    assert row(result, "gpt-5.1", offline=True).difficulty_adjusted_brier is None
     assert all(r.difficulty_adjusted_brier is None for r in result.rows if not r.bets)
 
 
@@ -430,7 +433,8 @@ def test_difficulty_adjustment_ranks_the_easy_picker_below_the_better_forecaster
     # each); claude-opus-4.5 bets three hard markets alone (0.25 each) and is better on the
     # shared two (0.04 each). Raw Brier ranks gpt-5.1 first (0.070 against 0.166); markets
     # only one of them bet say nothing of who forecasts better, so adjusted for each market's
-    # difficulty claude-opus-4.5 is ahead by the shared markets' 0.12.
+    # difficulty claude-opus-4.5 is ahead by the shared markets' 0.12. grok-4 bets only the
+    # shared markets (0.09 each): a third forecaster, as a fit needs.
     cohort = CohortFactory.create()
     shared = [market(won=True) for _ in range(2)]
     easy, hard = [market(won=True) for _ in range(3)], [market(won=True) for _ in range(3)]
@@ -440,6 +444,9 @@ def test_difficulty_adjustment_ranks_the_easy_picker_below_the_better_forecaster
     for m in shared:
         bet(gpt, m, price=0.5, confidence=0.6)
         bet(claude, m, price=0.5, confidence=0.8)
+    grok = decision_of(agent_of(model("grok-4"), cohort), run)
+    for m in shared:
+        bet(grok, m, price=0.5, confidence=0.7)
     for m in easy:
         bet(gpt, m, price=0.5, confidence=0.9)
     for m in hard:
@@ -626,7 +633,10 @@ def test_analytics_endpoint_gives_every_figure_with_its_definition(
     names = {d["name"] for d in body["definitions"]}
     assert {"Alpha", "Murphy decomposition", "Bets to detect an edge"} <= names
     assert all(d["source"] for d in body["definitions"])
-    assert body["separation"]["first"] in ("gpt-5.1", "claude-opus-4.5")
+    assert body["separation"]["first"]["model"] in ("gpt-5.1", "claude-opus-4.5")
+    assert body["separation"]["first"]["offline"] is False
+    pair = body["comparisons"][0]
+    assert set(pair["first"]) == {"model", "offline"}
 
 
 def test_model_analytics_endpoint(world: World, client: Client) -> None:

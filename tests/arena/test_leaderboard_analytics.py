@@ -14,6 +14,7 @@ each model's agent bets on them, and every bet is already resolved and scored.
 from __future__ import annotations
 
 import html
+import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
@@ -254,17 +255,23 @@ def test_each_figure_of_a_row_is_the_one_the_analytics_compute(
         assert x is not None
         return f"{x:.4f}".replace("-", "−")
 
-    def pct(x: float | None) -> str:
+    def skill(x: float | None) -> str:
         assert x is not None
-        return f"{x * 100:.2f}".rstrip("0").rstrip(".").replace("-", "−") + "%"
+        return f"{x:+.3f}".replace("-", "−")
+
+    def edge(x: float | None) -> str:
+        assert x is not None
+        return f"{x:+.4f}".replace("-", "−") if round(x, 4) else "0.0000"
 
     content = page(client, "/?view=analytics")
     shown = cells(row_of(analytics_table(content), "Steady Forecaster"))
     assert shown[3] == f"{four(STEADY_ALPHA)} [{four(alpha.low)}, {four(alpha.high)}]"
-    assert shown[4] == four(figures.coverage_alpha)
-    assert shown[5] == pct(figures.skill_vs_random)
-    assert shown[6] == pct(figures.skill_vs_market)
-    assert shown[7] == four(figures.difficulty_adjusted_brier)
+    assert shown[4] == edge(figures.coverage_alpha)
+    assert shown[5] == skill(figures.skill_vs_random)
+    assert shown[6] == skill(figures.skill_vs_market)
+    # Two forecasters fitted together: the market effects give only their difference.
+    assert figures.difficulty_adjusted_brier is None
+    assert shown[7] == "—"
     assert shown[8] == f"{four(figures.brier)} [{four(brier.low)}, {four(brier.high)}]"
     assert shown[9] == f"{figures.alpha_test.p_value:.3f}"
     assert shown[10] == "100%"  # Beat%: Alpha above 0 in each of its three cohorts
@@ -419,7 +426,7 @@ def test_offline_stand_ins_are_labelled_and_the_power_note_falls_back_to_them(
     content = page(client, "/?view=analytics")
     references = next(t for t in tables(content) if "Pseudo-model" in t)
     for row in body_rows(references):
-        assert "(offline stand-ins)" in row
+        assert "on the offline stand-ins&#x27; questions" in row
         assert re.search(r'<span class="badge offline"[^>]*>offline</span>', row)
     note = re.search(r'<p class="note separation">(.*?)</p>', content, re.S)
     assert note
@@ -449,9 +456,14 @@ def test_the_power_note_says_who_leads_by_how_much_and_how_many_bets_would_separ
         f"Steady Forecaster leads Wobbly Forecaster by ΔAlpha = {delta} (paired p = {p} over "
         "the 2 cohorts both bet in)"
     ) in text
+    assert separation.bets_needed is not None
+    needed = math.ceil(separation.bets_needed)
+    # Steady has enough already (no shortfall written); Wobbly lacks some.
+    assert separation.first.bets >= needed > separation.second.bets
     assert (
-        f"about {separation.bets_more:,} more resolved bets each would separate them at 80% "
-        "power (one-sided 5%)"
+        f"separating them at 80% power (one-sided 5%) takes about {needed:,} resolved bets "
+        f"each: Steady Forecaster has {separation.first.bets}, Wobbly Forecaster "
+        f"{separation.second.bets} ({needed - separation.second.bets:,} more needed)"
     ) in text
     assert "offline stand-ins" not in text
 
