@@ -69,3 +69,30 @@ def test_filters_load_in_templates() -> None:
         Context({"v": Decimal("15429.53"), "p": Decimal("50")})
     )
     assert rendered == "$15,429.53 50%"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (0.01234, "+0.0123"),
+        (-0.004, "−0.0040"),
+        (0.0, "0.0000"),
+        (-0.0000123, "−0.000012"),  # four places would hide it as 0: two significant figures
+        (2.5e-9, "0.00000000"),  # past eight places it is written as 0
+        (None, "—"),
+    ],
+)
+def test_an_edge_against_a_reference_is_signed_and_never_hidden_as_zero(
+    value: object, text: str
+) -> None:
+    assert figures.edge(value) == text
+
+
+def test_skill_scores_and_whole_percents() -> None:
+    assert figures.skill(0.7904) == "+0.790"
+    assert figures.skill(-0.2991) == "−0.299"
+    assert figures.skill(0.0) == "0.000"
+    assert figures.skill(None) == "—"
+    assert figures.whole_percent(0.2857) == "29%"
+    assert figures.whole_percent(1) == "100%"
+    assert figures.whole_percent(None) == "—"
