@@ -44,12 +44,20 @@ class LeaderboardAnalyticsFields(Schema):
     market_brier: float | None  # (b − x)² on the same bets
     coverage_alpha: float | None
     brier_skill_vs_random: float | None  # 1 − Brier / 0.25
+    brier_skill_vs_random_ci_low: float | None
+    brier_skill_vs_random_ci_high: float | None
     brier_skill_vs_market: float | None  # 1 − Brier / market Brier
+    brier_skill_vs_market_ci_low: float | None
+    brier_skill_vs_market_ci_high: float | None
     difficulty_adjusted_brier: float | None
     beat_share: float | None  # share of cohorts with Alpha above 0
     reliability: float | None  # Murphy REL (lower is better calibrated)
     resolution: float | None  # Murphy RES (higher discriminates better)
     uncertainty: float | None  # Murphy UNC = ō(1 − ō)
+
+
+def _bound(interval: Interval | None, which: str) -> float | None:
+    return None if interval is None else finite(getattr(interval, which))
 
 
 def leaderboard_fields(row: ModelAnalytics | None) -> dict[str, Any]:
@@ -67,7 +75,11 @@ def leaderboard_fields(row: ModelAnalytics | None) -> dict[str, Any]:
         "market_brier": finite(row.market_brier),
         "coverage_alpha": finite(row.coverage_alpha),
         "brier_skill_vs_random": finite(row.skill_vs_random),
+        "brier_skill_vs_random_ci_low": _bound(row.skill_vs_random_interval, "low"),
+        "brier_skill_vs_random_ci_high": _bound(row.skill_vs_random_interval, "high"),
         "brier_skill_vs_market": finite(row.skill_vs_market),
+        "brier_skill_vs_market_ci_low": _bound(row.skill_vs_market_interval, "low"),
+        "brier_skill_vs_market_ci_high": _bound(row.skill_vs_market_interval, "high"),
         "difficulty_adjusted_brier": finite(row.difficulty_adjusted_brier),
         "beat_share": finite(row.beat_share),
         "reliability": finite(murphy.reliability) if murphy else None,
@@ -222,9 +234,11 @@ class ModelAnalyticsOut(Schema):
     brier_bootstrap: IntervalOut | None
     beat_share: float | None
     brier_skill_vs_random: float | None
+    brier_skill_vs_random_interval: IntervalOut | None
     brier_skill_vs_market: float | None
+    brier_skill_vs_market_interval: IntervalOut | None
     coverage_alpha: float | None
-    coverage_markets: int
+    coverage_markets: int  # questions: each agent × the resolved markets of its runs
     difficulty_adjusted_brier: float | None
     murphy: MurphyOut | None
     market_murphy: MurphyOut | None
@@ -355,7 +369,9 @@ def _row_fields(row: ModelAnalytics) -> dict[str, Any]:
         "brier_bootstrap": interval_out(row.brier_bootstrap),
         "beat_share": finite(row.beat_share),
         "brier_skill_vs_random": finite(row.skill_vs_random),
+        "brier_skill_vs_random_interval": interval_out(row.skill_vs_random_interval),
         "brier_skill_vs_market": finite(row.skill_vs_market),
+        "brier_skill_vs_market_interval": interval_out(row.skill_vs_market_interval),
         "coverage_alpha": finite(row.coverage_alpha),
         "coverage_markets": row.coverage_markets,
         "difficulty_adjusted_brier": finite(row.difficulty_adjusted_brier),

@@ -254,6 +254,42 @@ def pooled_mean_interval(
     )
 
 
+def ratio_interval(
+    numerators: ArrayLike,
+    denominators: ArrayLike,
+    cohorts: ArrayLike,
+    markets: ArrayLike,
+    *,
+    level: float = 0.95,
+) -> Interval | None:
+    """Return Σ numerators ÷ Σ denominators over the bets with a t interval clustered by cohort
+    and market (the ratio linearised: ψᵢ = (nᵢ − R·dᵢ) ÷ Σ d).
+
+    For a ratio of two pooled figures of the same bets, such as a Brier score over the market's
+    Brier on those bets (a skill score against the market is 1 − that ratio). Same clusters,
+    degrees of freedom and None rules as `pooled_mean_interval`; also None when Σ denominators
+    is 0. Raise ValueError for unequal lengths, non-finite values or level outside (0, 1).
+    """
+    _check_level(level)
+    top, c, m = _bets(numerators, cohorts, markets)
+    bottom = _finite_values("denominators", denominators)
+    if bottom.shape != top.shape:
+        raise ValueError("denominators must have one entry per bet")
+    total = math.fsum(bottom.tolist())
+    if len(top) == 0 or total == 0.0:
+        return None
+    estimate = math.fsum(top.tolist()) / total
+    cohort_count, market_count = _groups_of(c), _groups_of(m)
+    groups = min(cohort_count, market_count)
+    if groups < 2:
+        return Interval(estimate, None, None, None, cohort_count, len(top), market_count)
+    error = math.sqrt(_two_way((top - estimate * bottom) / total, c, m))
+    half = student_t_quantile((1.0 + level) / 2.0, groups - 1) * error
+    return Interval(
+        estimate, estimate - half, estimate + half, error, cohort_count, len(top), market_count
+    )
+
+
 MIN_BOOTSTRAP_COHORTS = 5  # a percentile bootstrap of fewer clusters claims too much
 
 

@@ -52,6 +52,7 @@ from scoring.statistics import (
     paired_difference_test,
     pooled_mean_interval,
     pooled_mean_test,
+    ratio_interval,
     share_positive,
 )
 
@@ -100,7 +101,8 @@ DEFINITIONS: list[tuple[str, str, str]] = [
     (
         "Brier skill score",
         "1 − Brier ÷ reference: against the 50% guesser (0.25), and against the market's "
-        "Brier on the same bets",
+        "Brier on the same bets; 95% t intervals from the Brier's, and from the ratio Brier ÷ "
+        "market Brier linearised (clustered by cohort and market)",
         "001 §1.5; 003 §3.4",
     ),
     (
@@ -238,6 +240,10 @@ class ModelAnalytics:
     anatomy: AlphaAnatomy | None = None
     skill_vs_random: float | None = None
     skill_vs_market: float | None = None
+    # 95% t intervals of the skill scores: 1 − the Brier's interval ÷ 0.25, and 1 − the
+    # interval of Brier ÷ market Brier (a ratio of two pooled figures of the same bets).
+    skill_vs_random_interval: Interval | None = None
+    skill_vs_market_interval: Interval | None = None
     coverage_alpha: float | None = None
     coverage_markets: int = 0
     difficulty_adjusted_brier: float | None = None
@@ -382,6 +388,35 @@ def _within(interval: Interval | None, lowest: float, highest: float) -> Interva
     if interval is None or interval.low is None or interval.high is None:
         return interval
     return replace(interval, low=max(interval.low, lowest), high=min(interval.high, highest))
+
+
+def _scaled(interval: Interval | None, factor: float) -> Interval | None:
+    """The interval of factor × x (factor > 0) from the interval of x."""
+    if interval is None:
+        return None
+
+    def times(value: float | None) -> float | None:
+        return None if value is None else value * factor
+
+    return replace(
+        interval,
+        estimate=interval.estimate * factor,
+        low=times(interval.low),
+        high=times(interval.high),
+        standard_error=times(interval.standard_error),
+    )
+
+
+def _one_minus(interval: Interval | None) -> Interval | None:
+    """The interval of 1 − x from the interval of x (a skill score from a Brier ratio)."""
+    if interval is None:
+        return None
+    return replace(
+        interval,
+        estimate=1.0 - interval.estimate,
+        low=None if interval.high is None else 1.0 - interval.high,
+        high=None if interval.low is None else 1.0 - interval.low,
+    )
 
 
 def _excludes(interval: Interval | None, reference: float) -> bool | None:
@@ -586,6 +621,8 @@ def _fill_row(
         row.murphy, row.market_murphy = row.anatomy.agent, row.anatomy.market
     row.skill_vs_random = _skill(row.brier, RANDOM_BRIER)
     row.skill_vs_market = _skill(row.brier, row.market_brier)
+    row.skill_vs_random_interval = _one_minus(_scaled(row.brier_interval, 1.0 / RANDOM_BRIER))
+    row.skill_vs_market_interval = _one_minus(ratio_interval(brier, market_brier, cohort, market))
     delta_variance = float(delta.var(ddof=1)) if n > 1 else None
     row.brier_variance = float(brier.var(ddof=1)) if n > 1 else None
     mean_squared_deviation = float(((price - forecast) ** 2).mean())

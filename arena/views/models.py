@@ -140,6 +140,12 @@ def _intervals(t: Interval | None, bootstrap: Interval | None, *, signs: bool) -
     return f"95% t {_interval(t, write)}; bootstrap {_interval(bootstrap, write)}"
 
 
+def _skill_interval(interval: Interval | None) -> str:
+    if interval is None or interval.low is None or interval.high is None:
+        return ""
+    return f"; 95% t [{signed(interval.low, 3)}, {signed(interval.high, 3)}]"
+
+
 def _t_detail(test: MeanTest | None) -> str:
     if test is None:
         return "one cohort: no test yet"
@@ -208,13 +214,14 @@ def _figures(row: analytics_stats.ModelAnalytics) -> list[Figure]:
         Figure(
             "BSS vs random",
             signed(row.skill_vs_random, 3) if row.skill_vs_random is not None else "—",
-            "against the 50% guesser's 0.25",
+            "against the 50% guesser's 0.25" + _skill_interval(row.skill_vs_random_interval),
             DEFINED["Brier skill score"],
         ),
         Figure(
             "BSS vs market",
             signed(row.skill_vs_market, 3) if row.skill_vs_market is not None else "—",
-            "against the market's Brier on the same bets",
+            "against the market's Brier on the same bets"
+            + _skill_interval(row.skill_vs_market_interval),
             DEFINED["Brier skill score"],
         ),
         Figure(

@@ -41,7 +41,7 @@ from arena.selectors import analytics as selectors
 from arena.selectors import standings
 from arena.selectors.exports import bet_rows
 from markets.models import Market
-from scoring.statistics import pooled_mean_interval
+from scoring.statistics import pooled_mean_interval, ratio_interval
 from tests.arena.factories import CohortFactory
 
 _ids = itertools.count(1)
@@ -243,6 +243,24 @@ def test_skill_scores_against_random_and_market(world: World) -> None:
     gpt = row(selectors.compute_analytics(), "gpt-5.1")
     assert gpt.skill_vs_random == pytest.approx(1 - gpt.brier / 0.25)
     assert gpt.skill_vs_market == pytest.approx(1 - gpt.brier / gpt.market_brier)
+    # Against 0.25 the interval is the Brier's, mapped through 1 − x ÷ 0.25 (bounds swap).
+    random_interval = gpt.skill_vs_random_interval
+    assert random_interval.low == pytest.approx(1 - gpt.brier_interval.high / 0.25)
+    assert random_interval.high == pytest.approx(1 - gpt.brier_interval.low / 0.25)
+    # Against the market: 1 − the ratio interval of Brier over market Brier, same bets.
+    u = world.universes
+    unranked = world.runs[2].markets.get(rank__isnull=True).market
+    briers = [0.04, 0.25, 0.01, 0.36, 0.09, 0.09]
+    market_briers = [0.16, 0.09, 0.49, 0.16, 0.25, 0.25]
+    markets = [u[0][0].pk, u[0][1].pk, u[1][0].pk, u[1][1].pk, u[2][2].pk, unranked.pk]
+    ratio = ratio_interval(briers, market_briers, [1, 1, 2, 2, 3, 3], markets)
+    assert ratio is not None
+    assert ratio.low is not None
+    assert ratio.high is not None
+    market_interval = gpt.skill_vs_market_interval
+    assert market_interval.estimate == pytest.approx(gpt.skill_vs_market)
+    assert market_interval.low == pytest.approx(1 - ratio.high)
+    assert market_interval.high == pytest.approx(1 - ratio.low)
 
 
 # ------------------------------------------------------------------------------ intervals
@@ -614,6 +632,12 @@ def test_leaderboard_rows_carry_the_analytics(world: World, client: Client) -> N
     assert gpt["reliability"] == pytest.approx(figures.murphy.reliability)
     assert gpt["resolution"] == pytest.approx(figures.murphy.resolution)
     assert gpt["uncertainty"] == pytest.approx(figures.murphy.uncertainty)
+    assert gpt["brier_skill_vs_market_ci_low"] == pytest.approx(
+        figures.skill_vs_market_interval.low
+    )
+    assert gpt["brier_skill_vs_random_ci_high"] == pytest.approx(
+        figures.skill_vs_random_interval.high
+    )
     assert gpt["resolved_bets"] == 6
     assert gpt["brier"] == pytest.approx(figures.brier)  # the v1 figure, unchanged
     offline = by_key[("gpt-5.1", True)]

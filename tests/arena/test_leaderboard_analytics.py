@@ -267,8 +267,20 @@ def test_each_figure_of_a_row_is_the_one_the_analytics_compute(
     shown = cells(row_of(analytics_table(content), "Steady Forecaster"))
     assert shown[3] == f"{four(STEADY_ALPHA)} [{four(alpha.low)}, {four(alpha.high)}]"
     assert shown[4] == edge(figures.coverage_alpha)
-    assert shown[5] == skill(figures.skill_vs_random)
-    assert shown[6] == skill(figures.skill_vs_market)
+    random_interval, market_interval = (
+        figures.skill_vs_random_interval,
+        figures.skill_vs_market_interval,
+    )
+    assert random_interval is not None
+    assert market_interval is not None
+    assert shown[5] == (
+        f"{skill(figures.skill_vs_random)} "
+        f"[{skill(random_interval.low)}, {skill(random_interval.high)}]"
+    )
+    assert shown[6] == (
+        f"{skill(figures.skill_vs_market)} "
+        f"[{skill(market_interval.low)}, {skill(market_interval.high)}]"
+    )
     # Two forecasters fitted together: the market effects give only their difference.
     assert figures.difficulty_adjusted_brier is None
     assert shown[7] == "—"

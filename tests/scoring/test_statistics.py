@@ -18,6 +18,7 @@ from scoring.statistics import (
     paired_difference_test,
     pooled_mean_interval,
     pooled_mean_test,
+    ratio_interval,
     regularized_incomplete_beta,
     share_positive,
     student_t_cdf,
@@ -268,3 +269,28 @@ def test_share_positive_is_beat_percent() -> None:
     assert share_positive([]) is None
     with pytest.raises(ValueError, match="NaN"):
         share_positive([math.nan])
+
+
+def test_a_ratio_interval_with_equal_denominators_is_the_mean_interval() -> None:
+    # Each bet's denominator 1: the ratio is the pooled mean, with the same interval.
+    values, cohorts, markets = many_cohorts()
+    ratio = ratio_interval(values, [1.0] * len(values), cohorts, markets)
+    mean_interval = pooled_mean_interval(values, cohorts, markets)
+    assert ratio is not None
+    assert mean_interval is not None
+    assert ratio.estimate == pytest.approx(mean_interval.estimate)
+    assert ratio.low == pytest.approx(mean_interval.low)
+    assert ratio.high == pytest.approx(mean_interval.high)
+
+
+def test_a_ratio_interval_by_hand() -> None:
+    # Two cohorts, one bet each on its own market: R = (1 + 3) / (2 + 2) = 1; ψ = (n − d)/4 =
+    # (−0.25, +0.25); every grouping gives 2/1 × (1/16 + 1/16) = 1/4, so SE = 1/2, df = 1.
+    ratio = ratio_interval([1.0, 3.0], [2.0, 2.0], [1, 2], [5, 6])
+    assert ratio is not None
+    assert ratio.estimate == pytest.approx(1.0)
+    assert ratio.standard_error == pytest.approx(0.5)
+    half = student_t_quantile(0.975, 1) * 0.5
+    assert (ratio.low, ratio.high) == pytest.approx((1.0 - half, 1.0 + half))
+    assert ratio_interval([1.0], [0.0], [1], [1]) is None
+    assert ratio_interval([], [], [], []) is None
