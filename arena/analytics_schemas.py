@@ -43,6 +43,8 @@ class LeaderboardAnalyticsFields(Schema):
     brier_ci_high: float | None
     market_brier: float | None  # (b − x)² on the same bets
     coverage_alpha: float | None
+    coverage_alpha_ci_low: float | None
+    coverage_alpha_ci_high: float | None
     brier_skill_vs_random: float | None  # 1 − Brier / 0.25
     brier_skill_vs_random_ci_low: float | None
     brier_skill_vs_random_ci_high: float | None
@@ -74,6 +76,8 @@ def leaderboard_fields(row: ModelAnalytics | None) -> dict[str, Any]:
         "brier_ci_high": finite(brier.high) if brier else None,
         "market_brier": finite(row.market_brier),
         "coverage_alpha": finite(row.coverage_alpha),
+        "coverage_alpha_ci_low": _bound(row.coverage_interval, "low"),
+        "coverage_alpha_ci_high": _bound(row.coverage_interval, "high"),
         "brier_skill_vs_random": finite(row.skill_vs_random),
         "brier_skill_vs_random_ci_low": _bound(row.skill_vs_random_interval, "low"),
         "brier_skill_vs_random_ci_high": _bound(row.skill_vs_random_interval, "high"),
@@ -238,6 +242,7 @@ class ModelAnalyticsOut(Schema):
     brier_skill_vs_market: float | None
     brier_skill_vs_market_interval: IntervalOut | None
     coverage_alpha: float | None
+    coverage_alpha_interval: IntervalOut | None
     coverage_markets: int  # questions: each agent × the resolved markets of its runs
     difficulty_adjusted_brier: float | None
     murphy: MurphyOut | None
@@ -373,6 +378,7 @@ def _row_fields(row: ModelAnalytics) -> dict[str, Any]:
         "brier_skill_vs_market": finite(row.skill_vs_market),
         "brier_skill_vs_market_interval": interval_out(row.skill_vs_market_interval),
         "coverage_alpha": finite(row.coverage_alpha),
+        "coverage_alpha_interval": interval_out(row.coverage_interval),
         "coverage_markets": row.coverage_markets,
         "difficulty_adjusted_brier": finite(row.difficulty_adjusted_brier),
         "murphy": murphy_out(row.murphy),

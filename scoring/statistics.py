@@ -254,6 +254,50 @@ def pooled_mean_interval(
     )
 
 
+def cell_mean_interval(
+    sums: ArrayLike,
+    counts: ArrayLike,
+    cohorts: ArrayLike,
+    markets: ArrayLike,
+    *,
+    level: float = 0.95,
+) -> Interval | None:
+    """Return a pooled mean given per cell (cohort × market) as Σ values and a count, with the
+    t interval of `pooled_mean_interval` (clustered by cohort and market).
+
+    One entry per cell: the sum of its values, how many values it holds, its cohort and its
+    market. For figures over many values that are mostly 0 — a coverage-adjusted Alpha imputes
+    δ = 0 on every market not bet on — without writing out every zero. The estimate is
+    Σ sums ÷ Σ counts; `count` of the result is Σ counts. Cells with a count of 0 are ignored.
+    Return None when there are no values. Raise ValueError for unequal lengths, non-finite
+    sums, counts that are not non-negative whole numbers, or level outside (0, 1).
+    """
+    _check_level(level)
+    totals, c, m = _bets(sums, cohorts, markets)
+    n = _finite_values("counts", counts)
+    if n.shape != totals.shape:
+        raise ValueError("counts must have one entry per cell")
+    if not bool(np.all((n >= 0.0) & (n == np.floor(n)))):
+        raise ValueError("counts must be non-negative whole numbers")
+    kept = n > 0.0
+    totals, n = totals[kept], n[kept]
+    c, m = np.unique(c[kept], return_inverse=True)[1], np.unique(m[kept], return_inverse=True)[1]
+    c, m = c.reshape(-1).astype(np.intp), m.reshape(-1).astype(np.intp)
+    values = int(n.sum())
+    if values == 0:
+        return None
+    estimate = math.fsum(totals.tolist()) / values
+    cohort_count, market_count = _groups_of(c), _groups_of(m)
+    groups = min(cohort_count, market_count)
+    if groups < 2:
+        return Interval(estimate, None, None, None, cohort_count, values, market_count)
+    error = math.sqrt(_two_way((totals - estimate * n) / values, c, m))
+    half = student_t_quantile((1.0 + level) / 2.0, groups - 1) * error
+    return Interval(
+        estimate, estimate - half, estimate + half, error, cohort_count, values, market_count
+    )
+
+
 def ratio_interval(
     numerators: ArrayLike,
     denominators: ArrayLike,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -30,7 +31,7 @@ from typing import Literal
 import numpy as np
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 from numpy.typing import NDArray
 
@@ -48,6 +49,7 @@ from scoring.statistics import (
     Interval,
     MeanTest,
     PairedDifference,
+    cell_mean_interval,
     grouped_bootstrap_intervals,
     paired_difference_test,
     pooled_mean_interval,
@@ -83,7 +85,8 @@ DEFINITIONS: list[tuple[str, str, str]] = [
     (
         "Coverage-adjusted Alpha",
         "Σ δ over every resolved market of the snapshots the agents saw ÷ the number of those "
-        "markets; a market not bet on is imputed the market's price (δ = 0)",
+        "markets; a market not bet on is imputed the market's price (δ = 0); 95% t interval "
+        "clustered by cohort and market, the imputed zeros included",
         "ForecastBench (004) imputation, with 003's δ",
     ),
     (
@@ -245,7 +248,8 @@ class ModelAnalytics:
     skill_vs_random_interval: Interval | None = None
     skill_vs_market_interval: Interval | None = None
     coverage_alpha: float | None = None
-    coverage_markets: int = 0
+    coverage_interval: Interval | None = None
+    coverage_markets: int = 0  # questions: each agent × the resolved markets of its runs
     difficulty_adjusted_brier: float | None = None
     power: PowerFigures | None = None
     brier_variance: float | None = None  # observed per-bet variance of the Brier score
@@ -672,44 +676,64 @@ def _coverage(
     agents: QuerySet[Agent],
     bets: _Bets,
     row_of_agent: dict[int, int],
+    cohort_of_agent: dict[int, int],
     rows: list[ModelAnalytics],
 ) -> None:
     """Coverage-adjusted Alpha: every resolved market of the top 500 a run showed is a question
     for every agent that decided in that run; one it did not bet on is imputed δ = 0 (the
-    market's price as its forecast), and its bets on one question count once (their mean)."""
-    resolved_in_run: dict[int, int] = dict(
+    market's price as its forecast), and its bets on one question count once (their mean). Its
+    interval is clustered by cohort and market like the others, from each row's questions
+    counted per cell (cohort × market) rather than written out one by one."""
+    agent_ids = agents.order_by().values("pk")
+    universe: dict[int, list[int]] = defaultdict(list)
+    for run_id, market_id in (
         SnapshotMarket.objects.filter(
             rank__isnull=False,
             market__resolution=Market.Resolution.RESOLVED,
-            run_id__in=Decision.objects.filter(agent_id__in=agents.order_by().values("pk"))
-            .order_by()
-            .values("run_id"),
+            run_id__in=Decision.objects.filter(agent_id__in=agent_ids).order_by().values("run_id"),
         )
-        .values("run_id")
-        .annotate(n=Count("pk"))
         .order_by()
-        .values_list("run_id", "n")
-    )
-    questions = [0] * len(rows)
+        .values_list("run_id", "market_id")
+    ):
+        universe[run_id].append(market_id)
+    shown = {run_id: np.array(ids, dtype=np.int64) for run_id, ids in universe.items()}
+    seen: dict[int, list[tuple[int, NDArray[np.int64]]]] = defaultdict(list)
     for agent_id, run_id in (
-        Decision.objects.filter(agent_id__in=agents.order_by().values("pk"), run_id__isnull=False)
+        Decision.objects.filter(agent_id__in=agent_ids, run_id__isnull=False)
         .order_by()
         .values_list("agent_id", "run_id")
         .distinct()
     ):
-        questions[row_of_agent[agent_id]] += resolved_in_run.get(run_id, 0)
-    # δ summed per question (agent, run, market), each question's bets weighted to count once.
+        if run_id in shown:
+            seen[row_of_agent[agent_id]].append((cohort_of_agent[agent_id], shown[run_id]))
+    # δ per question (agent, run, market), each question's bets weighted to count once.
     mask = bets.in_universe
     keys = np.stack([bets.agent[mask], bets.run[mask], bets.market[mask]], axis=1)
     _, inverse, per_question = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-    weights = 1.0 / per_question[inverse.reshape(-1)]
-    numerators = np.bincount(
-        bets.row[mask], weights=bets.delta[mask] * weights, minlength=len(rows)
-    )
+    weighted = bets.delta[mask] / per_question[inverse.reshape(-1)]
+    bet_rows, bet_cohorts, bet_markets = bets.row[mask], bets.cohort[mask], bets.market[mask]
     for index, row in enumerate(rows):
-        row.coverage_markets = questions[index]
-        if questions[index]:
-            row.coverage_alpha = float(numerators[index] / questions[index])
+        if not seen.get(index):
+            continue
+        parts = seen[index]
+        cohorts = np.concatenate([np.full(len(ids), c, dtype=np.int64) for c, ids in parts])
+        markets = np.concatenate([ids for _, ids in parts])
+        # A cell (cohort, market) as one integer: the row's questions counted per cell.
+        base = int(max(markets.max(), bets.market.max() if len(bets.market) else 0)) + 1
+        cells, counts = np.unique(cohorts * base + markets, return_counts=True)
+        mine = bet_rows == index
+        sums = np.zeros(len(cells))
+        np.add.at(
+            sums,
+            np.searchsorted(cells, bet_cohorts[mine] * base + bet_markets[mine]),
+            weighted[mine],
+        )
+        row.coverage_markets = int(counts.sum())
+        row.coverage_interval = _within(
+            cell_mean_interval(sums, counts, cells // base, cells % base), -1.0, 1.0
+        )
+        if row.coverage_interval is not None:
+            row.coverage_alpha = row.coverage_interval.estimate
 
 
 def _difficulty(bets: _Bets, rows: list[ModelAnalytics]) -> None:
@@ -895,7 +919,7 @@ def compute_analytics(*, cohorts: str = "all", bins: int = DEFAULT_BINS) -> Anal
     for number, (alpha_bootstrap, brier_bootstrap) in bootstraps.items():
         rows[number].alpha_bootstrap = _within(alpha_bootstrap, -1.0, 1.0)
         rows[number].brier_bootstrap = _within(brier_bootstrap, 0.0, 1.0)
-    _coverage(agents, bets, row_of_agent, rows)
+    _coverage(agents, bets, row_of_agent, cohort_of_agent, rows)
     _difficulty(bets, rows)
     return Analytics(
         cohorts=cohorts,

@@ -140,6 +140,12 @@ def _intervals(t: Interval | None, bootstrap: Interval | None, *, signs: bool) -
     return f"95% t {_interval(t, write)}; bootstrap {_interval(bootstrap, write)}"
 
 
+def _edge_interval(interval: Interval | None) -> str:
+    if interval is None or interval.low is None or interval.high is None:
+        return ""
+    return f"; 95% t [{signed_precise(interval.low)}, {signed_precise(interval.high)}]"
+
+
 def _skill_interval(interval: Interval | None) -> str:
     if interval is None or interval.low is None or interval.high is None:
         return ""
@@ -194,7 +200,7 @@ def _figures(row: analytics_stats.ModelAnalytics) -> list[Figure]:
             "Coverage-adjusted Alpha",
             signed_precise(row.coverage_alpha) if row.coverage_alpha is not None else "—",
             f"over {row.coverage_markets:,} questions: each of its agents × the resolved "
-            "markets of the runs it decided in"
+            "markets of the runs it decided in" + _edge_interval(row.coverage_interval)
             if row.coverage_markets
             else "no resolved market of its runs' snapshots",
             DEFINED["Coverage-adjusted Alpha"],

@@ -373,6 +373,20 @@ def test_coverage_adjusted_alpha_imputes_the_market_on_every_resolved_market_see
     in_universe = [delta(0.6, 0.8, True), delta(0.7, 0.5, True), delta(0.3, 0.9, True),
                    delta(0.4, 0.6, False), delta(0.5, 0.7, True)]  # fmt: skip
     assert gpt.coverage_alpha == pytest.approx(sum(in_universe) / 12)
+    # Its interval: the twelve questions written out, zeros included, each on a market of its
+    # own (every run froze its own markets), clustered by cohort and market.
+    u = world.universes
+    values = in_universe[:2] + [0.0, 0.0] + in_universe[2:4] + [0.0, 0.0]
+    values += [0.0, 0.0, in_universe[4], 0.0]
+    cohorts = [1] * 4 + [2] * 4 + [3] * 4
+    markets = [m.pk for universe in u[:3] for m in universe[:4]]
+    expected = pooled_mean_interval(values, cohorts, markets)
+    assert expected is not None
+    assert gpt.coverage_interval is not None
+    assert gpt.coverage_interval.estimate == pytest.approx(expected.estimate)
+    assert gpt.coverage_interval.low == pytest.approx(expected.low)
+    assert gpt.coverage_interval.high == pytest.approx(expected.high)
+    assert gpt.coverage_interval.count == 12
 
 
 # --------------------------------------------------------------------------- Murphy, power

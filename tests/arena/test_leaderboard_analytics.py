@@ -266,7 +266,11 @@ def test_each_figure_of_a_row_is_the_one_the_analytics_compute(
     content = page(client, "/?view=analytics")
     shown = cells(row_of(analytics_table(content), "Steady Forecaster"))
     assert shown[3] == f"{four(STEADY_ALPHA)} [{four(alpha.low)}, {four(alpha.high)}]"
-    assert shown[4] == edge(figures.coverage_alpha)
+    coverage = figures.coverage_interval
+    assert coverage is not None
+    assert shown[4] == (
+        f"{edge(figures.coverage_alpha)} [{edge(coverage.low)}, {edge(coverage.high)}]"
+    )
     random_interval, market_interval = (
         figures.skill_vs_random_interval,
         figures.skill_vs_market_interval,

@@ -14,6 +14,7 @@ from scoring.statistics import (
     MIN_BOOTSTRAP_COHORTS,
     Interval,
     bootstrap_pooled_interval,
+    cell_mean_interval,
     clustered_variance,
     paired_difference_test,
     pooled_mean_interval,
@@ -294,3 +295,31 @@ def test_a_ratio_interval_by_hand() -> None:
     assert (ratio.low, ratio.high) == pytest.approx((1.0 - half, 1.0 + half))
     assert ratio_interval([1.0], [0.0], [1], [1]) is None
     assert ratio_interval([], [], [], []) is None
+
+
+def test_cells_give_the_interval_of_the_values_they_hold() -> None:
+    # The values written out one by one, zeros included, and the same values summed per cell
+    # (cohort × market) with a count: one figure and one interval.
+    values = [0.3, 0.0, 0.0, -0.1, 0.0, 0.2, 0.0, 0.0, 0.1, 0.0]
+    cohorts = [1, 1, 1, 2, 2, 2, 3, 3, 3, 3]
+    markets = [7, 7, 8, 7, 8, 9, 8, 9, 9, 7]
+    every = pooled_mean_interval(values, cohorts, markets)
+    cells: dict[tuple[int, int], list[float]] = {}
+    for value, cohort, market in zip(values, cohorts, markets, strict=True):
+        cells.setdefault((cohort, market), []).append(value)
+    keys = sorted(cells)
+    summed = cell_mean_interval(
+        [sum(cells[k]) for k in keys],
+        [len(cells[k]) for k in keys],
+        [k[0] for k in keys],
+        [k[1] for k in keys],
+    )
+    assert every is not None
+    assert summed is not None
+    assert summed.estimate == pytest.approx(every.estimate)
+    assert summed.standard_error == pytest.approx(every.standard_error)
+    assert (summed.low, summed.high) == pytest.approx((every.low, every.high))
+    assert summed.count == 10
+    assert cell_mean_interval([], [], [], []) is None
+    with pytest.raises(ValueError, match="whole"):
+        cell_mean_interval([0.1], [0.5], [1], [1])
