@@ -158,6 +158,18 @@ def _codes(name: str, values: ArrayLike, length: int) -> NDArray[np.intp]:
     labels = np.asarray(values)
     if labels.shape != (length,):
         raise ValueError(f"{name} must be 1-d with one entry per bet, got shape {labels.shape}")
+    if (
+        length
+        and np.issubdtype(labels.dtype, np.integer)
+        and 0 <= int(labels.min())
+        and int(labels.max()) <= 4 * length + 1024
+    ):
+        # Small non-negative integers (cohort numbers, ids): dense codes by counting, not by
+        # sorting — the analytics code a few hundred groupings of thousands of bets.
+        present = np.bincount(labels, minlength=int(labels.max()) + 1) > 0
+        dense: NDArray[np.intp] = (np.cumsum(present) - 1).astype(np.intp)
+        coded: NDArray[np.intp] = dense[labels.astype(np.intp)]
+        return coded
     _, codes = np.unique(labels, return_inverse=True)
     return codes.reshape(-1).astype(np.intp)
 

@@ -31,7 +31,8 @@ from typing import Literal
 import numpy as np
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, FloatField, OuterRef, QuerySet
+from django.db.models.functions import Cast
 from django.utils import timezone
 from numpy.typing import NDArray
 
@@ -510,13 +511,15 @@ def _read_bets(
     )
     rows = list(
         trades.order_by()
-        .annotate(in_universe=Exists(universe))
+        # Read as floats by the database: a Decimal per price, converted back to a float here,
+        # was a third of the read on SQLite.
+        .annotate(in_universe=Exists(universe), price_float=Cast("price", FloatField()))
         .values_list(
             "agent_id",
             "decision__run_id",
             "market_id",
             "side",
-            "price",
+            "price_float",
             "implied_confidence",
             "side_won",
             "in_universe",
@@ -561,7 +564,7 @@ def _read_bets(
         category=np.array([category_of[m] for m in market_ids], dtype=np.int64),
         in_universe=np.array(in_universe, dtype=np.bool_),
         forecast=np.array(confidences, dtype=np.float64),  # never null (filtered)
-        price=np.array([float(p) for p in prices], dtype=np.float64),  # never null
+        price=np.array(prices, dtype=np.float64),  # never null (filtered)
         outcome=np.array(won, dtype=np.float64),
     )
     return bets, categories
