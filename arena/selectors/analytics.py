@@ -724,13 +724,14 @@ def _coverage(
         # A cell (cohort, market) as one integer: the row's questions counted per cell.
         base = int(max(markets.max(), bets.market.max() if len(bets.market) else 0)) + 1
         cells, counts = np.unique(cohorts * base + markets, return_counts=True)
-        mine = bet_rows == index
+        mine = np.flatnonzero(bet_rows == index)
+        at = np.searchsorted(cells, bet_cohorts[mine] * base + bet_markets[mine])
+        # A scored bet on a market not (or no longer) counted resolved is not a question: the
+        # numerator takes only the questions its denominator counts.
+        counted = at < len(cells)
+        counted[counted] = cells[at[counted]] == (bet_cohorts * base + bet_markets)[mine][counted]
         sums = np.zeros(len(cells))
-        np.add.at(
-            sums,
-            np.searchsorted(cells, bet_cohorts[mine] * base + bet_markets[mine]),
-            weighted[mine],
-        )
+        np.add.at(sums, at[counted], weighted[mine[counted]])
         row.coverage_markets = int(counts.sum())
         row.coverage_interval = _within(
             cell_mean_interval(sums, counts, cells // base, cells % base), -1.0, 1.0
@@ -948,7 +949,7 @@ def analytics_watermark() -> str:
     with connection.cursor() as cursor:
         cursor.execute(
             # Only our own table names are formatted in; the values are parameters.
-            f"SELECT (SELECT MAX(scored_at) FROM {trade}),"
+            f"SELECT (SELECT MAX(scored_at) FROM {trade}),"  # nosec B608
             f" (SELECT COUNT(*) FROM {market} WHERE resolution <> %s),"
             f" (SELECT MAX(resolved_at) FROM {market} WHERE resolution <> %s),"
             f" (SELECT MAX(id) FROM {decision}),"

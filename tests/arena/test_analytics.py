@@ -389,6 +389,22 @@ def test_coverage_adjusted_alpha_imputes_the_market_on_every_resolved_market_see
     assert gpt.coverage_interval.count == 12
 
 
+def test_a_scored_bet_on_a_market_not_counted_resolved_is_not_a_question(world: World) -> None:
+    # Data out of step (a bet scored while its market still reads open, or re-opened): the
+    # bet keeps its Alpha, the coverage figure leaves it out of both its sums, and nothing
+    # breaks.
+    u = world.universes
+    d = Decision.objects.get(agent__model__internal_id="claude-opus-4.5", run=world.runs[1])
+    stray = bet(d, u[1][4], price=0.5, confidence=0.9)  # the run's open market
+    stray.side_won, stray.brier_score, stray.scored_at = True, 0.01, timezone.now()
+    stray.save()
+    claude = row(selectors.compute_analytics(), "claude-opus-4.5")
+    assert claude.bets == 4
+    assert claude.coverage_markets == 8  # two runs' four resolved markets
+    in_universe = [delta(0.4, 0.6, False), delta(0.2, 0.3, False), delta(0.5, 0.9, True)]
+    assert claude.coverage_alpha == pytest.approx(sum(in_universe) / 8)
+
+
 # --------------------------------------------------------------------------- Murphy, power
 
 
