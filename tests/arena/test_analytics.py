@@ -22,10 +22,12 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agents.models import BenchmarkModel
 from arena.models import (
@@ -730,3 +732,102 @@ def test_bets_export_csv_recomputes_alpha(world: World, client: Client) -> None:
     ]
     claude = row(selectors.compute_analytics(), "claude-opus-4.5")
     assert claude.alpha == pytest.approx(sum(values) / len(values))
+
+
+# ------------------------------------------------------------------------------ any world
+
+
+@st.composite
+def odd_bets(draw: st.DrawFn) -> list[tuple[int, int, int, str, float, float, bool | None]]:
+    """Bets of a few models over a few cohorts and markets, with what real data can hold:
+    both sides of one market, many outcomes, a bet scored while its market reads open."""
+    return draw(
+        st.lists(
+            st.tuples(
+                st.integers(0, 2),  # model
+                st.integers(0, 2),  # cohort
+                st.integers(0, 4),  # market
+                st.sampled_from(["YES", "NO", "Over", "B"]),
+                st.integers(1, 99).map(lambda cents: cents / 100),  # a price, as stored
+                st.floats(0.01, 1.0),  # confidence
+                st.one_of(st.none(), st.booleans()),  # scored: side won, or not scored
+            ),
+            max_size=25,
+        )
+    )
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    # Each example's world is rolled back at its end (a savepoint inside the test's database).
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(bets=odd_bets())
+def test_any_world_gives_finite_figures_or_none(
+    db: None, bets: list[tuple[int, int, int, str, float, float, bool | None]]
+) -> None:
+    with transaction.atomic():
+        check_any_world(bets)
+        transaction.set_rollback(True)
+
+
+def check_any_world(bets: list[tuple[int, int, int, str, float, float, bool | None]]) -> None:
+    lineup = [model("gpt-5.1"), model("claude-opus-4.5"), model("baseline-random")]
+    cohorts = CohortFactory.create_batch(3)
+    kinds = [["Yes", "No"], ["Over", "Under"], ["A", "B", "C"], ["Yes", "No"], ["Yes", "No"]]
+    markets = [
+        market(won=True, outcomes=kinds[0]), market(outcomes=kinds[1]),
+        market(won=False, outcomes=kinds[2]), market(cancelled=True), market(won=False),
+    ]  # fmt: skip
+    runs = [run_of(c, markets) for c in cohorts]
+    decisions: dict[tuple[int, int], Decision] = {}
+    for who, cohort, where, side, price, confidence, won in bets:
+        key = (who, cohort)
+        if key not in decisions:
+            decisions[key] = decision_of(agent_of(lineup[who], cohorts[cohort]), runs[cohort])
+        placed = bet(decisions[key], markets[where], side=side, price=price, confidence=confidence)
+        if won is not None and placed.brier_score is None:
+            placed.side_won, placed.scored_at = won, timezone.now()
+            placed.brier_score = (confidence - (1.0 if won else 0.0)) ** 2
+            placed.save()
+    result = selectors.compute_analytics()
+    for who, of in enumerate(lineup):
+        figures = result.row(of.pk, False)
+        assert figures is not None
+        scored = [t for t in Trade.objects.filter(agent__model=of, brier_score__isnull=False)]
+        deltas = [delta(float(t.price or 0), t.implied_confidence or 0.0, bool(t.side_won))
+                  for t in scored]  # fmt: skip
+        if deltas:
+            assert figures.alpha == pytest.approx(sum(deltas) / len(deltas))
+        else:
+            assert figures.alpha is None
+        # Coverage by brute force: every resolved market of every run the model's agents
+        # decided in, each agent's bets on one question averaged, the rest 0.
+        total, questions = 0.0, 0
+        for decision in Decision.objects.filter(agent__model=of):
+            for m in markets:
+                if m.resolution != Market.Resolution.RESOLVED:
+                    continue
+                questions += 1
+                mine = [delta(float(t.price or 0), t.implied_confidence or 0.0, bool(t.side_won))
+                        for t in scored if t.decision_id == decision.pk and t.market_id == m.pk]  # fmt: skip
+                total += sum(mine) / len(mine) if mine else 0.0
+        assert figures.coverage_markets == questions
+        if questions:
+            assert figures.coverage_alpha == pytest.approx(total / questions)
+        assert who == lineup.index(of)
+    for figures in result.rows:
+        for value in (figures.alpha, figures.brier, figures.coverage_alpha,
+                      figures.difficulty_adjusted_brier, figures.skill_vs_market):  # fmt: skip
+            assert value is None or math.isfinite(value)
+        for interval in (figures.alpha_interval, figures.brier_interval,
+                         figures.coverage_interval, figures.alpha_bootstrap):  # fmt: skip
+            if interval is not None and interval.low is not None:
+                assert interval.high is not None
+                assert interval.low <= interval.high
+        if figures.alpha is not None:
+            assert -1.0 <= figures.alpha <= 1.0
+    for reference in result.references:
+        assert math.isfinite(reference.brier)
+        assert math.isfinite(reference.alpha)
