@@ -810,8 +810,11 @@ def check_any_world(bets: list[tuple[int, int, int, str, float, float, bool | No
                 if m.resolution != Market.Resolution.RESOLVED:
                     continue
                 questions += 1
-                mine = [delta(float(t.price or 0), t.implied_confidence or 0.0, bool(t.side_won))
-                        for t in scored if t.decision_id == decision.pk and t.market_id == m.pk]  # fmt: skip
+                mine = [
+                    delta(float(t.price or 0), t.implied_confidence or 0.0, bool(t.side_won))
+                    for t in scored
+                    if t.decision_id == decision.pk and t.market_id == m.pk
+                ]
                 total += sum(mine) / len(mine) if mine else 0.0
         assert figures.coverage_markets == questions
         if questions:
