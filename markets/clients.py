@@ -9,7 +9,9 @@ parsing is `markets.parsing`'s job.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterable, Iterator
+from decimal import Decimal
 from typing import Any
 
 import requests
@@ -101,7 +103,12 @@ class GammaClient:
                 f"{response.text[:200]}"
             )
         try:
-            return response.json()
+            return response.json(parse_int=_int_or_decimal)
+        except RecursionError as exc:
+            raise GammaUnavailable(
+                f"GET {path} returned JSON nested too deeply to read "
+                f"({len(response.content)} bytes)"
+            ) from exc
         except ValueError as exc:
             raise GammaUnavailable(
                 f"GET {path} returned a body that is not valid JSON "
@@ -162,6 +169,14 @@ class GammaClient:
                 raise GammaUnavailable(f"GET /markets?id=… returned {type(body).__name__}")
             records.extend(body)
         return records
+
+
+def _int_or_decimal(text: str) -> int | Decimal:
+    """Return a JSON integer as an int, or as a Decimal past Python's digit limit for int
+    (4,300): one hostile 5,000-digit field would otherwise fail the whole body, where the
+    parser refuses just its record."""
+    limit = sys.get_int_max_str_digits()  # 0: no limit
+    return int(text) if not limit or len(text) <= limit else Decimal(text)
 
 
 def volume_of(record: Any) -> float:

@@ -13,10 +13,16 @@ from markets.models import Market
 PAGE_SIZE = 50
 
 
+def _text(request: HttpRequest, name: str, limit: int) -> str:
+    """Return a free-text parameter as the listing filters on it: NULs dropped (PostgreSQL
+    refuses them in any string it is sent; no stored text holds one), stripped, cut."""
+    return request.GET.get(name, "").replace("\x00", "").strip()[:limit]
+
+
 def market_list(request: HttpRequest) -> HttpResponse:
     filters = selectors.MarketFilter(
-        q=request.GET.get("q", "").strip()[:200],
-        category=request.GET.get("category", "").strip()[:64],
+        q=_text(request, "q", 200),
+        category=_text(request, "category", 64),
         status=request.GET.get("status", "")
         if request.GET.get("status") in selectors.STATUSES
         else "",

@@ -8,10 +8,14 @@ from django.shortcuts import render
 from arena import charts
 from arena.selectors import markets as selectors
 from markets.models import Market
+from markets.parsing import POLYMARKET_ID
 
 
 def _get_market(polymarket_id: str) -> Market:
-    """Return the catalogue market with this Polymarket id, or raise Http404."""
+    """Return the catalogue market with this Polymarket id, or raise Http404 (also for text no
+    Polymarket id can be: PostgreSQL refuses a NUL in a query)."""
+    if not POLYMARKET_ID.fullmatch(polymarket_id):
+        raise Http404("No such market.")
     try:
         return selectors.market_get(polymarket_id=polymarket_id)
     except Market.DoesNotExist as exc:
