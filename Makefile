@@ -70,6 +70,8 @@ check: $(VENV)/.installed-dev
 	$(BIN)/mypy --strict scoring
 	$(BIN)/lint-imports
 	DATABASE_URL=sqlite:///:memory: $(BIN)/python manage.py makemigrations --check --dry-run
+	@# Security lint: every finding is fixed or justified in place (see [tool.bandit]).
+	$(BIN)/bandit -c pyproject.toml -q -r forecaster arena markets agents scoring
 
 test-sqlite: $(VENV)/.installed-dev
 	@echo "== test suite on SQLite, Celery on Redis =="

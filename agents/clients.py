@@ -479,6 +479,9 @@ def _completion_from_body(
 # --- the client -----------------------------------------------------------------------------
 
 
+REDACTED = "[redacted]"
+
+
 class OpenRouterClient:
     """A client for OpenRouter's chat completions, with its own `requests.Session`.
 
@@ -511,6 +514,8 @@ class OpenRouterClient:
         self.max_retries = max_retries
         self.backoff_seconds = max(0.0, float(backoff_seconds))
         self.retry_after_cap_seconds = max(0.0, float(retry_after_cap_seconds))
+        # Kept only to strike it from what the upstream sends back (see `_attempt`).
+        self._api_key = api_key
         self.session = requests.Session()
         self.session.headers.update(
             {
@@ -603,6 +608,9 @@ class OpenRouterClient:
             raise OpenRouterConnectionError(f"{type(exc).__name__}: {exc}") from exc
         # JSON is UTF-8 (RFC 8259); don't let requests guess a charset.
         raw_body = response.content.decode("utf-8", errors="replace")
+        # An upstream that echoes the key (in an error, or in the answer itself) must not put
+        # it in what is stored, shown, exported or sent back in a retry prompt.
+        raw_body = raw_body.replace(self._api_key, REDACTED)
         if response.status_code != 200:
             raise _error_from_http(response, raw_body)
         return _completion_from_body(

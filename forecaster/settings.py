@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -22,6 +23,7 @@ from urllib.parse import urlparse
 import dj_database_url
 import django_stubs_ext
 from celery.schedules import crontab
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 from environs import Env, EnvValidationError
 from marshmallow import ValidationError
@@ -32,7 +34,7 @@ django_stubs_ext.monkeypatch()
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 # The key the embedded default runs with; a system check refuses it when DEBUG is off.
-DEV_SECRET_KEY = "dev-only-insecure-key-forecaster-arena-never-use-in-production"
+DEV_SECRET_KEY = "dev-only-insecure-key-forecaster-arena-never-use-in-production"  # nosec B105
 
 
 class BlankIsUnsetEnv(Env):
@@ -206,6 +208,8 @@ INSTALLED_APPS = [
     "django.contrib.humanize",
     "django_celery_beat",
     "ninja",
+    "csp",
+    "axes",
     "forecaster.apps.ForecasterConfig",
     "markets",
     "agents",
@@ -214,6 +218,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "forecaster.http.ApiMiddleware",  # /api/v1/ only: rate limit, error envelope, ETag, CORS
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -222,7 +227,53 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out sign-in into its 429 response.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# django-axes counts failed sign-ins first, so a locked-out pair never reaches the password check.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Sign-in (the admin's is the only one) locks a username from one client IP out after this many
+# failures in a row, for the cool-off; a success resets the count. Per pair, not per IP alone,
+# so one attacker cannot lock staff out from everywhere. The IP is REMOTE_ADDR, as for the API's
+# rate limit (forecaster/http.py: what a deployment behind a reverse proxy must do about it).
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_LOCKOUT_PARAMETERS = [["ip_address", "username"]]
+AXES_RESET_ON_SUCCESS = True
+# Quiet start-up (no banner from every manage.py process); lockouts are still logged as warnings.
+AXES_VERBOSE = False
+# No admin pages for the attempts: they would be the admin's only editable rows. A lockout ends
+# after the cool-off, or at once with `manage.py axes_reset_username <name>`.
+AXES_ENABLE_ADMIN = False
+
+# Content-Security-Policy (django-csp): scripts, styles, fonts and connections only from the
+# site itself; chart data travels in <script type="application/json"> blocks, which are not run.
+# Inline style *attributes* are allowed (a chart legend's colour, a few templates' spacing): they
+# cannot run code, while <style> elements stay limited to our own files. data: images are the
+# icons the API docs' stylesheet (ninja's Swagger UI) embeds.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": [SELF, "data:"],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+# SecurityMiddleware's headers, spelled out although they are Django's defaults: the policy is
+# read here, not in Django's release notes.
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
 
 ROOT_URLCONF = "forecaster.urls"
 WSGI_APPLICATION = "forecaster.wsgi.application"
@@ -278,7 +329,6 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = True
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
-    X_FRAME_OPTIONS = "DENY"
 
 LOGGING = {
     "version": 1,

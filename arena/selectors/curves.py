@@ -249,7 +249,7 @@ def _probe_sql(
         return None
     table = PortfolioSnapshot._meta.db_table
     probe = (
-        f"SELECT p.id FROM {table} p WHERE p.agent_id = {{v}}.a "
+        f"SELECT p.id FROM {table} p WHERE p.agent_id = {{v}}.a "  # nosec B608 # our table name
         f"AND p.snapshot_timestamp >= {{v}}.lo {{upper}}"
         "ORDER BY p.snapshot_timestamp {order} LIMIT 1"
     )
@@ -261,7 +261,7 @@ def _probe_sql(
         SELECT s.id, s.agent_id, s.snapshot_timestamp, s.total_value FROM {table} s
         WHERE s.id IN (SELECT ({last_of_bucket}) FROM b UNION SELECT ({first_in_window}) FROM f)
         ORDER BY s.agent_id, s.snapshot_timestamp
-    """  # noqa: S608 — the table name is ours, every value is a parameter
+    """  # noqa: S608 — the table name is ours, every value is a parameter  # nosec B608
     return sql, buckets + firsts
 
 
@@ -293,5 +293,5 @@ def _bucket_sql(
         FROM {table} s JOIN kept ON s.agent_id = kept.agent_id AND s.snapshot_timestamp = kept.at
         WHERE {where.replace("agent_id", "s.agent_id").replace("snapshot_", "s.snapshot_")}
         ORDER BY s.agent_id, s.snapshot_timestamp
-    """  # noqa: S608 — the table name and integers are ours, every value is a parameter
+    """  # noqa: S608 — the table name and integers are ours, every value is a parameter  # nosec B608
     return sql, params * 2  # the window's condition, on the scan and on the join back

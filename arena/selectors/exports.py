@@ -184,7 +184,7 @@ class Dataset:
             pieces.append("'}'")
             sql = (
                 f"SELECT {' || '.join(pieces)} FROM ({sql}) AS t({', '.join(aliases)}) "
-                "ORDER BY t.c0"  # the id: the order of the rows
+                "ORDER BY t.c0"  # the id: the order of the rows  # nosec B608
             )
             # One column written verbatim: CSV with a quote and a delimiter JSON text never
             # holds raw (it escapes control characters), so nothing is quoted or escaped.
