@@ -1,23 +1,31 @@
 """Staff inspection of the arena. A stored decision is evidence: nothing here edits one;
 changes of state are actions that call services (`arena/services/operations.py`), and each
-reports what it did and the reason of every failure."""
+reports what it did and the reason of every failure.
+
+Staff without the superuser flag see and run what their group allows (the Viewers and
+Operators groups, migration 0007): every action and operation asks for its own permission,
+and each run is recorded with who ran it (`staff_action_record`)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Model, QuerySet
+from django.forms import ModelForm
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
+from agents.admin import BenchmarkModelAdmin as LineupAdmin
+from agents.models import BenchmarkModel
 from arena.evidence import error_text
 from arena.models import (
     Agent,
@@ -39,12 +47,16 @@ from arena.selectors.standings import AgentStanding, agent_standings
 from arena.services import operations
 from arena.services.audit import determinism_cost_estimate, determinism_sample
 from arena.services.cohorts import cohort_start
+from arena.services.events import Level, event_record
 from arena.services.releases import releases_publish
 from markets.admin import MarketAdmin as CatalogueMarketAdmin
 from markets.models import Market
 
 AUDIT_DEFAULT_SIZE = 5
 AUDIT_MAX_SIZE = 50
+
+# The kind of the event every staff operation in the admin records.
+STAFF_ACTION = SystemEvent.Kind.STAFF_ACTION
 
 
 def _pre(text: str) -> str:
@@ -90,6 +102,66 @@ def report_to(
             f"{what}: {len(report.failed)} failed — " + "; ".join(report.failed),
             messages.ERROR,
         )
+
+
+def actor(request: HttpRequest) -> dict[str, Any]:
+    """Return who is acting, for an event's data: the signed-in user's username and id."""
+    return {"username": request.user.get_username(), "id": request.user.pk}
+
+
+def staff_action_record(
+    model_admin: admin.ModelAdmin,  # type: ignore[type-arg]
+    request: HttpRequest,
+    *,
+    action: str,
+    summary: str,
+    failed: bool = False,
+    objects: Sequence[Model] = (),
+    data: dict[str, Any] | None = None,
+    **links: int | None,
+) -> None:
+    """Record that the signed-in user ran `action`: one SystemEvent whose data names the user
+    (`actor`), the action and `data`, linked through `links` (cohort_id, decision_id, …), and
+    an admin LogEntry for each of `objects` (the admin's own history of each row). The event
+    never raises (`event_record` logs and swallows a failed write); the LogEntry rows are
+    written like any admin edit's."""
+    who = actor(request)
+    for obj in objects:
+        model_admin.log_change(request, obj, f"{action}: {summary}"[:2000])
+    event_record(
+        kind=STAFF_ACTION,
+        level=Level.WARNING if failed else Level.INFO,
+        message=f"{who['username']} ran {action} in the admin: {summary}",
+        data={"actor": who, "action": action, **(data or {})},
+        **links,
+    )
+
+
+def report_record(
+    model_admin: admin.ModelAdmin,  # type: ignore[type-arg]
+    request: HttpRequest,
+    report: operations.OperationReport,
+    *,
+    action: str,
+    objects: Sequence[Model] = (),
+    data: dict[str, Any] | None = None,
+) -> None:
+    """Record an operation's run (`staff_action_record`) with its report: what went through,
+    what failed and why."""
+    staff_action_record(
+        model_admin,
+        request,
+        action=action,
+        summary=f"{len(report.done)} done, {len(report.failed)} failed",
+        failed=bool(report.failed),
+        objects=objects,
+        data={**(data or {}), "done": report.done, "failed": report.failed},
+    )
+
+
+def user_may(request: HttpRequest, permission: str) -> bool:
+    """Return whether the signed-in user holds `permission` (a superuser holds them all)."""
+    return bool(request.user.has_perm(permission))
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
@@ -170,13 +242,30 @@ class CohortAdmin(ReadOnlyAdmin):
     def agent_count(self, obj: Cohort) -> int:
         return int(getattr(obj, "agent_total", 0))
 
+    def has_publish_permission(self, request: HttpRequest) -> bool:
+        return user_may(request, "arena.publish_datarelease")
+
+    def has_start_permission(self, request: HttpRequest) -> bool:
+        return user_may(request, "arena.start_cohort")
+
     @admin.action(
         description="Publish the selected cohorts' data releases (only once a cohort is "
-        "final: completed, every position settled, baselines included)"
+        "final: completed, every position settled, baselines included)",
+        permissions=["publish"],
     )
     def publish_release(self, request: HttpRequest, queryset: QuerySet[Cohort]) -> None:
-        numbers = list(queryset.values_list("number", flat=True))
-        report_to(self, request, releases_publish(cohort_numbers=numbers), what="Publish")
+        cohorts = list(queryset.order_by("number"))
+        numbers = [cohort.number for cohort in cohorts]
+        report = releases_publish(cohort_numbers=numbers)
+        report_record(
+            self,
+            request,
+            report,
+            action="publish_release",
+            objects=cohorts,
+            data={"cohorts": numbers},
+        )
+        report_to(self, request, report, what="Publish")
 
     def get_urls(self) -> list[URLPattern]:
         start = path(
@@ -194,17 +283,29 @@ class CohortAdmin(ReadOnlyAdmin):
 def _start_week(model_admin: CohortAdmin, request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
-    if not model_admin.has_view_permission(request):
+    if not model_admin.has_start_permission(request):
         raise PermissionDenied
     try:
         cohort, created = cohort_start()
     except (ValueError, RuntimeError) as exc:
+        staff_action_record(
+            model_admin, request, action="start_week", summary=f"failed: {exc}", failed=True
+        )
         model_admin.message_user(
             request, f"Could not start this week's cohort: {exc}", messages.ERROR
         )
     else:
         agents = cohort.agents.count()
+        staff_action_record(
+            model_admin,
+            request,
+            action="start_week",
+            summary=f"{cohort} {'started' if created else 'already existed'} ({agents} agents)",
+            data={"created": created, "agents": agents},
+            cohort_id=cohort.pk,
+        )
         if created:
+            model_admin.log_addition(request, cohort, f"started in the admin ({agents} agents)")
             model_admin.message_user(
                 request, f"Started {cohort} with {agents} agents", messages.SUCCESS
             )
@@ -448,9 +549,17 @@ class DecisionAdmin(ReadOnlyAdmin):
     def user_prompt_text(self, obj: Decision) -> str:
         return _pre(obj.user_prompt)
 
-    @admin.action(description="Retry the selected retryable decisions now")
+    def has_retry_permission(self, request: HttpRequest) -> bool:
+        return user_may(request, "arena.retry_decision")
+
+    @admin.action(description="Retry the selected retryable decisions now", permissions=["retry"])
     def retry(self, request: HttpRequest, queryset: QuerySet[Decision]) -> None:
-        report = operations.decisions_retry(decision_ids=queryset.values_list("pk", flat=True))
+        decisions = list(queryset.order_by("pk"))
+        ids = [decision.pk for decision in decisions]
+        report = operations.decisions_retry(decision_ids=ids)
+        report_record(
+            self, request, report, action="retry", objects=decisions, data={"decisions": ids}
+        )
         report_to(self, request, report, what="Retry")
 
 
@@ -749,6 +858,9 @@ class DeterminismCheckAdmin(ReadOnlyAdmin):
     def raw_response_text(self, obj: DeterminismCheck) -> str:
         return _pre(obj.raw_response) if obj.raw_response else "—"
 
+    def has_audit_permission(self, request: HttpRequest) -> bool:
+        return user_may(request, "arena.run_determinismcheck")
+
     def get_urls(self) -> list[URLPattern]:
         audit = path(
             "audit/",
@@ -762,9 +874,14 @@ class DeterminismCheckAdmin(ReadOnlyAdmin):
         them (`operations.determinism_audit`) and report each verdict."""
         if not self.has_view_permission(request):
             raise PermissionDenied
+        if request.method == "POST" and not self.has_audit_permission(request):
+            raise PermissionDenied  # looking is viewing; sending costs money
         size, seed, problem = _audit_params(request)
         if request.method == "POST" and not problem:
             report = operations.determinism_audit(size=size, seed=seed)
+            report_record(
+                self, request, report, action="determinism_audit", data={"size": size, "seed": seed}
+            )
             if not report.done and not report.failed:
                 self.message_user(
                     request,
@@ -877,13 +994,27 @@ class DataReleaseAdmin(ReadOnlyAdmin):
         url = reverse("arena:release", args=[obj.name])
         return format_html('<a href="{}">{}</a>', url, url)
 
+    def has_publish_permission(self, request: HttpRequest) -> bool:
+        return user_may(request, "arena.publish_datarelease")
+
     @admin.action(
         description="Publish the selected releases' cohorts again (a new version if "
-        "their CSV data changed)"
+        "their CSV data changed)",
+        permissions=["publish"],
     )
     def publish_again(self, request: HttpRequest, queryset: QuerySet[DataRelease]) -> None:
-        numbers = list(queryset.values_list("cohort__number", flat=True))
-        report_to(self, request, releases_publish(cohort_numbers=numbers), what="Publish")
+        releases = list(queryset.select_related("cohort").order_by("name"))
+        numbers = sorted({release.cohort.number for release in releases})
+        report = releases_publish(cohort_numbers=numbers)
+        report_record(
+            self,
+            request,
+            report,
+            action="publish_again",
+            objects=releases,
+            data={"cohorts": numbers},
+        )
+        report_to(self, request, report, what="Publish")
 
 
 # --------------------------------------------------------------------------------- markets
@@ -897,12 +1028,30 @@ admin.site.unregister(Market)
 class MarketAdmin(CatalogueMarketAdmin):
     actions = [*CatalogueMarketAdmin.actions, "check_resolution"]
 
-    @admin.action(description="Check the selected markets' resolution now (settle if resolved)")
+    def has_check_resolution_permission(self, request: HttpRequest) -> bool:
+        return user_may(request, "markets.check_market_resolution")
+
+    def resync_record(
+        self, request: HttpRequest, polymarket_ids: list[str], summary: str, *, failed: bool
+    ) -> None:
+        staff_action_record(
+            self,
+            request,
+            action="resync",
+            summary=summary,
+            failed=failed,
+            objects=list(Market.objects.filter(polymarket_id__in=polymarket_ids)),
+            data={"markets": polymarket_ids},
+        )
+
+    @admin.action(
+        description="Check the selected markets' resolution now (settle if resolved)",
+        permissions=["check_resolution"],
+    )
     def check_resolution(self, request: HttpRequest, queryset: QuerySet[Market]) -> None:
         report = operations.OperationReport()
-        for polymarket_id in queryset.order_by("polymarket_id").values_list(
-            "polymarket_id", flat=True
-        ):
+        markets = list(queryset.order_by("polymarket_id"))
+        for polymarket_id in [market.polymarket_id for market in markets]:
             try:
                 one = operations.market_resolution_check(polymarket_id=polymarket_id)
             except Exception as exc:  # one market's failure must not hide the others' results
@@ -910,4 +1059,39 @@ class MarketAdmin(CatalogueMarketAdmin):
                 continue
             report.done += one.done
             report.failed += one.failed
+        report_record(
+            self,
+            request,
+            report,
+            action="check_resolution",
+            objects=markets,
+            data={"markets": [market.polymarket_id for market in markets]},
+        )
         report_to(self, request, report, what="Resolution check")
+
+
+# ---------------------------------------------------------------------------------- lineup
+
+# The lineup's admin (agents/admin.py) cannot reach the arena's operations record — agents
+# never reads arena — so the arena extends it here to record every edit with who made it.
+admin.site.unregister(BenchmarkModel)
+
+
+@admin.register(BenchmarkModel)
+class BenchmarkModelAdmin(LineupAdmin):
+    def save_model(
+        self,
+        request: HttpRequest,
+        obj: BenchmarkModel,
+        form: ModelForm,  # type: ignore[type-arg]
+        change: bool,
+    ) -> None:
+        super().save_model(request, obj, form, change)
+        fields = ", ".join(form.changed_data) or "nothing"
+        staff_action_record(
+            self,
+            request,
+            action="change_model" if change else "add_model",
+            summary=f"model {obj.internal_id}: {fields} {'changed' if change else 'added'}",
+            data={"model": obj.internal_id, "fields": form.changed_data},
+        )

@@ -498,6 +498,7 @@ class SystemEvent(models.Model):
         RESOLUTION_CHECK_FAILED = "resolution_check_failed", "Resolution check failed"
         RELEASE_PUBLISHED = "release_published", "Data release published"
         RELEASE_FAILED = "release_failed", "Data release failed"
+        STAFF_ACTION = "staff_action", "Staff action in the admin"
 
     class Level(models.TextChoices):
         INFO = "info", "Info"

@@ -42,6 +42,12 @@ class MarketAdmin(admin.ModelAdmin[Market]):
     def has_delete_permission(self, request: HttpRequest, obj: Market | None = None) -> bool:
         return False
 
+    def resync_record(
+        self, request: HttpRequest, polymarket_ids: list[str], summary: str, *, failed: bool
+    ) -> None:
+        """Record who re-read which markets. The catalogue keeps no operations record of its
+        own; the arena's admin, which extends this one, records it as a system event."""
+
     @admin.display(description="Raw Gamma record")
     def raw_record(self, obj: Market) -> str:
         return format_html(
@@ -49,10 +55,17 @@ class MarketAdmin(admin.ModelAdmin[Market]):
             json.dumps(obj.raw, indent=2, ensure_ascii=False),
         )
 
-    @admin.action(description="Re-read the selected markets from the market source")
+    def has_resync_permission(self, request: HttpRequest) -> bool:
+        """Return whether the user may run `resync` (the Operators group may)."""
+        return request.user.has_perm("markets.resync_market")
+
+    @admin.action(
+        description="Re-read the selected markets from the market source", permissions=["resync"]
+    )
     def resync(self, request: HttpRequest, queryset: QuerySet[Market]) -> None:
         wanted = list(queryset.values_list("polymarket_id", flat=True))
         result = services.markets_refresh(polymarket_ids=wanted)
+        self.resync_record(request, wanted, result.summary(), failed=bool(result.error))
         level = messages.ERROR if result.error else messages.SUCCESS
         self.message_user(request, result.summary(), level)
         if result.error:
