@@ -5,7 +5,8 @@ snapshot per agent; repeating any step changes nothing."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from agents.models import BenchmarkModel
@@ -16,12 +17,14 @@ from arena.models import (
     DecisionAttempt,
     DecisionRun,
     PortfolioSnapshot,
+    Position,
     SnapshotTick,
     Trade,
 )
 from arena.services.cohorts import cohort_start, cohort_week_start
 from arena.services.decisions import decisions_run_all
 from arena.services.marking import snapshots_take
+from markets.models import Market
 from markets.sources import RecordedSource
 
 SUNDAY = date(2026, 3, 8)
@@ -109,3 +112,59 @@ def test_saturday_to_sunday_one_cohort_one_decision_per_agent_then_snapshots(
     assert after_tick["cohorts"] == 1
     assert after_tick["decisions"] == lineup
     assert after_tick["snapshots"] == lineup
+
+
+def assert_books_balance() -> None:
+    """Every agent's cash + the cost of its open positions − its realized P/L is its starting
+    balance, to the cent, and no market marked resolved keeps an open position."""
+    for agent in Agent.objects.select_related("cohort"):
+        positions = Position.objects.filter(agent=agent)
+        open_cost = sum(
+            (p.cost_basis for p in positions if p.status == Position.Status.OPEN), Decimal(0)
+        )
+        realized = sum((p.realized_pnl for p in positions), Decimal(0))
+        assert agent.cash >= 0
+        assert agent.cash + open_cost - realized == agent.cohort.starting_balance, agent
+    assert not Position.objects.filter(
+        status=Position.Status.OPEN, market__resolution=Market.Resolution.RESOLVED
+    ).exists()
+
+
+def test_a_run_one_second_after_the_hour_and_a_late_first_run_keep_one_decision_a_week(
+    db: None, time_machine: Any
+) -> None:
+    # Issue 12's drill: the cohort starts at 00:00:00, the 00:05 run is delivered at 00:05:01,
+    # then again at 00:40 (a late duplicate); and in the next week, the first run of the week
+    # only starts at 00:40. Each week still has exactly one cohort and one decision per agent.
+    lineup = BenchmarkModel.objects.filter(active=True).count()
+    source = RecordedSource()
+    time_machine.move_to(MIDNIGHT, tick=False)
+    cohort, _ = cohort_start()
+    time_machine.move_to(DECISIONS_AT.replace(second=1), tick=False)
+    first = decisions_run_all(source=source)
+    assert first.run_id is not None
+    assert len(first.outcomes) == lineup
+    time_machine.move_to(DECISIONS_AT.replace(minute=40), tick=False)
+    assert decisions_run_all(source=source).run_id is None
+    assert Decision.objects.filter(cohort=cohort).count() == lineup
+    assert_books_balance()
+
+    next_midnight = MIDNIGHT + timedelta(weeks=1)
+    time_machine.move_to(next_midnight, tick=False)
+    second, created = cohort_start()
+    assert created
+    assert second.week_start == SUNDAY + timedelta(weeks=1)
+    time_machine.move_to(next_midnight.replace(minute=40), tick=False)  # the run starts late
+    late = decisions_run_all(source=source)
+    assert late.run_id is not None
+    run = DecisionRun.objects.get(pk=late.run_id)
+    assert run.week_start == SUNDAY + timedelta(weeks=1)
+    # Both active cohorts' agents decide once for the new week: the late run is the week's run.
+    assert len(late.outcomes) == 2 * lineup
+    week = Decision.objects.filter(week_start=SUNDAY + timedelta(weeks=1))
+    assert week.count() == 2 * lineup
+    assert week.values("agent").distinct().count() == 2 * lineup
+    time_machine.move_to(next_midnight.replace(minute=55), tick=False)
+    assert decisions_run_all(source=source).run_id is None
+    assert Cohort.objects.count() == 2
+    assert_books_balance()
