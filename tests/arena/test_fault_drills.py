@@ -1,0 +1,90 @@
+"""Fault drills (issue 12): Polymarket's Gamma API answering HTML error pages — a proxy's 502
+instead of JSON — through the real client against a local server. The weekly run freezes the
+catalogue as it stands and says why, every agent still decides, the ticks keep snapshotting at
+the last known prices, and afterwards every agent's books balance to the cent.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from agents.models import BenchmarkModel
+from arena.models import Agent, Decision, DecisionRun, PortfolioSnapshot, Position
+from arena.services.cohorts import cohort_start
+from arena.services.decisions import decisions_run_all
+from arena.services.marking import snapshots_take
+from markets.models import Market
+from markets.sources import GammaSource, RecordedSource
+from tests.replay import ReplayServer, Reply
+
+FIRST_SUNDAY = datetime(2026, 5, 3, tzinfo=UTC)
+BAD_GATEWAY = Reply(
+    status=502,
+    body=b"<html><head><title>502 Bad Gateway</title></head><body>cloudflare</body></html>",
+    content_type="text/html",
+)
+
+
+def assert_books_balance() -> None:
+    """Every agent's cash + the cost of its open positions − its realized P/L is its starting
+    balance to the cent, and no market marked resolved keeps an open position."""
+    for agent in Agent.objects.select_related("cohort"):
+        positions = Position.objects.filter(agent=agent)
+        open_cost = sum(
+            (p.cost_basis for p in positions if p.status == Position.Status.OPEN), Decimal(0)
+        )
+        realized = sum((p.realized_pnl for p in positions), Decimal(0))
+        assert agent.cash >= 0
+        assert agent.cash + open_cost - realized == agent.cohort.starting_balance, agent
+    assert not Position.objects.filter(
+        status=Position.Status.OPEN, market__resolution=Market.Resolution.RESOLVED
+    ).exists()
+
+
+def test_a_week_of_gamma_error_pages_freezes_the_catalogue_as_it_stands(
+    db: None, time_machine: Any, gamma_server: ReplayServer, settings: Any
+) -> None:
+    settings.HTTP_MAX_RETRIES = 1
+    settings.HTTP_BACKOFF_SECONDS = 0
+    lineup = BenchmarkModel.objects.filter(active=True).count()
+    # A healthy first week from the recordings fills the catalogue and opens positions.
+    time_machine.move_to(FIRST_SUNDAY, tick=False)
+    cohort_start()
+    time_machine.move_to(FIRST_SUNDAY + timedelta(minutes=5), tick=False)
+    first = decisions_run_all(source=RecordedSource())
+    assert first.run_id is not None
+    catalogue = Market.objects.count()
+    assert catalogue > 0
+
+    # The next week Gamma answers every request with an HTML error page.
+    gamma_server.route("GET", "/markets", BAD_GATEWAY)
+    gamma_server.route("GET", "/events", BAD_GATEWAY)
+    sunday = FIRST_SUNDAY + timedelta(weeks=1)
+    time_machine.move_to(sunday, tick=False)
+    second_cohort, created = cohort_start()
+    assert created
+    time_machine.move_to(sunday + timedelta(minutes=5), tick=False)
+    report = decisions_run_all(source=GammaSource())
+    assert gamma_server.requests_to("/markets"), "the run did ask Gamma"
+    assert report.run_id is not None
+    run = DecisionRun.objects.get(pk=report.run_id)
+    assert "fail" in run.sync_summary.lower()  # the run says its catalogue was not refreshed
+    assert run.universe_size > 0  # frozen from the catalogue as it stands
+    assert Market.objects.count() == catalogue  # nothing half-written or lost
+    # Every agent of both cohorts decided for the week, or is recorded as failed with a reason.
+    week = Decision.objects.filter(week_start=sunday.date())
+    assert week.count() == 2 * lineup
+    assert not week.filter(status__in=[Decision.Status.PENDING, Decision.Status.RUNNING]).exists()
+    for decision in week.exclude(status=Decision.Status.DONE):
+        assert decision.error, decision
+
+    # The tick after it refreshes nothing and snapshots at the last known prices, saying so.
+    time_machine.move_to(sunday + timedelta(minutes=10), tick=False)
+    tick = snapshots_take(source=GammaSource())
+    assert tick.refresh_error
+    assert tick.written == Agent.objects.count()
+    assert PortfolioSnapshot.objects.filter(prices_stale=True).count() == tick.written
+    assert second_cohort.agents.count() == lineup
+    assert_books_balance()
