@@ -20,6 +20,7 @@ from agents.models import BenchmarkModel
 from arena.models import (
     Agent,
     Cohort,
+    DataRelease,
     Decision,
     DecisionAttempt,
     DecisionRun,
@@ -230,3 +231,21 @@ def build_world(*, scale: int = 1, text: str = "plain text") -> World:
     assert first is not None
     agent, decision = first
     return World(cohort=cohort, agent=agent, decision=decision, market=markets[0], model=model)
+
+
+def published_release(cohort: Cohort, **fields: object) -> DataRelease:
+    """A published data release of `cohort` as a page lists it (no files on disk): version 1,
+    one README, `fields` overriding any column."""
+    values: dict[str, object] = {
+        "cohort": cohort,
+        "version": 1,
+        "name": f"cohort-{cohort.number}-v1",
+        "published_at": datetime(2031, 2, 1, tzinfo=UTC),
+        "methodology_version": "v1",
+        "manifest": {"files": []},
+        "files": [{"name": "README.md", "bytes": 0, "sha256": "0" * 64}],
+        "sha256": "0" * 64,
+        "total_bytes": 0,
+    }
+    release: DataRelease = DataRelease.objects.create(**{**values, **fields})
+    return release

@@ -72,7 +72,10 @@ def _release_view(release: DataRelease) -> ReleaseView:
 
 
 def _get_release(name: str) -> DataRelease:
-    """Return the release with this name, or raise Http404."""
+    """Return the release with this name, or raise Http404 (also for a name with a NUL:
+    PostgreSQL refuses one in a query, and no stored name holds one)."""
+    if "\x00" in name:
+        raise Http404("No such data release.")
     release = selectors.releases_published().filter(name=name).first()
     if release is None:
         raise Http404("No such data release.")

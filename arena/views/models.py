@@ -23,7 +23,10 @@ MAX_BETS = 100  # the latest; every bet of a year renders slower than the page's
 
 
 def _get_model(internal_id: str) -> BenchmarkModel:
-    """Return the lineup model with this stable id, or raise Http404."""
+    """Return the lineup model with this stable id, or raise Http404 (also for an id with a
+    NUL: PostgreSQL refuses one in a query, and no stored id holds one)."""
+    if "\x00" in internal_id:
+        raise Http404("No such model.")
     try:
         return BenchmarkModel.objects.get(internal_id=internal_id)
     except BenchmarkModel.DoesNotExist as exc:

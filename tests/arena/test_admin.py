@@ -27,7 +27,6 @@ from agents.models import BenchmarkModel
 from arena.models import (
     Agent,
     Cohort,
-    DataRelease,
     Decision,
     DecisionAttempt,
     DecisionRun,
@@ -42,7 +41,7 @@ from markets.models import Market, MarketSyncRun
 from markets.parsing import parse_market
 from markets.services import markets_upsert
 from tests.markets.conftest import by_id_handler, gamma_json
-from tests.page_world import World, build_world
+from tests.page_world import World, build_world, published_release
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply
 
 HOSTILE = '<script>alert("admin")</script>'
@@ -82,18 +81,7 @@ def our_admins() -> list[type[Any]]:
 def audit_rows(world: World) -> None:
     """The stored rows page_world does not write: an audit check, a tick, a catalogue sync,
     a data release."""
-    DataRelease.objects.create(
-        cohort=world.cohort,
-        version=1,
-        name=f"cohort-{world.cohort.number}-v1",
-        published_at=datetime(2031, 2, 1, tzinfo=UTC),
-        methodology_version="v1",
-        manifest={"files": []},
-        files=[{"name": "README.md", "bytes": 0, "sha256": "0" * 64}],
-        sha256="0" * 64,
-        total_bytes=0,
-        changes=HOSTILE,
-    )
+    published_release(world.cohort, changes=HOSTILE)
     DeterminismCheck.objects.create(
         decision=world.decision,
         requested_model="test/model",

@@ -37,14 +37,14 @@ from hypothesis import strategies as st
 from agents.types import MarketView
 from arena import money
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, Position
-from arena.services.decisions import decision_run
+from arena.services.decisions import CLAIM_TTL, decision_claim, decision_retry, decision_run
 from arena.services.frozen import FrozenMarkets, outcome_index, run_prepare, side_price
 from markets.models import Market
 from markets.services import markets_refresh, markets_sync_top
 from markets.sources import RecordedSource
 from tests import hostile
 from tests.arena.conftest import RUN_AT, WEEK
-from tests.replay import ReplayServer, Reply
+from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply
 
 pytestmark = pytest.mark.django_db
 
@@ -60,6 +60,7 @@ FAMILIES = {
     "pairs": 80,
     "usage": 60,
     "megabyte": 10,
+    "paths": 90,
 }
 """Examples per family of the catalogue: at least 1,000 in all."""
 
@@ -330,6 +331,64 @@ def test_hostile_usage_figures_next_to_a_valid_bet_end_recorded_with_balanced_bo
 
 def test_megabyte_bodies_end_recorded_with_balanced_books(world: World) -> None:
     _run_family("megabyte", world, _served(hostile.megabyte_bodies(world.targets)))
+
+
+# --------------------------------------------------- every way a decision is decided again
+# The catalogue above answers a decision's first claim. A decision is also decided by a later
+# run of its week (after a retryable failure), by staff's retry (`decision_retry`, on a fresh
+# frozen snapshot) and by the run that reclaims it from a dead worker: each meets the same
+# hostile replies, and each must end recorded with the books balanced.
+
+OUT_OF_CREDITS = Reply(
+    status=402, body=(OPENROUTER_RECORDINGS / "error_402_insufficient_credits.json").read_bytes()
+)
+PATHS = ("a later run", "staff retry", "reclaim")
+
+
+def _decided_again(world: World, agent_id: int, path: str, replies: tuple[Reply, ...]) -> None:
+    agent = Agent.objects.get(pk=agent_id)
+    with transaction.atomic():
+        if path == "reclaim":
+            # A worker claimed the decision at 00:05 and died; the next run comes an hour on.
+            assert decision_claim(agent=agent, week_start=WEEK, now=RUN_AT) is not None
+            world.server.route("POST", COMPLETIONS, *replies)
+            decision_run(agent_id=agent_id, run_id=world.run_id, now=RUN_AT + CLAIM_TTL * 2)
+        else:
+            world.server.route("POST", COMPLETIONS, OUT_OF_CREDITS)
+            decision_run(agent_id=agent_id, run_id=world.run_id, now=RUN_AT)
+            decision = Decision.objects.get(agent=agent, week_start=WEEK)
+            assert decision.status == Decision.Status.RETRYABLE
+            world.server.route("POST", COMPLETIONS, *replies)
+            if path == "a later run":
+                decision_run(
+                    agent_id=agent_id, run_id=world.run_id, now=RUN_AT + timedelta(hours=1)
+                )
+            else:
+                decision_retry(decision_id=decision.pk, source=RecordedSource())
+        recorded = _assert_recorded(agent_id)
+        assert Decision.objects.get(pk=recorded["pk"]).tries >= 2
+        _assert_books_balance(world.cohort_id)
+        transaction.set_rollback(True)
+
+
+def test_hostile_replies_on_every_path_of_deciding_again_end_recorded_with_balanced_books(
+    world: World,
+) -> None:
+    agents = st.sampled_from([world.fresh_agent_id, world.holder_agent_id])
+    replies = st.one_of(
+        _served(hostile.content_bodies(world.targets)),
+        hostile.responses(world.targets).map(lambda reply: (reply,)),
+    )
+    before = EXECUTED["paths"]
+
+    @_catalogue(FAMILIES["paths"])
+    @given(agent_id=agents, path=st.sampled_from(PATHS), replies=replies)
+    def examples(agent_id: int, path: str, replies: tuple[Reply, ...]) -> None:
+        _decided_again(world, agent_id, path, replies)
+        EXECUTED["paths"] += 1
+
+    examples()
+    assert EXECUTED["paths"] - before >= FAMILIES["paths"]
 
 
 # ------------------------------------------------------ the decision's totals of its attempts
