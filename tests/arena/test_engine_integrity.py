@@ -44,6 +44,7 @@ from arena.services.decisions import (
 from arena.services.frozen import FrozenMarkets, run_prepare
 from arena.services.trades import trade_buy
 from markets.sources import RecordedSource
+from tests.arena.books import assert_books_balance
 from tests.arena.conftest import WEEK
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply, Request
 
@@ -155,6 +156,7 @@ def test_a_retryable_decision_is_retried_by_the_next_run_of_the_week(
     assert SystemEvent.objects.filter(
         kind=SystemEvent.Kind.DECISION_RETRIED, decision=decision
     ).exists()
+    assert_books_balance()
 
 
 @pytest.mark.parametrize("week", [1, 3])
@@ -180,6 +182,7 @@ def test_a_running_decision_left_by_a_dead_worker_is_reclaimed_by_the_next_run(
     assert decision.status == Decision.Status.DONE
     assert decision.tries == 2
     assert decision.run_id == later.run_id
+    assert_books_balance()
     event = SystemEvent.objects.get(kind=SystemEvent.Kind.DECISION_RECLAIMED)
     assert event.decision_id == decision.pk
     assert event.level == SystemEvent.Level.WARNING

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from agents.models import BenchmarkModel
-from arena.models import Agent, Decision, DecisionRun, PortfolioSnapshot, Position
+from arena.models import Agent, Decision, DecisionRun, PortfolioSnapshot
 from arena.services.cohorts import cohort_start
 from arena.services.decisions import decisions_run_all
 from arena.services.marking import snapshots_take
 from markets.models import Market
 from markets.sources import GammaSource, RecordedSource
+from tests.arena.books import assert_books_balance
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply, Request
 
 FIRST_SUNDAY = datetime(2026, 5, 3, tzinfo=UTC)
@@ -42,22 +42,6 @@ def completion(content: str) -> bytes:
     body = json.loads(OK_RECORDING.read_text())
     body["choices"][0]["message"]["content"] = content
     return json.dumps(body).encode()
-
-
-def assert_books_balance() -> None:
-    """Every agent's cash + the cost of its open positions − its realized P/L is its starting
-    balance to the cent, and no market marked resolved keeps an open position."""
-    for agent in Agent.objects.select_related("cohort"):
-        positions = Position.objects.filter(agent=agent)
-        open_cost = sum(
-            (p.cost_basis for p in positions if p.status == Position.Status.OPEN), Decimal(0)
-        )
-        realized = sum((p.realized_pnl for p in positions), Decimal(0))
-        assert agent.cash >= 0
-        assert agent.cash + open_cost - realized == agent.cohort.starting_balance, agent
-    assert not Position.objects.filter(
-        status=Position.Status.OPEN, market__resolution=Market.Resolution.RESOLVED
-    ).exists()
 
 
 def test_a_week_of_gamma_error_pages_freezes_the_catalogue_as_it_stands(

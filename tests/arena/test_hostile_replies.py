@@ -43,6 +43,7 @@ from markets.models import Market
 from markets.services import markets_refresh, markets_sync_top
 from markets.sources import RecordedSource
 from tests import hostile
+from tests.arena.books import assert_books_balance
 from tests.arena.conftest import RUN_AT, WEEK
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply
 
@@ -135,7 +136,7 @@ def world(cohort: Cohort, openrouter_server: ReplayServer, settings: Any) -> Wor
         _hold(holder, multi[0], str(multi[0].outcomes[0]), Decimal("200.00")),
     ]
     foreign = _hold(other, multi[1], str(multi[1].outcomes[1]), Decimal("400.00"))
-    _assert_books_balance(cohort.pk)
+    assert_books_balance(cohort_id=cohort.pk)
 
     run = run_prepare(now=RUN_AT, source=source)
     frozen = FrozenMarkets.load(run)
@@ -163,22 +164,6 @@ def world(cohort: Cohort, openrouter_server: ReplayServer, settings: Any) -> Wor
 
 
 # ------------------------------------------------------------------------------- checks
-
-
-def _assert_books_balance(cohort_id: int) -> None:
-    """cash + Σ cost basis of open positions − Σ realized P/L == $10,000, to the cent; cash ≥ 0.
-
-    Summed in Python from the stored Decimals (SQLite would sum in floating point)."""
-    cash = dict(Agent.objects.filter(cohort_id=cohort_id).order_by().values_list("pk", "cash"))
-    books = dict(cash)
-    for agent_id, status, cost, pnl in (
-        Position.objects.filter(agent__cohort_id=cohort_id)
-        .order_by()
-        .values_list("agent_id", "status", "cost_basis", "realized_pnl")
-    ):
-        books[agent_id] += (cost if status == Position.Status.OPEN else 0) - pnl
-    assert all(value >= 0 for value in cash.values()), cash
-    assert books == dict.fromkeys(cash, STARTING_BALANCE), books
 
 
 def _assert_recorded(agent_id: int) -> dict[str, Any]:
@@ -221,7 +206,7 @@ def _run_example(world: World, agent_id: int, replies: tuple[Reply, ...]) -> Non
     with transaction.atomic():
         decision_run(agent_id=agent_id, run_id=world.run_id, now=RUN_AT)
         _assert_recorded(agent_id)
-        _assert_books_balance(world.cohort_id)
+        assert_books_balance(cohort_id=world.cohort_id)
         transaction.set_rollback(True)
 
 
@@ -367,7 +352,7 @@ def _decided_again(world: World, agent_id: int, path: str, replies: tuple[Reply,
                 decision_retry(decision_id=decision.pk, source=RecordedSource())
         recorded = _assert_recorded(agent_id)
         assert Decision.objects.get(pk=recorded["pk"]).tries >= 2
-        _assert_books_balance(world.cohort_id)
+        assert_books_balance(cohort_id=world.cohort_id)
         transaction.set_rollback(True)
 
 

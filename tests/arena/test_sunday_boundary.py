@@ -6,7 +6,6 @@ snapshot per agent; repeating any step changes nothing."""
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from agents.models import BenchmarkModel
@@ -17,15 +16,14 @@ from arena.models import (
     DecisionAttempt,
     DecisionRun,
     PortfolioSnapshot,
-    Position,
     SnapshotTick,
     Trade,
 )
 from arena.services.cohorts import cohort_start, cohort_week_start
 from arena.services.decisions import decisions_run_all
 from arena.services.marking import snapshots_take
-from markets.models import Market
 from markets.sources import RecordedSource
+from tests.arena.books import assert_books_balance
 
 SUNDAY = date(2026, 3, 8)
 SATURDAY_LAST_SECOND = datetime(2026, 3, 7, 23, 59, 59, tzinfo=UTC)
@@ -112,22 +110,6 @@ def test_saturday_to_sunday_one_cohort_one_decision_per_agent_then_snapshots(
     assert after_tick["cohorts"] == 1
     assert after_tick["decisions"] == lineup
     assert after_tick["snapshots"] == lineup
-
-
-def assert_books_balance() -> None:
-    """Every agent's cash + the cost of its open positions − its realized P/L is its starting
-    balance, to the cent, and no market marked resolved keeps an open position."""
-    for agent in Agent.objects.select_related("cohort"):
-        positions = Position.objects.filter(agent=agent)
-        open_cost = sum(
-            (p.cost_basis for p in positions if p.status == Position.Status.OPEN), Decimal(0)
-        )
-        realized = sum((p.realized_pnl for p in positions), Decimal(0))
-        assert agent.cash >= 0
-        assert agent.cash + open_cost - realized == agent.cohort.starting_balance, agent
-    assert not Position.objects.filter(
-        status=Position.Status.OPEN, market__resolution=Market.Resolution.RESOLVED
-    ).exists()
 
 
 def test_a_run_one_second_after_the_hour_and_a_late_first_run_keep_one_decision_a_week(
