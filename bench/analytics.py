@@ -44,8 +44,7 @@ Measured in-process, DEBUG off, the default cache (per process) cleared before e
   queries of one more, and the answer's pickled size (what the cache stores and loads).
 - `model_analytics(model=…)` for each of the 9 models: cold (cache cleared) and warm.
 
-While arena/selectors/analytics.py (or one of its functions) is not there yet, its lines read
-"analytics not built yet". Exits with status 1 when a budget is missed, naming it.
+Exits with status 1 when a budget is missed, naming it.
 """
 
 from __future__ import annotations
@@ -84,7 +83,6 @@ PRICE_NOISE = 0.10
 LLM_NOISE = (0.05, 0.06, 0.07, 0.08, 0.09, 0.105, 0.12)  # by display order: per-model skill
 SERVED_CALLS = 30
 SCOPES = ("all", "completed")
-NOT_BUILT = "analytics not built yet"
 CHILD_FLAG = "--rss-child"
 MODULE = "arena.selectors.analytics"
 CENT = Decimal("0.01")
@@ -517,13 +515,10 @@ def _summary(result: Any) -> str:
 
 
 def _selectors() -> Any:
-    """The analytics module, or None while it is not built (or does not import)."""
+    """The analytics module (imported once Django is set up)."""
     import importlib
 
-    try:
-        return importlib.import_module(MODULE)
-    except ImportError:
-        return None
+    return importlib.import_module(MODULE)
 
 
 def measure_compute(module: Any, scope: str, runs: int) -> dict[str, Any]:
@@ -649,14 +644,8 @@ def main() -> None:
     module = _selectors()
     for scope in SCOPES:
         label = f"compute_analytics(cohorts={scope!r})"
-        try:
-            if module is None:
-                raise ImportError(MODULE)
-            figures = measure_compute(module, scope, args.runs)
-            figures["growth"] = measure_rss(args.database, scope)
-        except (ImportError, AttributeError) as exc:
-            print(f"{label:<40} {NOT_BUILT} ({type(exc).__name__}: {exc})")
-            continue
+        figures = measure_compute(module, scope, args.runs)
+        figures["growth"] = measure_rss(args.database, scope)
         growth = figures["growth"]
         flag = "  OVER" if figures["median"] >= BUDGET_MS else ""
         print(
@@ -670,28 +659,17 @@ def main() -> None:
         print(f"{'':<40} returned {figures['summary']}")
         if figures["median"] >= BUDGET_MS:
             over.append(f"{label} median {figures['median']:.0f} ms >= {BUDGET_MS:.0f} ms")
-    try:
-        if module is None:
-            raise ImportError(MODULE)
-        served = measure_served(module)
-        print(
-            f"{'analytics() served from the cache':<40} median {served['median']:.3f} ms, "
-            f"worst {served['worst']:.3f} ms ({SERVED_CALLS} calls), {served['queries']} "
-            f"queries ({served['db_ms']:.1f} ms in the database), {served['kb']:.0f} KB "
-            "pickled; the call that filled it "
-            f"{served['fill']:.0f} ms"
-        )
-    except (ImportError, AttributeError) as exc:
-        print(f"{'analytics() served from the cache':<40} {NOT_BUILT} ({exc})")
-    try:
-        if module is None:
-            raise ImportError(MODULE)
-        per_model = measure_models(module)
-        print("model_analytics(model=…), cold / warm:")
-        for internal_id, cold, warm in per_model:
-            print(f"  {internal_id:<38} {cold:>7.0f} ms / {warm:.2f} ms")
-    except (ImportError, AttributeError) as exc:
-        print(f"{'model_analytics(model=…)':<40} {NOT_BUILT} ({exc})")
+    served = measure_served(module)
+    print(
+        f"{'analytics() served from the cache':<40} median {served['median']:.3f} ms, "
+        f"worst {served['worst']:.3f} ms ({SERVED_CALLS} calls), {served['queries']} "
+        f"queries ({served['db_ms']:.1f} ms in the database), {served['kb']:.0f} KB "
+        "pickled; the call that filled it "
+        f"{served['fill']:.0f} ms"
+    )
+    print("model_analytics(model=…), cold / warm:")
+    for internal_id, cold, warm in measure_models(module):
+        print(f"  {internal_id:<38} {cold:>7.0f} ms / {warm:.2f} ms")
     connection.close()
     print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.drop and postgres:
@@ -701,10 +679,7 @@ def main() -> None:
         print(f"OVER BUDGET: {line}")
     if over:
         sys.exit(1)
-    if module is None:
-        print(NOT_BUILT)
-    else:
-        print(f"compute_analytics: median under {BUDGET_MS:.0f} ms in every scope measured")
+    print(f"compute_analytics: median under {BUDGET_MS:.0f} ms in every scope measured")
 
 
 if __name__ == "__main__":

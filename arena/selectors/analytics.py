@@ -267,11 +267,10 @@ class ModelAnalytics:
         return _excludes(self.alpha_interval, 0.0)
 
     @property
-    def brier_beats_random(self) -> bool | None:
-        """Whether the t interval of Brier lies wholly below the 50% guesser's 0.25."""
-        if self.brier_interval is None or self.brier_interval.high is None:
-            return None
-        return self.brier_interval.high < RANDOM_BRIER
+    def brier_significant(self) -> bool | None:
+        """Whether the t interval of Brier excludes 0.25, the 50% guesser's (None without an
+        interval)."""
+        return _excludes(self.brier_interval, RANDOM_BRIER)
 
 
 @dataclass(frozen=True)
@@ -348,9 +347,6 @@ class Analytics:
 
     def rows_of(self, model: BenchmarkModel) -> list[ModelAnalytics]:
         return [row for row in self.rows if row.model.pk == model.pk]
-
-    def comparisons_of(self, key: tuple[str, bool], metric: Metric = "alpha") -> list[Comparison]:
-        return [c for c in self.comparisons if c.metric == metric and key in (c.first, c.second)]
 
     def separation(self, metric: Metric = "alpha", *, offline: bool = False) -> Separation | None:
         """The two best LLM rows (real, or offline) by `metric`, and what separates them."""

@@ -16,8 +16,6 @@ from arena.selectors import analytics as analytics_selectors
 from arena.selectors import curves
 from arena.selectors import standings as selectors
 from arena.selectors.analytics import Analytics, ModelAnalytics, Separation
-from scoring.aggregates import RANDOM_BRIER
-from scoring.statistics import Interval
 
 
 def _get_cohort(number: int) -> Cohort:
@@ -119,24 +117,18 @@ class AnalyticsLine:
     @property
     def alpha_not_significant(self) -> bool:
         """Whether the 95% t interval of Alpha contains 0 (False without an interval)."""
-        return self.figures is not None and _contains(self.figures.alpha_interval, 0.0)
+        return self.figures is not None and self.figures.alpha_significant is False
 
     @property
     def brier_not_significant(self) -> bool:
         """Whether the 95% t interval of Brier contains 0.25, the 50% guesser's Brier."""
-        return self.figures is not None and _contains(self.figures.brier_interval, RANDOM_BRIER)
+        return self.figures is not None and self.figures.brier_significant is False
 
     @property
     def single_cohort(self) -> bool:
         """Whether the row has resolved bets but no interval (they come from one cohort)."""
         interval = self.figures.alpha_interval if self.figures else None
         return interval is not None and interval.low is None
-
-
-def _contains(interval: Interval | None, value: float) -> bool:
-    if interval is None or interval.low is None or interval.high is None:
-        return False
-    return interval.low <= value <= interval.high
 
 
 def _analytics_lines(rows: list[selectors.ModelRow], analytics: Analytics) -> list[AnalyticsLine]:

@@ -94,12 +94,12 @@ def ratio_percent(value: object) -> str:
     return _percent(None if number is None else number * 100, plus=False)
 
 
-def _fixed(value: object, places: int) -> str:
+def _fixed(value: object, places: int, *, plus: bool = False) -> str:
     number = _decimal(value)
     if number is None:
         return MISSING
     rounded = _places(number, places)
-    return f"{_sign(rounded, plus=False)}{_grouped(rounded, places)}"
+    return f"{_sign(rounded, plus=plus)}{_grouped(rounded, places)}"
 
 
 @register.filter
@@ -129,22 +129,15 @@ def usd_cost(value: object) -> str:
 @register.filter
 def edge(value: object) -> str:
     number = _decimal(value)
-    if number is None:
-        return MISSING
     places = 4
-    if number != 0 and abs(number) < Decimal("0.00005"):
+    if number is not None and number != 0 and abs(number) < Decimal("0.00005"):
         places = min(8, 1 - abs(number).adjusted())  # two significant figures
-    rounded = _places(number, places)
-    return f"{_sign(rounded, plus=True)}{_grouped(rounded, places)}"
+    return _fixed(number, places, plus=True)
 
 
 @register.filter
 def skill(value: object) -> str:
-    number = _decimal(value)
-    if number is None:
-        return MISSING
-    rounded = _places(number, 3)
-    return f"{_sign(rounded, plus=True)}{_grouped(rounded, 3)}"
+    return _fixed(value, 3, plus=True)
 
 
 @register.filter
