@@ -15,7 +15,7 @@ PORT ?= 8000
 # suite starts a few hundred of them (manage.py runs, servers, workers).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test check test-sqlite test-postgres services browser demo superuser bench clean
+.PHONY: run test check audit lock test-sqlite test-postgres services browser demo superuser bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -81,7 +81,18 @@ test-postgres: $(VENV)/.installed-dev
 	@echo "== test suite on PostgreSQL, Celery on Redis =="
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/python -m pytest -q
 
-test: $(VENV)/.installed-dev services browser check test-sqlite test-postgres
+# Known vulnerabilities in the locked dependencies (.ci/audit.py says which, or that the
+# vulnerability service could not be reached from this machine: NOT AUDITED).
+audit: $(VENV)/.installed-dev
+	$(BIN)/python .ci/audit.py
+
+# requirements.lock pins every dependency, every extra included, for the audit; regenerate it
+# after changing pyproject.toml's dependencies.
+lock: $(BIN)/uv
+	$(BIN)/uv pip compile pyproject.toml --all-extras --python-version 3.11 --no-header \
+	  --annotation-style line -o requirements.lock
+
+test: $(VENV)/.installed-dev services browser check audit test-sqlite test-postgres
 
 demo: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput -v0
