@@ -1,10 +1,11 @@
 """OpenRouter's chat-completions API: the one upstream of `agents`, and its only `requests` user.
 
 `OpenRouterClient.complete()` sends one chat completion (temperature 0, usage accounting on,
-optionally pinned to providers with no fallbacks) and returns a frozen `Completion`, or raises
-a typed `OpenRouterError`. Transient failures (429, 408, 5xx, timeouts, dropped connections,
-error bodies served with 200, unreadable bodies) are retried here with exponential backoff,
-honouring Retry-After; the caller sees the typed error only after the last attempt.
+optionally pinned to providers with no fallbacks, optionally with a prompt-cache breakpoint)
+and returns a frozen `Completion`, or raises a typed `OpenRouterError`. Transient failures
+(429, 408, 5xx, timeouts, dropped connections, error bodies served with 200, unreadable
+bodies) are retried here with exponential backoff, honouring Retry-After; the caller sees the
+typed error only after the last attempt.
 
 Error bodies come in two shapes and both are read: the one OpenRouter really sends,
 `{"error": {"message", "code", "metadata"}, "user_id"}`, and the newer documented one with
@@ -73,6 +74,10 @@ class Completion:
     cost: Decimal | None
     latency_ms: int
     attempts: int
+    # Of `prompt_tokens`: read from the provider's prompt cache, and written to it (None when
+    # the body does not say). `usage.prompt_tokens_details.cached_tokens` / `cache_write_tokens`.
+    cached_prompt_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 # --- errors -------------------------------------------------------------------------------
@@ -456,6 +461,7 @@ def _completion_from_body(
         if reasoning.strip():
             text, used_reasoning = reasoning, True
     usage = _as_dict(body.get("usage"))
+    prompt_details = _as_dict(usage.get("prompt_tokens_details"))
     return Completion(
         text=text,
         used_reasoning=used_reasoning,
@@ -473,7 +479,51 @@ def _completion_from_body(
         cost=_usage_cost(usage.get("cost")),
         latency_ms=round((time.monotonic() - started) * 1000),
         attempts=attempts,
+        cached_prompt_tokens=_token_count(prompt_details.get("cached_tokens")),
+        cache_write_tokens=_token_count(prompt_details.get("cache_write_tokens")),
     )
+
+
+# --- prompt caching -------------------------------------------------------------------------
+
+# OpenRouter's prompt-caching guide (https://openrouter.ai/docs/features/prompt-caching, read
+# 2026-11-24): OpenAI, DeepSeek, xAI (Grok) and Moonshot cache a prompt's prefix by
+# themselves; Anthropic needs an explicit `cache_control: {"type": "ephemeral"}` breakpoint on
+# a text part of a message whose content is an array of parts, and Gemini models take the same
+# breakpoint (OpenRouter uses the last one). Everything up to and including the marked part is
+# the cached prefix. Matched on the OpenRouter model id's vendor.
+EXPLICIT_CACHE_VENDORS = ("anthropic/", "google/")
+CACHE_CONTROL = {"type": "ephemeral"}
+
+
+def needs_cache_breakpoint(model: str) -> bool:
+    """Whether `model` (an OpenRouter id) caches a prompt prefix only where it is marked."""
+    return model.lstrip("~").startswith(EXPLICIT_CACHE_VENDORS)
+
+
+def with_cache_breakpoint(
+    messages: Sequence[dict[str, str]], shared_prefix: str
+) -> list[dict[str, Any]]:
+    """Return `messages` for the wire with a cache breakpoint at the end of `shared_prefix`.
+
+    The last message starting with `shared_prefix` (the run's shared part, e.g. the market
+    table of the user message) is sent as two text parts, the first marked `cache_control`;
+    the text itself is unchanged. Without such a message, `messages` go as they are.
+    """
+    wire: list[dict[str, Any]] = [dict(message) for message in messages]
+    if not shared_prefix:
+        return wire
+    for message in reversed(wire):
+        content = message.get("content")
+        if isinstance(content, str) and content.startswith(shared_prefix):
+            parts: list[dict[str, Any]] = [
+                {"type": "text", "text": shared_prefix, "cache_control": dict(CACHE_CONTROL)}
+            ]
+            if len(content) > len(shared_prefix):
+                parts.append({"type": "text", "text": content[len(shared_prefix) :]})
+            message["content"] = parts
+            break
+    return wire
 
 
 # --- the client -----------------------------------------------------------------------------
@@ -563,17 +613,26 @@ class OpenRouterClient:
         max_tokens: int = 16000,
         provider_order: Sequence[str] = (),
         reasoning_max_tokens: int | None = None,
+        shared_prefix: str = "",
     ) -> Completion:
         """Return the model's completion of `messages` at temperature 0.
 
         With `provider_order`, only those providers are used, in that order, with no
-        fallbacks. `reasoning_max_tokens` sets the model's thinking budget. Retry transient
-        failures up to `max_retries` more times, then raise the typed OpenRouterError.
-        Each call is a new, billed generation: a repeat is not idempotent.
+        fallbacks. `reasoning_max_tokens` sets the model's thinking budget. `shared_prefix`
+        is the start of a message that other calls share (the run's market table): for a
+        model that caches only at an explicit breakpoint, one is put at its end; other models
+        cache the prefix by themselves. Retry transient failures up to `max_retries` more
+        times, then raise the typed OpenRouterError. Each call is a new, billed generation:
+        a repeat is not idempotent.
         """
+        wire_messages: list[dict[str, Any]] = (
+            with_cache_breakpoint(messages, shared_prefix)
+            if needs_cache_breakpoint(model)
+            else [dict(message) for message in messages]
+        )
         payload: dict[str, Any] = {
             "model": model,
-            "messages": messages,
+            "messages": wire_messages,
             "temperature": 0,
             "max_tokens": max_tokens,
             "usage": {"include": True},

@@ -4,6 +4,12 @@ The wording lives in versioned template files (agents/prompt_templates/<PROMPT_V
 stored prompt can be traced to its template. Output is deterministic: the same context gives
 byte-identical messages.
 
+Version v2 (the current one) puts what every agent of a run shares first: the system prompt,
+then the run's market table; the agent's date line, portfolio and positions come last. The
+information is v1's, only reordered, so providers that cache a prompt's prefix can reuse the
+shared part across the agents of a run (`shared_prefix` is where it ends). v1 (portfolio
+first) stays renderable, with `version="v1"`, for decisions stored under it.
+
 The market list is the bulk of every call, so it is compact: one line per market with the
 columns defined once, markets grouped under their category, a binary market's YES price only,
 volume as "$1.2M", the close date as YYYY-MM-DD. Market text is hostile input and goes through
@@ -22,7 +28,10 @@ from importlib import resources
 from agents.parsing import COLUMN_SEPARATOR, MAX_INVALID_EXCERPT, flatten_text, invalid_excerpt
 from agents.types import DecisionContext, MarketView, PortfolioView, PositionView
 
-PROMPT_VERSION = "v1"
+PROMPT_VERSION = "v2"
+PROMPT_VERSIONS = ("v1", "v2")
+# In a user template, the end of the part every agent of a run shares (rendered as nothing).
+SHARED_PART_ENDS = "{{shared_part_ends_here}}"
 DEFAULT_CATEGORY = "General"
 UNKNOWN = "n/a"
 
@@ -37,16 +46,32 @@ _POSITIONS_LEGEND = (
 )
 
 
-def build_messages(context: DecisionContext) -> list[Message]:
+def build_messages(context: DecisionContext, *, version: str = PROMPT_VERSION) -> list[Message]:
     """Return the [system, user] chat messages for one agent's weekly decision."""
     return [
-        {"role": "system", "content": system_prompt()},
-        {"role": "user", "content": user_prompt(context)},
+        {"role": "system", "content": system_prompt(version=version)},
+        {"role": "user", "content": user_prompt(context, version=version)},
     ]
 
 
+def shared_prefix(context: DecisionContext, *, version: str = PROMPT_VERSION) -> str:
+    """Return the start of the user message that every agent of the run shares ("" in v1).
+
+    With the system prompt before it, this is the prefix a provider can cache once per run:
+    the market table. Everything after it (date, cohort, portfolio) is the agent's own. The
+    user message of `build_messages` and of `build_retry_messages` both start with it.
+    """
+    if SHARED_PART_ENDS not in _template("user.txt", version):
+        return ""
+    return _user_parts(context, version)[0]
+
+
 def build_retry_messages(
-    context: DecisionContext, *, invalid_response: str, error: str
+    context: DecisionContext,
+    *,
+    invalid_response: str,
+    error: str,
+    version: str = PROMPT_VERSION,
 ) -> list[Message]:
     """Return the messages asking again after an invalid response.
 
@@ -56,26 +81,32 @@ def build_retry_messages(
     """
     retry = _render(
         "retry.txt",
+        version,
         error=error,
         excerpt_limit=str(MAX_INVALID_EXCERPT),
         invalid_response=invalid_excerpt(invalid_response),
     )
     return [
-        {"role": "system", "content": system_prompt()},
-        {"role": "user", "content": f"{user_prompt(context)}\n\n{retry}"},
+        {"role": "system", "content": system_prompt(version=version)},
+        {"role": "user", "content": f"{user_prompt(context, version=version)}\n\n{retry}"},
     ]
 
 
-def system_prompt() -> str:
+def system_prompt(*, version: str = PROMPT_VERSION) -> str:
     """Return the system prompt: protocol, rules and scoring; the same for every agent."""
-    return _render("system.txt")
+    return _render("system.txt", version)
 
 
-def user_prompt(context: DecisionContext) -> str:
-    """Return the user prompt: the date, the agent's portfolio and positions, the markets."""
+def user_prompt(context: DecisionContext, *, version: str = PROMPT_VERSION) -> str:
+    """Return the user prompt: the date, the agent's portfolio and positions, the markets
+    (in v2 the markets first, as the shared part, and the agent's own figures after them)."""
+    return "".join(_user_parts(context, version))
+
+
+def _user_parts(context: DecisionContext, version: str) -> tuple[str, str]:
+    """Return the user prompt as (shared part, agent part); the shared part is "" in v1."""
     portfolio = context.portfolio
-    return _render(
-        "user.txt",
+    values = dict(
         as_of=f"{_utc(context.as_of):%Y-%m-%d %H:%M} UTC",
         week_start=context.week_start.isoformat(),
         cohort_number=str(context.cohort_number),
@@ -90,6 +121,10 @@ def user_prompt(context: DecisionContext) -> str:
         market_count=str(len(context.markets)),
         markets=format_markets(context.markets),
     )
+    shared, marker, own = _template("user.txt", version).rpartition(SHARED_PART_ENDS)
+    if not marker:  # no shared part in this version's layout
+        return "", _fill(own, values)
+    return _fill(shared, values), _fill(own, values)
 
 
 def format_positions(portfolio: PortfolioView) -> str:
@@ -180,15 +215,22 @@ def _utc(moment: datetime) -> datetime:
 
 
 @functools.cache
-def _template(name: str) -> str:
-    path = resources.files("agents") / "prompt_templates" / PROMPT_VERSION / name
+def _template(name: str, version: str = PROMPT_VERSION) -> str:
+    if version not in PROMPT_VERSIONS:
+        raise ValueError(f"unknown prompt version {version!r}; known: {PROMPT_VERSIONS}")
+    path = resources.files("agents") / "prompt_templates" / version / name
     return path.read_text(encoding="utf-8").rstrip("\n")
 
 
-def _render(name: str, **values: str) -> str:
-    """Return template `name` with each {{placeholder}} replaced by its value.
+def _render(name: str, version: str, **values: str) -> str:
+    """Return template `name` of `version` with each {{placeholder}} replaced by its value."""
+    return _fill(_template(name, version), values)
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    """Return `template` with each {{placeholder}} replaced by its value.
 
     Values are inserted once and never re-scanned, so market text containing "{{cash}}"
     stays literal. A placeholder without a value raises KeyError.
     """
-    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], _template(name))
+    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)

@@ -47,6 +47,7 @@ from arena.schemas import (
     PricePointOut,
     ResolutionOut,
     ResolutionPage,
+    RunCostOut,
     RunOut,
     SeriesOut,
     StandingOut,
@@ -775,5 +776,19 @@ def system_status(request: HttpRequest) -> StatusOut:
                 installed=job.installed,
             )  # fmt: skip
             for job in found.jobs
+        ],
+        run_costs=[
+            RunCostOut(
+                run_id=cost.run.pk,
+                week_start=cost.run.week_start,
+                started_at=cost.run.started_at,
+                calls=cost.calls,
+                prompt_tokens=cost.prompt_tokens,
+                cached_prompt_tokens=cost.cached_prompt_tokens,
+                completion_tokens=cost.completion_tokens,
+                cached_share=return_string(cost.cached_share),
+                cost_usd=_optional(cost.cost_usd),
+            )  # fmt: skip
+            for cost in found.run_costs
         ],
     )

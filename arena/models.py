@@ -175,6 +175,12 @@ class Decision(models.Model):
     response_model = models.CharField(max_length=200, blank=True)
     upstream_provider = models.CharField(max_length=100, blank=True)
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cached_prompt_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Of the prompt tokens: read from the provider's cache."
+    )
+    cache_write_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Of the prompt tokens: written to the provider's cache."
+    )
     completion_tokens = models.PositiveIntegerField(null=True, blank=True)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
@@ -190,6 +196,12 @@ class Decision(models.Model):
         "as trades with this try number, and a reclaim after a crash resumes them.",
     )
     claimed_at = models.DateTimeField(null=True, blank=True)
+    claimed_by = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The Celery task that holds (or last held) the claim; blank outside a task. "
+        "The same task delivered again after its worker was lost takes its claim over at once.",
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -226,6 +238,12 @@ class DecisionAttempt(models.Model):
     upstream_provider = models.CharField(max_length=100, blank=True)
     finish_reason = models.CharField(max_length=32, blank=True)
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cached_prompt_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Of the prompt tokens: read from the provider's cache."
+    )
+    cache_write_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Of the prompt tokens: written to the provider's cache."
+    )
     completion_tokens = models.PositiveIntegerField(null=True, blank=True)
     reasoning_tokens = models.PositiveIntegerField(null=True, blank=True)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
@@ -415,6 +433,43 @@ class PortfolioSnapshot(models.Model):
         return f"{self.agent_id} @ {self.snapshot_timestamp:%Y-%m-%d %H:%M}"
 
 
+class AgentSnapshotRollup(models.Model):
+    """An agent's snapshots over one UTC hour or day, summed up for the charts: the last
+    snapshot's figures (a bucket's value is its last, as the charts draw it), the range of
+    values and how many snapshots. Kept by every snapshot write (arena.services.rollup) and
+    rebuilt from the snapshots by `manage.py rebuild_snapshot_rollup`."""
+
+    class Resolution(models.TextChoices):
+        HOUR = "hour", "Hour"
+        DAY = "day", "Day"
+
+    # No index of its own: the unique (agent, resolution, bucket_start) index serves.
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, related_name="snapshot_rollups", db_index=False
+    )
+    resolution = models.CharField(max_length=4, choices=Resolution.choices)
+    bucket_start = models.DateTimeField()
+    first_at = models.DateTimeField(help_text="The bucket's first snapshot.")
+    last_at = models.DateTimeField(help_text="The bucket's last snapshot: the figures below.")
+    total_value = money()
+    total_pnl = money()
+    total_pnl_percent = models.DecimalField(max_digits=9, decimal_places=4)
+    min_total_value = money()
+    max_total_value = money()
+    snapshots = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["agent", "resolution", "bucket_start"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "resolution", "bucket_start"], name="one_rollup_per_agent_bucket"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} {self.resolution} @ {self.bucket_start:%Y-%m-%d %H:%M}"
+
+
 class SnapshotTick(models.Model):
     """One mark-to-market tick: what it refreshed and whether the refresh failed."""
 
@@ -488,6 +543,7 @@ class SystemEvent(models.Model):
         RUN_FINISHED = "run_finished", "Decision run finished"
         COHORT_STARTED = "cohort_started", "Cohort started"
         COHORT_COMPLETED = "cohort_completed", "Cohort completed"
+        COHORT_MISSED = "cohort_missed", "Cohort start missed"
         DECISION_FAILED = "decision_failed", "Decision failed"
         DECISION_RETRIED = "decision_retried", "Decision retried"
         DECISION_RECLAIMED = "decision_reclaimed", "Decision reclaimed after a dead claim"

@@ -409,6 +409,20 @@ class JobOut(Schema):
     installed: bool
 
 
+class RunCostOut(Schema):
+    """Token use and USD cost of one decision run's model calls (sums over its attempts)."""
+
+    run_id: int
+    week_start: date
+    started_at: datetime
+    calls: int
+    prompt_tokens: int | None
+    cached_prompt_tokens: int | None
+    completion_tokens: int | None
+    cached_share: str | None  # cached / prompt tokens, a decimal string in [0, 1]
+    cost_usd: str | None
+
+
 class StatusOut(Schema):
     now: datetime
     last_sync: SyncOut | None
@@ -416,3 +430,4 @@ class StatusOut(Schema):
     last_tick: TickOut | None
     last_check: CheckOut | None
     jobs: list[JobOut]
+    run_costs: list[RunCostOut] = []  # the last few decision runs, newest first

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from celery import chain, shared_task
+from celery import Task, chain, chord, group, shared_task
 from django.db import transaction
 
-from arena.models import DecisionRun
+from arena.models import Agent, DecisionRun
 from arena.services.cohorts import cohort_start
 from arena.services.decisions import decision_run, run_finish, run_open
 from arena.services.marking import snapshots_take
@@ -26,8 +26,9 @@ def start_cohort() -> str:
 
 @shared_task(name="arena.run_decisions", acks_late=True, soft_time_limit=300, time_limit=330)
 def run_decisions(cohort_id: int | None = None) -> str:
-    """Freeze this run's market snapshot, then queue every due agent's decision as a chain:
-    agents run one after another (002), each in its own short task."""
+    """Freeze this run's market snapshot, then queue every due agent's decision: one chain
+    per cohort, its agents one after another (002), each in its own short task; the cohorts'
+    chains run side by side on whichever workers are free."""
     return _queue(*run_open(cohort_id=cohort_id))
 
 
@@ -39,30 +40,57 @@ def retry_decisions() -> str:
 
 
 def _queue(run: DecisionRun | None, agent_ids: list[int]) -> str:
+    """Queue a chord: its header a group of one chain per cohort (agents in the order given),
+    its body `finish_run`, which the result backend starts once every chain has finished."""
     if run is None:
         return "no decision is due: no run"
-    steps = [run_agent_decision.si(agent_id, run.pk) for agent_id in agent_ids]
-    steps.append(finish_run.si(run.pk))
-    last = chain(*steps).apply_async()
-    return f"run {run.pk}: queued {len(agent_ids)} agent decisions (last task {last.id})"
+    cohorts = _by_cohort(agent_ids)
+    chains = [
+        chain(*(run_agent_decision.si(agent_id, run.pk) for agent_id in agents))
+        for agents in cohorts.values()
+    ]
+    last = chord(group(chains), finish_run.si(run.pk)).apply_async()
+    return (
+        f"run {run.pk}: queued {len(agent_ids)} agent decisions in {len(chains)} cohort "
+        f"chain{'s' if len(chains) != 1 else ''} (last task {last.id})"
+    )
 
 
-@shared_task(name="arena.run_agent_decision", acks_late=True, soft_time_limit=900, time_limit=960)
-def run_agent_decision(agent_id: int, run_id: int) -> str:
-    """Run one agent's weekly decision. Safe to deliver twice: the claim makes a repeat a no-op.
+def _by_cohort(agent_ids: list[int]) -> dict[int, list[int]]:
+    """The agents grouped by cohort, each group keeping the order of `agent_ids`."""
+    cohort_of = dict(Agent.objects.filter(pk__in=agent_ids).values_list("pk", "cohort_id"))
+    cohorts: dict[int, list[int]] = {}
+    for agent_id in agent_ids:
+        cohorts.setdefault(cohort_of[agent_id], []).append(agent_id)
+    return cohorts
+
+
+@shared_task(
+    name="arena.run_agent_decision",
+    bind=True,
+    acks_late=True,
+    soft_time_limit=900,
+    time_limit=960,
+)
+def run_agent_decision(self: Task, agent_id: int, run_id: int) -> str:
+    """Run one agent's weekly decision. Safe to deliver twice: the claim makes a repeat a
+    no-op, except that this same task delivered again (its worker was lost mid-decision,
+    CELERY_TASK_REJECT_ON_WORKER_LOST or the broker's visibility timeout) takes over the
+    claim its first delivery left, at once: the claim's holder is this task's id.
 
     Never fails: a failed link would stop the chain and leave every later agent undecided.
     The service records its own failures; anything escaping it is logged and reported here."""
     try:
-        outcome = decision_run(agent_id=agent_id, run_id=run_id)
+        outcome = decision_run(agent_id=agent_id, run_id=run_id, holder=self.request.id or "")
     except Exception as exc:
         logger.exception("decision of agent %s in run %s escaped its service", agent_id, run_id)
         return f"agent {agent_id}: failed ({type(exc).__name__}: {exc})"
     return f"agent {agent_id}: {outcome.status}"
 
 
-@shared_task(name="arena.finish_run", soft_time_limit=60, time_limit=90)
+@shared_task(name="arena.finish_run", acks_late=True, soft_time_limit=60, time_limit=90)
 def finish_run(run_id: int) -> str:
+    """Mark the run finished once every cohort's chain has. Safe to deliver twice."""
     run_finish(run_id=run_id)
     return f"run {run_id} finished"
 

@@ -20,12 +20,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: make the project importable
 
-from agents.prompts import build_messages, format_markets  # noqa: E402
+from agents.prompts import build_messages, format_markets, shared_prefix  # noqa: E402
 from agents.types import DecisionContext, MarketView, PortfolioView, PositionView  # noqa: E402
 
 RECORDING = ROOT / "markets/recordings/gamma/markets_active_limit500_2026-01-31.json"
 ORIGINAL_CHARS_PER_MARKET = 233
-MARKET_SECTION_START = "\nMARKETS:"
+MARKET_SECTION_START = "MARKETS:"
 
 
 def market_view(record: dict[str, Any]) -> MarketView:
@@ -88,8 +88,10 @@ def main() -> None:
     markets = recorded_markets()
     context = sample_context(markets)
     system, user = (message["content"] for message in build_messages(context))
-    # The market section runs from its "MARKETS:" heading (legend included) to the end.
-    section = len(user) - user.index(MARKET_SECTION_START)
+    # The market section is the part every agent shares (prompt v2 puts it first): from its
+    # "MARKETS:" heading, legend included, to the agent's own part.
+    shared = shared_prefix(context)
+    section = len(shared) - shared.index(MARKET_SECTION_START)
     lines = format_markets(markets)
     total = len(system) + len(user)
     print(f"markets:                      {len(markets)}")

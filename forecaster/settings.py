@@ -347,7 +347,19 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TIMEZONE = "UTC"
 CELERY_ENABLE_UTC = True
 CELERY_TASK_ACKS_ON_FAILURE_OR_TIMEOUT = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# The arena's tasks are acks_late and safe to deliver twice: one whose pool process died
+# (killed, out of memory) is put back on the queue and delivered again, with the same id.
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# A worker reserves only the task it runs: a queued cohort's chain goes to an idle worker.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Results name the worker that ran them (`worker`), for operators and the worker drills.
+CELERY_RESULT_EXTENDED = True
+# How long Redis keeps a message a worker took but never acknowledged before delivering it
+# again (a worker lost whole: nothing rejected it). Longer than every task's hard time limit
+# (31 min at most), or a task still running would be delivered a second time. Kombu looks
+# for such messages every 100 s (unacked_restore_interval × unacked_restore_throttle).
+CELERY_VISIBILITY_TIMEOUT_SECONDS = 3600
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT_SECONDS}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {

@@ -17,6 +17,14 @@ seconds on SQLite), so a 1-week bucket is a cohort week and the shorter ones fal
 times. Buckets wider than the 10-minute slot (1W, 1M, 3M, ALL) are read by one index probe
 per bucket on (agent, timestamp), so a model's year at ALL reads a few hundred rows rather
 than every snapshot; the 10-minute ranges scan their short window (see bench/README.md).
+
+A window of more than MAX_POINTS slots per series (1W and longer) is read from the hourly or
+daily rollup instead (`AgentSnapshotRollup`, kept by every snapshot write): a rollup hour's
+or day's row carries its last snapshot, and the buckets, whole hours or days counted from the
+same Sunday, are unions of them, so the points are the snapshots' own — a row per hour or
+day of the window, with no probe per bucket. A series is read this way only when its rollup
+covers it, from its first snapshot to its latest (so the chart still ends at the latest
+snapshot); otherwise its snapshots are read as above (a third query).
 """
 
 from __future__ import annotations
@@ -26,15 +34,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.db import connection
 
 from agents.models import BenchmarkModel
-from arena.models import Agent, PortfolioSnapshot
+from arena.models import Agent, AgentSnapshotRollup, PortfolioSnapshot
 from arena.selectors.standings import offline_agent_ids
 
 MAX_POINTS = 1000
 SLOT = timedelta(minutes=10)  # the snapshot interval: a bucket this wide keeps every snapshot
+HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
 BUCKET_ORIGIN = datetime(1970, 1, 4, tzinfo=UTC)  # buckets are counted from this Sunday
 # Bind parameters of one probe query, well under SQLite's 32,766.
 MAX_PROBE_PARAMETERS = 30_000
@@ -165,7 +176,7 @@ Points = list[tuple[datetime, Decimal]]
 
 
 def _downsampled(*, agent_ids: list[int], window: Range) -> dict[int, Points]:
-    ends = _ends(agent_ids)
+    ends, covered = _ends(agent_ids)
     if not ends:
         return {}
     end = max(pts[-1][0] for pts in ends.values())
@@ -175,17 +186,107 @@ def _downsampled(*, agent_ids: list[int], window: Range) -> dict[int, Points]:
     # spans every series, so no series gets more than MAX_POINTS.
     bucket = window.bucket * max(1, -(-(end - first) // (window.bucket * _BUCKETS_PER_SPAN)))
     points: dict[int, Points] = defaultdict(list)
-    query = None
-    if bucket > SLOT:  # buckets wider than a slot: one index probe per bucket beats a scan
-        query = _probe_sql(ends, bucket, start)
-    if query is None:
-        query = _bucket_sql(agent_ids, bucket, start)
-    for row in PortfolioSnapshot.objects.raw(*query):
-        points[row.agent_id].append((row.snapshot_timestamp, row.total_value))
+    raw = dict(ends)
+    resolution = _rollup_resolution(bucket, end - first)
+    if resolution is not None:
+        # A series whose rollup covers it, from its first snapshot to its latest, as the
+        # snapshot writes keep it; the others (snapshots written by other means) are read
+        # from their snapshots.
+        rolled = {
+            agent_id: known
+            for agent_id, known in ends.items()
+            if covered.get(agent_id) == (known[0][0], known[-1][0])
+        }
+        if rolled:
+            points.update(_from_rollup(rolled, bucket, start, resolution))
+        raw = {agent_id: known for agent_id, known in ends.items() if agent_id not in rolled}
+    if raw:
+        query = None
+        if bucket > SLOT:  # buckets wider than a slot: one index probe per bucket beats a scan
+            query = _probe_sql(raw, bucket, start)
+        if query is None:
+            query = _bucket_sql(list(raw), bucket, start)
+        for row in PortfolioSnapshot.objects.raw(*query):
+            points[row.agent_id].append((row.snapshot_timestamp, row.total_value))
     for agent_id, known in ends.items():
         if len(points[agent_id]) < 2:  # a series the window (nearly) misses: its last two
             points[agent_id] = sorted(set(points[agent_id]) | set(known[-2:]))
     return dict(points)
+
+
+def _rollup_resolution(bucket: timedelta, span: timedelta) -> str | None:
+    """Return the rollup resolution (hour or day) a window is read from, or None to read the
+    snapshots: the rollup serves when the window holds more than MAX_POINTS slots per series
+    and its buckets are whole hours (days) — which, counted from the same Sunday, are unions
+    of rollup hours (days), so a bucket's last snapshot is its last rollup row's."""
+    if span <= SLOT * MAX_POINTS or bucket % HOUR:
+        return None
+    if bucket % DAY == timedelta(0):
+        return AgentSnapshotRollup.Resolution.DAY
+    return AgentSnapshotRollup.Resolution.HOUR
+
+
+def _from_rollup(
+    ends: dict[int, Points], bucket: timedelta, start: datetime | None, resolution: str
+) -> dict[int, Points]:
+    """Return the kept points of series the rollup covers, read from it: per bucket, the last
+    rollup row's figures (its last snapshot's), and each series' first snapshot in the window.
+    The same points as the snapshots give; one query, reading a row per rollup hour or day of
+    the window and one index probe per series."""
+    rollup = AgentSnapshotRollup._meta.db_table
+    table = PortfolioSnapshot._meta.db_table
+    ids = list(ends)
+    in_ids = ", ".join(["%s"] * len(ids))
+    params: list[Any] = [resolution, *ids]
+    sql = f"""
+        WITH kept AS (
+            SELECT r.agent_id, MAX(r.bucket_start) AS bucket_start FROM {rollup} r
+            WHERE r.resolution = %s AND r.agent_id IN ({in_ids}) {{after}}
+            GROUP BY r.agent_id, {_bucket("r.bucket_start", int(bucket.total_seconds()))}
+        )
+        SELECT r.agent_id, r.last_at, r.total_value FROM {rollup} r
+        JOIN kept ON r.agent_id = kept.agent_id AND r.bucket_start = kept.bucket_start
+        WHERE r.resolution = %s
+    """  # noqa: S608 — our tables and integers, every value is a parameter  # nosec B608
+    if start is None:
+        sql = sql.format(after="")
+    else:  # the rows ending in the window; and each series' first snapshot in it
+        sql = sql.format(after="AND r.last_at >= %s")
+        params.append(connection.ops.adapt_datetimefield_value(start))
+        sql += f"""
+            UNION ALL
+            SELECT s.agent_id, s.snapshot_timestamp, s.total_value FROM {table} s
+            JOIN {Agent._meta.db_table} a ON s.id = (
+                SELECT f.id FROM {table} f WHERE f.agent_id = a.id AND f.snapshot_timestamp >= %s
+                ORDER BY f.snapshot_timestamp LIMIT 1)
+            WHERE a.id IN ({in_ids})
+        """  # noqa: S608  # nosec B608
+    params.append(resolution)
+    if start is not None:
+        params += [params[-2], *ids]
+    kept: dict[int, set[tuple[datetime, Decimal]]] = defaultdict(set)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for agent_id, at, value in cursor.fetchall():
+            kept[agent_id].add((_moment(at), _cents(value)))  # type: ignore[arg-type]
+    if start is None:  # the series' first snapshot, from `_ends`
+        for agent_id, known in ends.items():
+            kept[agent_id].add(known[0])
+    return {agent_id: sorted(kept[agent_id]) for agent_id in ends}
+
+
+def _moment(value: datetime | str | None) -> datetime | None:
+    """A timestamp as the cursor gives it (text on SQLite), aware in UTC like the ORM's."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _cents(value: object) -> Decimal:
+    """A money figure as the cursor gives it (a float on SQLite), as the ORM reads it."""
+    return Decimal(str(value)).quantize(Decimal("0.01"))
 
 
 # Agents per query of `_ends`: two sub-selects each, and SQLite allows 500 in one compound
@@ -193,26 +294,46 @@ def _downsampled(*, agent_ids: list[int], window: Range) -> dict[int, Points]:
 ENDS_PER_QUERY = 200
 
 
-def _ends(agent_ids: list[int]) -> dict[int, Points]:
+def _ends(agent_ids: list[int]) -> tuple[dict[int, Points], dict[int, tuple[datetime, datetime]]]:
     """Return each agent's first and last two snapshots, oldest first: index lookups, in one
-    query per ENDS_PER_QUERY agents (a window function would read every snapshot)."""
+    query per ENDS_PER_QUERY agents (a window function would read every snapshot); and, from
+    the same query, the span its daily rollup covers (its first row's first snapshot, its
+    last row's last), for the agents with a rollup."""
     table = PortfolioSnapshot._meta.db_table
+    rollup = AgentSnapshotRollup._meta.db_table
     one = (
-        "SELECT * FROM (SELECT id, agent_id, snapshot_timestamp, total_value FROM {table} "
-        "WHERE agent_id = %s ORDER BY snapshot_timestamp {order} LIMIT {limit}) AS end_{n}"
+        "SELECT * FROM (SELECT 'end' AS kind, agent_id, snapshot_timestamp, total_value "
+        "FROM {table} WHERE agent_id = %s ORDER BY snapshot_timestamp {order} LIMIT {limit}) "
+        "AS end_{n}"
     )
     ends: dict[int, set[tuple[datetime, Decimal]]] = defaultdict(set)
+    covered: dict[int, tuple[datetime, datetime]] = {}
     for at in range(0, len(agent_ids), ENDS_PER_QUERY):
         chunk = agent_ids[at : at + ENDS_PER_QUERY]
-        sql = " UNION ALL ".join(
+        in_chunk = ", ".join(["%s"] * len(chunk))
+        terms = [
             one.format(table=table, order=order, limit=limit, n=f"{n}_{limit}")
             for n in range(len(chunk))
             for order, limit in (("ASC", 1), ("DESC", 2))
+        ]
+        terms.append(  # a row per day of the agent's rollup, where one is kept: cheap
+            f"SELECT 'rollup', agent_id, MIN(first_at), NULL FROM {rollup} "  # nosec B608
+            f"WHERE resolution = %s AND agent_id IN ({in_chunk}) GROUP BY agent_id "
+            f"UNION ALL SELECT 'rollup', agent_id, MAX(last_at), NULL FROM {rollup} "
+            f"WHERE resolution = %s AND agent_id IN ({in_chunk}) GROUP BY agent_id"
         )
-        params = [agent_id for agent_id in chunk for _ in range(2)]
-        for row in PortfolioSnapshot.objects.raw(sql, params):
-            ends[row.agent_id].add((row.snapshot_timestamp, row.total_value))
-    return {agent_id: sorted(known) for agent_id, known in ends.items()}
+        params: list[Any] = [agent_id for agent_id in chunk for _ in range(2)]
+        params += [AgentSnapshotRollup.Resolution.DAY, *chunk] * 2
+        spans: dict[int, list[datetime]] = defaultdict(list)
+        with connection.cursor() as cursor:
+            cursor.execute(" UNION ALL ".join(terms), params)
+            for kind, agent_id, moment, value in cursor.fetchall():
+                if kind == "end":
+                    ends[agent_id].add((_moment(moment), _cents(value)))  # type: ignore[arg-type]
+                else:
+                    spans[agent_id].append(_moment(moment))  # type: ignore[arg-type]
+        covered.update((agent_id, (min(span), max(span))) for agent_id, span in spans.items())
+    return {agent_id: sorted(known) for agent_id, known in ends.items()}, covered
 
 
 def _bucket(column: str, width: int) -> str:

@@ -9,30 +9,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from celery.schedules import crontab
 from django.conf import settings
-from django.db.models import Count, Q
+from django.db.models import Count, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from arena.models import (
+    Cohort,
     Decision,
+    DecisionAttempt,
     DecisionRun,
     DeterminismCheck,
     ResolutionCheck,
     SnapshotTick,
     SystemEvent,
 )
+from arena.services.cohorts import cohort_week_start
+from arena.services.decisions import COHORT_START_GRACE
 from markets.models import MarketSyncRun
 
 RECENT_EVENTS = 50
+RECENT_RUN_COSTS = 5
 RECENT_CHECKS = 20
 SYNC_TASK = "markets.sync_markets"
 TICK_TASK = "arena.take_snapshots"
 RESOLUTION_TASK = "arena.check_resolutions"
+COHORT_TASK = "arena.start_cohort"
 # Used when no schedule for the job is declared: the v1 intervals (002, original notes).
 DEFAULT_INTERVALS = {SYNC_TASK: timedelta(minutes=5), TICK_TASK: timedelta(minutes=10)}
 
@@ -199,6 +206,55 @@ class RunOutcome:
     decisions: int
 
 
+@dataclass(frozen=True)
+class RunCost:
+    """What the model calls of one decision run used: the sums over its attempts (every call
+    the run made, retries included). A sum is None when no attempt reported that figure."""
+
+    run: DecisionRun
+    calls: int
+    prompt_tokens: int | None
+    cached_prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: Decimal | None
+
+    @property
+    def cached_share(self) -> Decimal | None:
+        """Cached prompt tokens over prompt tokens, in [0, 1]; None when either is unknown."""
+        if not self.prompt_tokens or self.cached_prompt_tokens is None:
+            return None
+        return Decimal(self.cached_prompt_tokens) / Decimal(self.prompt_tokens)
+
+
+def _attempts_of_run(aggregate: Any) -> Subquery:
+    """`aggregate` over the attempts of the outer decision run (None when it has none)."""
+    attempts = DecisionAttempt.objects.filter(run_id=OuterRef("pk")).order_by()
+    return Subquery(attempts.values("run_id").annotate(value=aggregate).values("value"))
+
+
+def run_costs(*, limit: int = RECENT_RUN_COSTS) -> list[RunCost]:
+    """Return the token use and USD cost of the last `limit` decision runs, newest first
+    (one query)."""
+    runs = DecisionRun.objects.annotate(
+        n_calls=_attempts_of_run(Count("pk")),
+        sum_prompt=_attempts_of_run(Sum("prompt_tokens")),
+        sum_cached=_attempts_of_run(Sum("cached_prompt_tokens")),
+        sum_completion=_attempts_of_run(Sum("completion_tokens")),
+        sum_cost=_attempts_of_run(Sum("cost_usd")),
+    ).order_by("-started_at", "-pk")[:limit]
+    return [
+        RunCost(
+            run=run,
+            calls=run.n_calls or 0,
+            prompt_tokens=run.sum_prompt,
+            cached_prompt_tokens=run.sum_cached,
+            completion_tokens=run.sum_completion,
+            cost_usd=run.sum_cost,
+        )
+        for run in runs
+    ]
+
+
 @dataclass
 class DeterminismSummary:
     total: int
@@ -214,6 +270,33 @@ class DeterminismSummary:
         return self.matches / compared if compared else None
 
 
+@dataclass(frozen=True)
+class MissedCohort:
+    """This week's cohort was never started and its first day is over: no run starts it any
+    more (a cohort is not started mid-week behind the operators' backs); `command` does."""
+
+    week_start: date
+    command: str
+
+
+def missed_cohort(*, now: datetime, jobs: list[ScheduledJob]) -> MissedCohort | None:
+    """Return this week's cohort as missed when it does not exist past its first day
+    (COHORT_START_GRACE) while the arena runs weekly: an earlier cohort exists, or the weekly
+    start is scheduled (`jobs`, as read). One query, none on the cohort's first day."""
+    week = cohort_week_start(now)
+    sunday = datetime(week.year, week.month, week.day, tzinfo=UTC)
+    if now - sunday < COHORT_START_GRACE:
+        return None
+    cohorts = Cohort.objects.aggregate(
+        this_week=Count("pk", filter=Q(week_start=week)),
+        earlier=Count("pk", filter=Q(week_start__lt=week)),
+    )
+    scheduled = any(job.task == COHORT_TASK and job.enabled and job.installed for job in jobs)
+    if cohorts["this_week"] or not (cohorts["earlier"] or scheduled):
+        return None
+    return MissedCohort(week_start=week, command=f"manage.py start_cohort --week {week:%Y-%m-%d}")
+
+
 @dataclass
 class SystemStatus:
     now: datetime
@@ -226,6 +309,8 @@ class SystemStatus:
     jobs: list[ScheduledJob]
     events: list[SystemEvent]
     determinism: DeterminismSummary
+    missed_cohort: MissedCohort | None = None
+    run_costs: list[RunCost] = field(default_factory=list)
 
 
 def _run_outcome(run: DecisionRun | None) -> RunOutcome | None:
@@ -281,7 +366,8 @@ def system_status(*, now: datetime | None = None) -> SystemStatus:
     jobs = scheduled_jobs(now=now)
     last_sync = MarketSyncRun.objects.order_by("-started_at", "-pk").first()
     last_tick = SnapshotTick.objects.order_by("-slot").first()
-    last_run = DecisionRun.objects.order_by("-started_at", "-pk").first()
+    costs = run_costs()  # newest first: its first run is the last run (no query of its own)
+    last_run = costs[0].run if costs else None
     return SystemStatus(
         now=now,
         last_sync=last_sync,
@@ -303,4 +389,6 @@ def system_status(*, now: datetime | None = None) -> SystemStatus:
             ]
         ),
         determinism=_determinism(),
+        missed_cohort=missed_cohort(now=now, jobs=jobs),
+        run_costs=costs,
     )

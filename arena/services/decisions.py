@@ -25,7 +25,7 @@ from agents.clients import OpenRouterClient, OpenRouterError
 from agents.exceptions import DecisionParseError
 from agents.models import BenchmarkModel
 from agents.parsing import parse_decision
-from agents.prompts import PROMPT_VERSION, build_messages, build_retry_messages
+from agents.prompts import PROMPT_VERSION, build_messages, build_retry_messages, shared_prefix
 from agents.types import (
     BetOrder,
     DecisionContext,
@@ -44,12 +44,14 @@ from arena.models import (
     DecisionAttempt,
     DecisionRun,
     Position,
+    SystemEvent,
     Trade,
 )
 from arena.services.cohorts import cohort_start, cohort_week_start
 from arena.services.events import Kind, Level, event_record
 from arena.services.frozen import FrozenMarkets, run_prepare
 from arena.services.marking import position_mark
+from arena.services.schedule import cohort_missed_record
 from arena.services.trades import trade_buy, trade_reject, trade_sell
 from markets.sources import MarketSource
 
@@ -59,6 +61,18 @@ logger = logging.getLogger(__name__)
 CLAIM_TTL = timedelta(minutes=30)
 # What a slow worker reports when its claim was taken over: it wrote nothing more.
 CLAIM_LOST = "claim lost"
+# Why a RUNNING claim was taken over (see _claim).
+REDELIVERED = "redelivered"
+DEAD_CLAIM = "dead claim"
+# A message whose task kills its worker every time would be delivered again forever (the
+# broker requeues a lost worker's task): after this many losses in a row the decision is
+# sent for retry instead, and the hourly retry run asks again with a new task.
+WORKER_LOSSES_MAX = 3
+
+
+class WorkerLostRepeatedly(Exception):
+    """The decision's task lost its worker WORKER_LOSSES_MAX times in a row."""
+
 
 # How long a run may still be working through its agents (each task's hard limit is 16 min):
 # within it, a retry run leaves the agents it has not reached yet alone.
@@ -137,6 +151,8 @@ class Reply:
     reasoning_tokens: int | None = None
     cost: Decimal | None = None
     latency_ms: int | None = None
+    cached_prompt_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 def responder_kind(model: BenchmarkModel) -> str:
@@ -163,6 +179,7 @@ def _respond(
             messages=messages,
             provider_order=list(model.provider_order or []),
             reasoning_max_tokens=model.reasoning_max_tokens,
+            shared_prefix=shared_prefix(context),
         )
         return Reply(
             text=completion.text,
@@ -178,6 +195,8 @@ def _respond(
             reasoning_tokens=completion.reasoning_tokens,
             cost=completion.cost,
             latency_ms=completion.latency_ms,
+            cached_prompt_tokens=completion.cached_prompt_tokens,
+            cache_write_tokens=completion.cache_write_tokens,
         )
     if kind == Decision.Responder.BASELINE:
         if model.internal_id == "baseline-market":
@@ -198,12 +217,18 @@ def _respond(
     )
 
 
-def _claim(*, agent: Agent, week_start: date, now: datetime) -> tuple[Decision, bool] | None:
-    """Claim the agent's decision row for the week; return (decision, reclaimed) or None.
+def _claim(
+    *, agent: Agent, week_start: date, now: datetime, holder: str = ""
+) -> tuple[Decision, str] | None:
+    """Claim the agent's decision row for the week for `holder` (the Celery task id, or ""
+    outside a task); return (decision, reclaimed) or None.
 
-    `reclaimed` is True when the row was RUNNING under a claim older than CLAIM_TTL: the
-    worker that held it died. Each claim is a conditional UPDATE, so of two concurrent
-    claimers exactly one gets row count 1.
+    `reclaimed` says whose claim was taken over: REDELIVERED when the row was RUNNING under
+    this same holder — only an earlier delivery of this task's message can have claimed it,
+    and the broker delivers a message again only when the worker running it was lost — or
+    DEAD_CLAIM when it was RUNNING under a claim older than CLAIM_TTL; "" for a fresh claim.
+    Each claim is a conditional UPDATE, so of two concurrent claimers exactly one gets row
+    count 1.
     """
     try:
         with transaction.atomic():
@@ -214,19 +239,31 @@ def _claim(*, agent: Agent, week_start: date, now: datetime) -> tuple[Decision, 
         decision = Decision.objects.get(
             agent=agent, cohort_id=agent.cohort_id, week_start=week_start
         )
-    claim = {"status": Decision.Status.RUNNING, "claimed_at": now, "tries": F("tries") + 1}
-    reclaimed = False
+    claim = {
+        "status": Decision.Status.RUNNING,
+        "claimed_at": now,
+        "claimed_by": holder,
+        "tries": F("tries") + 1,
+    }
+    reclaimed = ""
     # A fresh claim (PENDING or RETRYABLE) starts a new round: the previous round's answer
     # is cleared in the claim itself, so no reclaim can ever resume a round sent for retry
     # (that answer stays on its attempt rows and trades).
     claimed = Decision.objects.filter(pk=decision.pk, status__in=Decision.CLAIMABLE).update(
         **claim, parsed=None, parsed_try=None
     )
+    if claimed != 1 and holder:
+        # The same task delivered again (its worker was killed): resume at once, not after
+        # CLAIM_TTL, which would leave the rest of its cohort's chain waiting behind it.
+        claimed = Decision.objects.filter(
+            pk=decision.pk, status=Decision.Status.RUNNING, claimed_by=holder
+        ).update(**claim)
+        reclaimed = REDELIVERED
     if claimed != 1:
         claimed = Decision.objects.filter(
             pk=decision.pk, status=Decision.Status.RUNNING, claimed_at__lt=now - CLAIM_TTL
         ).update(**claim)
-        reclaimed = True
+        reclaimed = DEAD_CLAIM
     if claimed != 1:
         return None
     decision.refresh_from_db()
@@ -278,6 +315,8 @@ def _attempt_record(
             upstream_provider=clipped(reply.provider if reply else "", 100),
             finish_reason=clipped(reply.finish_reason if reply else "", 32),
             prompt_tokens=_token_count(reply.prompt_tokens) if reply else None,
+            cached_prompt_tokens=_token_count(reply.cached_prompt_tokens) if reply else None,
+            cache_write_tokens=_token_count(reply.cache_write_tokens) if reply else None,
             completion_tokens=_token_count(reply.completion_tokens) if reply else None,
             reasoning_tokens=_token_count(reply.reasoning_tokens) if reply else None,
             cost_usd=_cost(reply.cost) if reply else None,
@@ -350,8 +389,12 @@ class _Progress:
     reply: Reply | None = None
 
 
-def decision_run(*, agent_id: int, run_id: int, now: datetime | None = None) -> DecisionOutcome:
+def decision_run(
+    *, agent_id: int, run_id: int, now: datetime | None = None, holder: str = ""
+) -> DecisionOutcome:
     """Run the agent's decision for the run's week: claim, prompt, call, parse, execute.
+    `holder` names the claim's holder (the Celery task id): a delivery of the same task again
+    after its worker was lost takes the claim over at once (see _claim).
 
     Never raises: an unexpected failure is recorded on the decision (error and traceback)
     and on the attempt it happened in, and the decision ends RETRYABLE — or DONE when some
@@ -364,13 +407,15 @@ def decision_run(*, agent_id: int, run_id: int, now: datetime | None = None) -> 
     """
     progress = _Progress(run_id=run_id)
     try:
-        return _decision_run(agent_id=agent_id, run_id=run_id, now=now, progress=progress)
+        return _decision_run(
+            agent_id=agent_id, run_id=run_id, now=now, holder=holder, progress=progress
+        )
     except Exception as exc:  # one agent's failure never stops another's
         return _decision_fail(agent_id=agent_id, progress=progress, exc=exc)
 
 
 def _decision_run(
-    *, agent_id: int, run_id: int, now: datetime | None, progress: _Progress
+    *, agent_id: int, run_id: int, now: datetime | None, holder: str, progress: _Progress
 ) -> DecisionOutcome:
     now = now or clock.now()
     agent = Agent.objects.select_related("model", "cohort").get(pk=agent_id)
@@ -379,25 +424,45 @@ def _decision_run(
         return DecisionOutcome(None, "cohort completed")
     if agent.cohort.week_start > run.week_start:
         return DecisionOutcome(None, "cohort starts after this run's week")
-    claim = _claim(agent=agent, week_start=run.week_start, now=now)
+    claim = _claim(agent=agent, week_start=run.week_start, now=now, holder=holder)
     if claim is None:
         return DecisionOutcome(None, "already claimed or final")
     decision, reclaimed = claim
     progress.decision = decision
     if reclaimed:
         resumes = decision.parsed_try is not None and decision.parsed is not None
+        whose = (
+            f"its own task delivered again after its worker was lost (task {holder})"
+            if reclaimed == REDELIVERED
+            else "a dead claim"
+        )
         event_record(
             kind=Kind.DECISION_RECLAIMED,
             level=Level.WARNING,
             message=(
-                f"decision {decision.pk} ({agent}) reclaimed from a dead claim: "
+                f"decision {decision.pk} ({agent}) reclaimed by {whose}: "
                 + ("resuming its stored answer" if resumes else "asking again")
             ),
             cohort_id=agent.cohort_id,
             agent_id=agent.pk,
             decision_id=decision.pk,
             run_id=run.pk,
+            data={"reason": reclaimed, "holder": holder, "try": decision.tries},
         )
+        if reclaimed == REDELIVERED and not resumes:
+            _interrupted_attempt_record(decision=decision, run_id=run.pk, now=now)
+        if reclaimed == REDELIVERED:
+            losses = SystemEvent.objects.filter(
+                decision=decision,
+                kind=Kind.DECISION_RECLAIMED,
+                data__holder=holder,
+                data__reason=REDELIVERED,
+            ).count()
+            if losses >= WORKER_LOSSES_MAX:
+                raise WorkerLostRepeatedly(
+                    f"task {holder} lost its worker {losses} times while deciding; "
+                    "sent for retry with a new task"
+                )
         if resumes:
             return _decision_resume(decision=decision, progress=progress)
     elif decision.tries > 1:
@@ -600,6 +665,31 @@ def _decision_resume(*, decision: Decision, progress: _Progress) -> DecisionOutc
     return _decision_conclude(decision=decision, parsed=parsed, outcome=outcome, reply=None)
 
 
+def _interrupted_attempt_record(*, decision: Decision, run_id: int, now: datetime) -> None:
+    """Keep the try a lost worker left without an answer on the decision's attempts: its
+    model call (if it had got that far) was never answered or its answer never stored."""
+    interrupted = decision.tries - 1
+    messages = (
+        [
+            {"role": "system", "content": decision.system_prompt},
+            {"role": "user", "content": decision.user_prompt},
+        ]
+        if decision.system_prompt
+        else []
+    )
+    _attempt_record(
+        decision=decision,
+        run_id=run_id,
+        messages=messages,
+        reply=None,
+        api_error="",
+        parse_error="",
+        started_at=now,
+        error=f"interrupted: the worker running try {interrupted} was lost before an answer "
+        "was stored; the task was delivered again and asks again",
+    )
+
+
 def _decision_fail(*, agent_id: int, progress: _Progress, exc: Exception) -> DecisionOutcome:
     """Record an unexpected failure on the decision and its attempt; return the outcome.
 
@@ -722,6 +812,8 @@ def _decision_finish(
     when the claim was taken over meanwhile."""
     totals = decision.attempts.aggregate(
         prompt=Sum("prompt_tokens"),
+        cached=Sum("cached_prompt_tokens"),
+        cache_write=Sum("cache_write_tokens"),
         completion=Sum("completion_tokens"),
         cost=Sum("cost_usd"),
         latency=Sum("latency_ms"),
@@ -735,6 +827,8 @@ def _decision_finish(
         "parse_failed": parse_failed,
         # Each attempt's figure fits its column; a sum of them may not: then it is unknown.
         "prompt_tokens": _token_count(totals["prompt"]),
+        "cached_prompt_tokens": _token_count(totals["cached"]),
+        "cache_write_tokens": _token_count(totals["cache_write"]),
         "completion_tokens": _token_count(totals["completion"]),
         "cost_usd": _cost(totals["cost"]),
         "latency_ms": _token_count(totals["latency"]),
@@ -952,21 +1046,35 @@ def run_open(
         COHORT_START_GRACE
     ):
         cohort_start(week_start=week_start, now=now)
+    else:
+        cohort_missed_record(week_start=week_start)  # said once, on the status page too
     decisions_expire(before=week_start, now=now)
-    # A retry run (hourly) must not split a week between two snapshots: while a run of the
-    # week is still working through its agents, it serves only decisions sent for retry or
-    # left by a dead worker. Past RUN_GRACE an unfinished run's chain is dead, and its
-    # unreached agents are served too.
-    retries_only = retry and (
-        DecisionRun.objects.filter(
-            week_start=week_start, finished_at__isnull=True, started_at__gte=now - RUN_GRACE
-        ).exists()
+    # No run may split a week between two snapshots: while a run of the week is still
+    # working through its agents, a retry run (hourly) serves only decisions sent for retry
+    # or left by a dead worker, and so does a second delivery of the scheduled run (the beat
+    # firing twice, two beats) once a run of the week was opened here. Past RUN_GRACE an
+    # unfinished run's chain is dead, and its unreached agents are served too.
+    under_way = DecisionRun.objects.filter(
+        week_start=week_start, finished_at__isnull=True, started_at__gte=now - RUN_GRACE
     )
+    opened = under_way.filter(
+        Exists(SystemEvent.objects.filter(run_id=OuterRef("pk"), kind=Kind.RUN_STARTED))
+    )
+    last_run_before = DecisionRun.objects.aggregate(n=Max("pk"))["n"] or 0
+    retries_only = (under_way if retry else opened).exists()
     if not agents_due(
         week_start=week_start, cohort_id=cohort_id, now=now, retries_only=retries_only
     ):
         return None, []
-    run = run_prepare(now=now, source=source)
+    run = run_prepare(now=now, source=source)  # network: no lock or transaction is held
+    concurrent = under_way.filter(pk__gt=last_run_before) | opened
+    if not retries_only and concurrent.filter(pk__lt=run.pk).exists():
+        # Two deliveries froze a run at the same time: the first is the week's run, and this
+        # one serves only what a retry run would (usually nobody: it is then discarded).
+        retries_only = True
+        if not agents_due(week_start=week_start, cohort_id=cohort_id, now=now, retries_only=True):
+            run.delete()
+            return None, []
     event_record(
         kind=Kind.RUN_STARTED,
         message=f"{run} started: {run.universe_size} markets frozen; {run.sync_summary}",

@@ -21,6 +21,7 @@ from arena.models import (
     SnapshotTick,
     Trade,
 )
+from arena.services.rollup import rollup_merge
 from markets import services as market_services
 from markets.models import Market
 from markets.sources import MarketSource
@@ -80,6 +81,49 @@ def position_mark(
     position keeps the price the market had when last open, else its last trade price, else
     its average entry, rather than collapsing to zero (002).
     """
+    price = _known_mark(
+        side=side, index=index, outcomes=outcomes, prices=prices,
+        last_open_prices=last_open_prices, closed=closed, last_price=last_price,
+    )  # fmt: skip
+    if price is not None:
+        return price
+    return cost_basis / shares if shares else Decimal(0)
+
+
+def position_value(
+    *,
+    side: str,
+    index: int,
+    outcomes: list[Any],
+    prices: list[Any],
+    last_open_prices: list[Any],
+    closed: bool,
+    last_price: Decimal | None,
+    shares: Decimal,
+    cost_basis: Decimal,
+) -> Decimal:
+    """Return a position's value: shares × `position_mark`; at its average entry, its cost
+    basis itself (shares × (cost ÷ shares), without the division's last-digit rounding)."""
+    price = _known_mark(
+        side=side, index=index, outcomes=outcomes, prices=prices,
+        last_open_prices=last_open_prices, closed=closed, last_price=last_price,
+    )  # fmt: skip
+    if price is not None:
+        return shares * price
+    return cost_basis if shares else Decimal(0)
+
+
+def _known_mark(
+    *,
+    side: str,
+    index: int,
+    outcomes: list[Any],
+    prices: list[Any],
+    last_open_prices: list[Any],
+    closed: bool,
+    last_price: Decimal | None,
+) -> Decimal | None:
+    """`position_mark` short of the average entry: None when the position falls to it."""
     binary = [str(o).lower() for o in outcomes] == ["yes", "no"]
     # Usable or not is decided for the whole market, so both sides of a pair stay
     # consistent: a closed, unresolved market with a missing or zero price has none (a
@@ -93,9 +137,7 @@ def position_mark(
     fallback = _price_at(last_open_prices, side=side, index=index, binary=binary)
     if fallback is not None:
         return fallback
-    if last_price is not None:
-        return last_price
-    return cost_basis / shares if shares else Decimal(0)
+    return last_price
 
 
 def positions_value_by_agent(positions: QuerySet[Position]) -> dict[int, Decimal]:
@@ -117,12 +159,12 @@ def positions_value_by_agent(positions: QuerySet[Position]) -> dict[int, Decimal
     values: dict[int, Decimal] = {}
     for agent_id, market_id, index, side, shares, cost, last_price in rows:
         outcomes, prices, last_open, closed = markets[market_id]
-        price = position_mark(
+        value = position_value(
             side=side, index=index, outcomes=outcomes, prices=prices,
             last_open_prices=last_open, closed=closed, last_price=last_price,
             shares=shares, cost_basis=cost,
         )  # fmt: skip
-        values[agent_id] = values.get(agent_id, Decimal(0)) + shares * price
+        values[agent_id] = values.get(agent_id, Decimal(0)) + value
     return values
 
 
@@ -165,19 +207,181 @@ def agents_to_mark() -> QuerySet[Agent]:
 
 
 def portfolio_snapshots_write(*, agents: QuerySet[Agent], at: datetime, stale: bool = False) -> int:
-    """Write one snapshot per agent of `agents` stamped `at`, valued at the stored prices;
-    return how many. A constant number of queries whatever the number of agents or
-    positions. An (agent, timestamp) already written is left as it is."""
-    snapshots = portfolio_snapshots_build(agents=agents, at=at, stale=stale)
-    PortfolioSnapshot.objects.bulk_create(snapshots, ignore_conflicts=True, batch_size=2000)
-    return len(snapshots)
+    """Write one snapshot per agent of `agents` stamped `at`, valued at the stored prices,
+    and merge them into the agents' hourly and daily rollups; return how many were written.
+    Two statements whatever the number of agents or positions. An (agent, timestamp) already
+    written is left as it is."""
+    with transaction.atomic():
+        written = _snapshots_insert(agents=agents, at=at, stale=stale)
+        rollup_merge(agent_ids=written, at=at)
+    return len(written)
+
+
+# --------------------------------------------------- the valuation in SQL (position_mark's)
+
+
+def _price_at_sql(prices: str, *, index: str, binary: str) -> str:
+    """SQL of `_price_at` for outcome `index` in the JSON list `prices`: NULL where it gives
+    None (no element, or a JSON null)."""
+    if connection.vendor == "postgresql":
+        first = f"({prices} ->> 0)::numeric"
+        own = f"({prices} ->> {index})::numeric"
+    else:
+        first = f"CAST(json_extract({prices}, '$[0]') AS REAL)"
+        own = f"CAST(json_extract({prices}, '$[' || {index} || ']') AS REAL)"
+    return (
+        f"CASE WHEN {binary} THEN (CASE WHEN {index} = 0 THEN {first} "
+        f"ELSE 1 - {first} END) ELSE {own} END"
+    )
+
+
+def _known_mark_sql() -> str:
+    """SQL of `_known_mark` short of the last trade price for outcome `pairs.outcome_index`
+    of market `m`: NULL where the position falls to its last trade price or its entry."""
+    if connection.vendor == "postgresql":
+        binary = (
+            "(jsonb_array_length(m.outcomes) = 2 AND lower(m.outcomes ->> 0) = 'yes' "
+            "AND lower(m.outcomes ->> 1) = 'no')"
+        )
+        length = "jsonb_array_length(m.outcome_prices)"
+        unusable = (
+            "SELECT 1 FROM jsonb_array_elements_text(m.outcome_prices) AS e(v) "
+            "WHERE e.v IS NULL OR e.v::numeric = 0"
+        )
+    else:
+        binary = (
+            "(json_array_length(m.outcomes) = 2 "
+            "AND lower(json_extract(m.outcomes, '$[0]')) = 'yes' "
+            "AND lower(json_extract(m.outcomes, '$[1]')) = 'no')"
+        )
+        length = "json_array_length(m.outcome_prices)"
+        unusable = (
+            "SELECT 1 FROM json_each(m.outcome_prices) AS e "
+            "WHERE e.value IS NULL OR CAST(e.value AS REAL) = 0"
+        )
+    # Usable or not is decided for the whole market, as position_mark decides it.
+    usable = f"({length} > 0 AND NOT (m.closed AND EXISTS ({unusable})))"
+    index = "pairs.outcome_index"
+    price = _price_at_sql("m.outcome_prices", index=index, binary=binary)
+    last_open = _price_at_sql("m.last_open_prices", index=index, binary=binary)
+    return f"COALESCE(CASE WHEN {usable} THEN {price} END, {last_open})"
+
+
+def _marks_sql(positions: str) -> str:
+    """SQL of the known mark once per (market, outcome index) of the positions `positions`
+    selects (a query with market_id and outcome_index): the JSON is read for a few hundred
+    pairs, not for every position."""
+    return f"""
+        SELECT pairs.market_id, pairs.outcome_index, {_known_mark_sql()} AS price
+        FROM (SELECT DISTINCT market_id, outcome_index FROM ({positions}) AS held) AS pairs
+        JOIN {Market._meta.db_table} m ON m.id = pairs.market_id
+    """  # noqa: S608 — the table name is ours  # nosec B608
+
+
+# `position_value` of position `h` at its pair's known mark `k` (from `_marks_sql`): exact
+# (numeric) on PostgreSQL; on SQLite in floating point, as SQLite computes decimals.
+_VALUE_SQL = (
+    "COALESCE(h.shares * COALESCE(k.price, h.last_price), "
+    "CASE WHEN h.shares <> 0 THEN h.cost_basis ELSE 0 END)"
+)
+# Joined to the positions table itself, whose (status, market) index a nested loop can
+# probe: a join of two CTEs was planned as a nested loop of scans before stats existed.
+_PAIR_JOIN = "JOIN marks k ON k.market_id = h.market_id AND k.outcome_index = h.outcome_index"
+
+
+def position_values_sql(positions: QuerySet[Position]) -> dict[int, Decimal]:
+    """Return each of `positions`' value as the snapshot write computes it in the database,
+    before the sum is rounded to the cent (for checking it against `position_value`)."""
+    held_sql, held_params = (
+        positions.order_by().values("id", "market_id", "outcome_index").query.sql_with_params()
+    )
+    sql = f"""
+        WITH marks AS ({_marks_sql(held_sql)})
+        SELECT h.id, {_VALUE_SQL} FROM {Position._meta.db_table} h {_PAIR_JOIN}
+        WHERE h.id IN (SELECT id FROM ({held_sql}) AS held)
+    """  # noqa: S608 — our tables; the positions' query is the ORM's  # nosec B608
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*held_params, *held_params])
+        return {pk: Decimal(str(value)) for pk, value in cursor.fetchall()}
+
+
+def _snapshots_insert(*, agents: QuerySet[Agent], at: datetime, stale: bool) -> list[int]:
+    """Write one snapshot per agent of `agents` stamped `at` in one INSERT … SELECT that
+    values the open positions in the database (`_value_sql`: position_mark's rules) and
+    reads cash, positions and Brier scores in one view of the books (one statement); return
+    the agents written (a snapshot already there for `at` is left as it is)."""
+    agents_sql, agents_params = agents.order_by().values("id").query.sql_with_params()
+    postgres = connection.vendor == "postgresql"
+    # Positions are worth their sum, cents down (money.cents_down). SQLite sums in floating
+    # point: rounded at a millionth of a cent first, so 12.35 (12.3499999…) stays 12.35.
+    if postgres:
+        positions_value = f"TRUNC(SUM({_VALUE_SQL}), 2)"
+    else:
+        positions_value = f"CAST(ROUND(SUM({_VALUE_SQL}) * 100, 6) AS INTEGER) / 100.0"
+    total = "(a.cash + COALESCE(v.positions_value, 0))"
+    # The agents are read once (their filter has correlated sub-selects), and the marks once
+    # per (market, outcome) (PostgreSQL would fold them back into the join, per position).
+    held = (
+        f"SELECT market_id, outcome_index FROM {Position._meta.db_table} "  # nosec B608
+        "WHERE status = %s AND agent_id IN (SELECT id FROM marked)"
+    )
+    materialized = "MATERIALIZED"  # PostgreSQL 12+, SQLite 3.35+
+    insert = "INSERT INTO" if postgres else "INSERT OR IGNORE INTO"
+    conflict = "ON CONFLICT DO NOTHING" if postgres else ""
+    stamp = "CAST(%s AS TIMESTAMPTZ)" if postgres else "%s"
+    sql = f"""
+        WITH marked AS {materialized} ({agents_sql}),
+        marks AS {materialized} ({_marks_sql(held)}),
+        v AS (
+            SELECT h.agent_id, {positions_value} AS positions_value
+            FROM {Position._meta.db_table} h {_PAIR_JOIN}
+            WHERE h.status = %s AND h.agent_id IN (SELECT id FROM marked)
+            GROUP BY h.agent_id
+        ),
+        brier AS (
+            SELECT agent_id, AVG(brier_score) AS mean, COUNT(*) AS n
+            FROM {Trade._meta.db_table}
+            WHERE kind = %s AND status = %s AND brier_score IS NOT NULL
+              AND agent_id IN (SELECT id FROM marked)
+            GROUP BY agent_id
+        )
+        {insert} {PortfolioSnapshot._meta.db_table} (
+            agent_id, snapshot_timestamp, cash, positions_value, total_value, total_pnl,
+            total_pnl_percent, brier_score, resolved_bets, prices_stale, created_at)
+        SELECT a.id, {stamp}, a.cash, COALESCE(v.positions_value, 0), {total},
+               {total} - c.starting_balance,
+               ROUND(({total} - c.starting_balance) * 100.0 / c.starting_balance, 4),
+               brier.mean, COALESCE(brier.n, 0), %s, {stamp}
+        FROM marked
+        JOIN {Agent._meta.db_table} a ON a.id = marked.id
+        JOIN {Cohort._meta.db_table} c ON c.id = a.cohort_id
+        LEFT JOIN v ON v.agent_id = a.id
+        LEFT JOIN brier ON brier.agent_id = a.id
+        {conflict}
+        RETURNING agent_id
+    """  # noqa: S608 — our tables; the agents' query is the ORM's  # nosec B608
+    adapt = connection.ops.adapt_datetimefield_value
+    params = [
+        *agents_params,
+        Position.Status.OPEN.value,
+        Position.Status.OPEN.value,
+        Trade.Kind.BUY.value,
+        Trade.Status.EXECUTED.value,
+        adapt(at),
+        stale,
+        adapt(clock.now()),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [agent_id for (agent_id,) in cursor.fetchall()]
 
 
 def portfolio_snapshots_build(
     *, agents: QuerySet[Agent], at: datetime, stale: bool = False
 ) -> list[PortfolioSnapshot]:
     """Return (unsaved) one snapshot per agent of `agents` stamped `at`, valued at the stored
-    prices, from a constant number of queries."""
+    prices by `position_mark`, from a constant number of queries: the Python reference of
+    the snapshot write (`_snapshots_insert` computes the same in the database)."""
     rows = list(agents.order_by().values_list("pk", "cash", "cohort__starting_balance"))
     agent_ids = [pk for pk, _, _ in rows]
     values = positions_value_by_agent(
@@ -217,24 +421,17 @@ def portfolio_snapshots_build(
     return snapshots
 
 
-def _one_view_of_the_books() -> None:
-    """Make the current (outermost) transaction read one snapshot of the database on
-    PostgreSQL: cash and positions are read in separate statements, and under READ COMMITTED
-    a settlement committing between them would be half counted. Inside a caller's
-    transaction (a savepoint) the caller's isolation stands."""
-    if connection.vendor == "postgresql" and not connection.savepoint_ids:
-        with connection.cursor() as cursor:
-            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-
-
 def snapshots_take(
     *, now: datetime | None = None, source: MarketSource | None = None, refresh: bool = True
 ) -> TickReport:
     """Refresh the prices of every held market, then snapshot every agent of every active
     cohort (and every agent still holding a position in a completed one) at this 10-minute
-    slot. A repeat for the same slot writes nothing. A failed
-    refresh still snapshots, at the last known prices, and says so. Queries do not grow
-    with the number of agents or positions."""
+    slot, and merge the snapshots into the agents' hourly and daily rollups. A repeat for
+    the same slot writes nothing. A failed refresh still snapshots, at the last known
+    prices, and says so. Queries do not grow with the number of agents or positions: the
+    snapshots are one INSERT … SELECT valuing the positions in the database, which also
+    reads cash and positions in one view of the books (a settlement committing meanwhile is
+    wholly in or wholly out)."""
     now = now or clock.now()
     report = TickReport(slot=snapshot_slot(now))
     if SnapshotTick.objects.filter(slot=report.slot).exists():
@@ -246,13 +443,6 @@ def snapshots_take(
         report.refreshed = len(result.markets)
         report.refresh_error = result.error
     with transaction.atomic():
-        # Read-only: on PostgreSQL one snapshot of the database (REPEATABLE READ), which
-        # would refuse the inserts below once a settlement has touched an agent row.
-        _one_view_of_the_books()
-        snapshots = portfolio_snapshots_build(
-            agents=agents_to_mark(), at=report.slot, stale=bool(report.refresh_error)
-        )
-    with transaction.atomic():
         _, created = SnapshotTick.objects.get_or_create(
             slot=report.slot,
             defaults={"refresh_error": report.refresh_error, "markets_refreshed": report.refreshed},
@@ -260,7 +450,8 @@ def snapshots_take(
         if not created:
             report.skipped = True
             return report
-        PortfolioSnapshot.objects.bulk_create(snapshots, ignore_conflicts=True, batch_size=2000)
-        report.written = len(snapshots)
+        report.written = portfolio_snapshots_write(
+            agents=agents_to_mark(), at=report.slot, stale=bool(report.refresh_error)
+        )
         SnapshotTick.objects.filter(slot=report.slot).update(snapshots_written=report.written)
     return report

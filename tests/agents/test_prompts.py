@@ -15,6 +15,8 @@ from agents.prompts import (
     build_messages,
     build_retry_messages,
     format_markets,
+    shared_prefix,
+    system_prompt,
     user_prompt,
 )
 from agents.types import DecisionContext, MarketView, PortfolioView, PositionView
@@ -119,7 +121,7 @@ def test_messages_are_a_system_then_a_user_message() -> None:
 
 def test_system_prompt_states_protocol_rules_and_scoring() -> None:
     system = build_messages(SMALL)[0]["content"]
-    assert PROMPT_VERSION == "v1"
+    assert PROMPT_VERSION == "v2"
     for part in (
         "Forecaster Arena",
         "Methodology version: v1",
@@ -246,9 +248,90 @@ def test_real_500_market_prompt_is_at_most_half_the_original_size_per_market() -
     context = recorded_context()
     assert len(context.markets) == 500
     prompt = user_prompt(context)
-    # The market section: its heading and legend, the category headings and the lines.
-    section = prompt[prompt.index("\nMARKETS:") :]
+    # The market section: its heading and legend, the category headings and the lines. In v2
+    # it is the shared part the prompt opens with.
+    section = shared_prefix(context)
+    assert section.startswith("MARKETS:")
+    assert prompt.startswith(section)
     assert len(market_lines(section)) == 500
     for market in context.markets:
         assert f"{market.market_id}|{flatten_text(market.question)}|" in section
     assert len(section) / 500 <= MAX_CHARS_PER_MARKET == ORIGINAL_CHARS_PER_MARKET // 2
+
+
+# --- v2: the shared part first (issue 12), v1 kept for stored decisions ----------------------
+
+OTHER_AGENT = replace(
+    SMALL,
+    as_of=datetime(2026, 2, 1, 0, 9, tzinfo=UTC),
+    cohort_number=1,
+    portfolio=PortfolioView(
+        cash=Decimal("10000.00"), starting_balance=Decimal("10000.00"), positions=()
+    ),
+)
+
+
+def test_v2_opens_with_the_market_table_and_ends_with_the_agents_own_figures() -> None:
+    prompt = user_prompt(SMALL)
+    shared = shared_prefix(SMALL)
+    assert prompt.startswith(shared)
+    assert shared.endswith(format_markets(SMALL.markets) + "\n\n")  # the whole table
+    own = prompt[len(shared) :]
+    assert own.startswith("DECISION\nDate: 2026-02-01 00:05 UTC.")
+    for part in ("cohort 3", "Cash: $8,800.00", "42|517310|", "Make your decision now."):
+        assert part in own, part
+        assert part not in shared, part
+    assert prompt.index("MARKETS:") < prompt.index("PORTFOLIO") < prompt.index("OPEN POSITIONS")
+
+
+def test_agents_of_one_run_share_the_system_prompt_and_market_table_byte_for_byte() -> None:
+    mine, theirs = build_messages(SMALL), build_messages(OTHER_AGENT)
+    assert mine[0] == theirs[0]
+    shared = shared_prefix(SMALL)
+    assert shared == shared_prefix(OTHER_AGENT)
+    assert mine[1]["content"].startswith(shared)
+    assert theirs[1]["content"].startswith(shared)
+    assert mine[1]["content"] != theirs[1]["content"]
+    # The retry message keeps the shared part in front as well.
+    retry = build_retry_messages(OTHER_AGENT, invalid_response="x", error="e")
+    assert retry[1]["content"].startswith(shared)
+
+
+def test_v2_carries_exactly_the_information_of_v1_reordered() -> None:
+    for context in (SMALL, OTHER_AGENT, recorded_context()):
+        v1 = user_prompt(context, version="v1").splitlines()
+        v2 = user_prompt(context, version="v2").splitlines()
+        assert sorted(v1) == sorted(v2)
+        assert system_prompt(version="v1") == system_prompt(version="v2")
+
+
+def test_v1_still_renders_as_it_did_for_decisions_stored_under_it() -> None:
+    assert shared_prefix(SMALL, version="v1") == ""
+    assert user_prompt(SMALL, version="v1") == V1_SMALL
+    messages = build_retry_messages(SMALL, invalid_response="x", error="e", version="v1")
+    assert messages[1]["content"].startswith(V1_SMALL + "\n\nYOUR PREVIOUS RESPONSE WAS INVALID")
+
+
+# SMALL's user prompt as v1 rendered it before v2 existed (the portfolio first).
+V1_SMALL = (
+    "DECISION\nDate: 2026-02-01 00:05 UTC. Decision week starting 2026-02-01, cohort 3.\n\n"
+    "PORTFOLIO\nCash: $8,800.00\nMaximum bet (25% of cash): $2,200.00\n"
+    "Positions value: $971.00\nTotal value: $9,771.00\n"
+    "P/L: -$229.00 (-2.29%) against the $10,000.00 starting balance\n\n"
+    "OPEN POSITIONS\nOne line per position: position id|market id|question|side|shares|"
+    "average entry price|current price|value|unrealized P/L (prices are for the position's "
+    "side)\n"
+    "42|517310|Will Trump deport less than 250,000?|NO|1,000.00|90.0%|97.1%|$971.00|+$71.00\n\n"
+    'MARKETS: top 3 by volume, grouped under "# category" headings\n'
+    "One line per market: id|question|volume|close date|price\n"
+    "A binary (Yes/No) market shows its YES price; its NO price is 100% minus that. A "
+    'multi-outcome market shows "outcome price" for each outcome, one per field; bet on it '
+    "with the exact outcome name as side.\n"
+    'Prices are the market\'s implied probabilities. "¦" inside text stands for "|"; n/a '
+    "means unknown.\n"
+    "# Politics\n517310|Will Trump deport less than 250,000?|$1.0M|2025-12-31|2.9%\n"
+    "517311|Will the Fed cut rates in March?|$420|n/a|86.2%\n"
+    "# Sports\n900001|Who wins Super Bowl LX?|$850k|2026-02-08|Seattle Seahawks 68.5%|"
+    "New England Patriots 31.5%\n\n"
+    "Make your decision now. Reply with one JSON object only."
+)

@@ -348,11 +348,11 @@ def test_a_connection_lost_during_one_agents_decision_does_not_stop_the_run(
     assert statuses.count(Decision.Status.RUNNING) == 1  # reclaimed by a later run
 
 
-def test_a_snapshot_is_never_torn_by_a_settlement_committing_between_its_reads(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A tick reads cash, then positions. A settlement committing in between (cash paid, the
-    position settled) must not be half counted: the tick reads one view of the books."""
+def test_a_snapshot_is_never_torn_by_a_settlement_committing_during_the_tick() -> None:
+    """A tick values cash and positions in one INSERT … SELECT. A settlement committing while
+    the tick is under way (after it opened its transaction and wrote its tick row, just before
+    the snapshot statement) is wholly in the snapshot or wholly out, never half counted: here
+    wholly in — the cash paid out and the position gone, nothing counted twice."""
     from arena.models import PortfolioSnapshot
     from arena.services import marking
     from arena.services.decisions import decision_claim
@@ -371,28 +371,38 @@ def test_a_snapshot_is_never_torn_by_a_settlement_committing_between_its_reads(
     assert decision is not None
     order = BetOrder(market_id=view.market_id, side="YES", amount=Decimal("2000"))
     trade_buy(decision=decision, order=order, frozen=frozen, index=0, try_number=1)
-    read_positions = marking.positions_value_by_agent
+    shares = Position.objects.get(agent=agent).shares
+    snapshot_table = PortfolioSnapshot._meta.db_table
+    settled_mid_tick: list[bool] = []
 
-    def settlement_commits_in_between(positions: object) -> dict[int, Decimal]:
-        def settle() -> None:
-            try:
-                verdict = Verdict("resolved", view.outcomes[0], 0, "race: settled mid-tick")
-                market_settle(polymarket_id=view.market_id, verdict=verdict, now=RUN_AT)
-            finally:
-                connections.close_all()
+    def settlement_commits_first(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        if (
+            not settled_mid_tick
+            and sql.lstrip().upper().startswith(("INSERT", "WITH"))
+            and (snapshot_table in sql)
+        ):
 
-        other = threading.Thread(target=settle)
-        other.start()
-        other.join()
-        return read_positions(positions)  # type: ignore[arg-type]
+            def settle() -> None:
+                try:
+                    verdict = Verdict("resolved", view.outcomes[0], 0, "race: settled mid-tick")
+                    market_settle(polymarket_id=view.market_id, verdict=verdict, now=RUN_AT)
+                finally:
+                    connections.close_all()
 
-    monkeypatch.setattr(marking, "positions_value_by_agent", settlement_commits_in_between)
+            other = threading.Thread(target=settle)
+            other.start()
+            other.join()
+            settled_mid_tick.append(True)
+        return execute(sql, params, many, context)
 
-    marking.snapshots_take(now=RUN_AT, refresh=False)
+    with connection.execute_wrapper(settlement_commits_first):
+        marking.snapshots_take(now=RUN_AT, refresh=False)
 
+    assert settled_mid_tick, "the settlement never ran inside the tick"
+    assert Position.objects.get(agent=agent).status == Position.Status.SETTLED
     snapshot = PortfolioSnapshot.objects.get(agent=agent)
-    assert snapshot.cash == Decimal("8000.00")  # the books before the settlement …
-    assert snapshot.positions_value > 0  # … whole: the position still counted
+    assert snapshot.cash == Decimal("8000.00") + shares.quantize(Decimal("0.01"))
+    assert snapshot.positions_value == 0
     assert snapshot.total_value == snapshot.cash + snapshot.positions_value
 
 

@@ -29,7 +29,7 @@ def test_weekly_tasks_start_a_cohort_run_every_agent_in_turn_and_snapshot(
     agents = Cohort.objects.get().agents.count()
 
     queued = run_decisions.delay().get(timeout=60)
-    assert f"queued {agents} agent decisions" in queued
+    assert f"queued {agents} agent decisions in 1 cohort chain " in queued
     # Wait on the chain's last task through Redis, not by polling the database: SQLite's
     # shared in-memory test database locks tables against a concurrent reader.
     last_task = queued.rsplit("last task ", 1)[1].rstrip(")")
@@ -66,10 +66,10 @@ def test_a_decision_task_that_breaks_does_not_stop_the_chain(
     first = cohort.agents.order_by("-model__kind", "model__display_order").first()
     assert first is not None
 
-    def breaks_for_the_first_agent(*, agent_id: int, run_id: int) -> Any:
+    def breaks_for_the_first_agent(*, agent_id: int, run_id: int, holder: str) -> Any:
         if agent_id == first.pk:
             raise RuntimeError("the service itself broke")
-        return decision_run(agent_id=agent_id, run_id=run_id)
+        return decision_run(agent_id=agent_id, run_id=run_id, holder=holder)
 
     # The worker runs in a thread of this process, so it sees the patched name.
     monkeypatch.setattr(tasks_module, "decision_run", breaks_for_the_first_agent)
@@ -81,3 +81,11 @@ def test_a_decision_task_that_breaks_does_not_stop_the_chain(
     assert Decision.objects.filter(status="done").count() == agents - 1
     assert not Decision.objects.filter(agent=first).exists()
     assert not Decision.objects.filter(status="running").exists()
+
+    # The hourly retry run queues the one agent left, on the same path: a chain of one.
+    monkeypatch.undo()
+    queued = retry_decisions.delay().get(timeout=60)
+    assert "queued 1 agent decisions in 1 cohort chain " in queued
+    last_task = queued.rsplit("last task ", 1)[1].rstrip(")")
+    assert AsyncResult(last_task, app=celery_app).get(timeout=120).startswith("run ")
+    assert Decision.objects.get(agent=first).status == "done"

@@ -1,0 +1,185 @@
+"""The snapshot write values positions in the database (issue 12): its SQL valuation is
+`position_mark`'s, checked on an exhaustive table of cases — binary and multi-outcome
+markets, each side or outcome index, prices missing, null, zero, short or numeric, open or
+closed, with and without prices when last open, with and without a last trade price — and
+the snapshots it writes are those the Python reference (`portfolio_snapshots_build`) builds.
+
+PostgreSQL computes in numeric, exactly; SQLite, which stores decimals as floating point,
+agrees to within a ten-millionth of a dollar per position, and to the cent on the snapshot.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from agents.models import BenchmarkModel
+from arena.models import Agent, Cohort, PortfolioSnapshot, Position
+from arena.services.marking import (
+    portfolio_snapshots_build,
+    position_value,
+    position_values_sql,
+    snapshots_take,
+)
+from markets.models import Market
+from tests.arena.factories import AgentFactory, CohortFactory
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2030, 6, 2, 12, 3, 41, tzinfo=UTC)
+OPENED = datetime(2030, 6, 1, tzinfo=UTC)
+YES_NO = ["Yes", "No"]
+THREE = ["Red", "Green", "Blue"]
+
+# Every shape of price list position_mark tells apart, per kind of market.
+PRICES: dict[tuple[str, ...], list[list[Any]]] = {
+    tuple(YES_NO): [
+        [],
+        ["0.62", "0.38"],
+        [0.62, 0.38],  # numbers rather than Gamma's strings
+        ["0.62", None],
+        [None, None],
+        ["0", "1"],
+        ["0", "0"],
+        ["0.000001", "0.999999"],
+    ],
+    tuple(THREE): [
+        [],
+        ["0.2", "0.5", "0.3"],
+        ["0.2", None, "0.3"],
+        ["0", "0.7", "0.3"],
+        ["0.2", "0.5"],  # shorter than the outcomes
+        ["0", "0", "0"],
+    ],
+}
+LAST_OPEN: dict[tuple[str, ...], list[list[Any]]] = {
+    tuple(YES_NO): [[], ["0.55", "0.45"], [None, "0.45"]],
+    tuple(THREE): [[], ["0.1", "0.6", "0.3"], ["0.1", None]],
+}
+LAST_PRICES = [None, Decimal("0.42"), Decimal("0")]
+HOLDINGS = [(Decimal("100"), Decimal("40.00")), (Decimal("3.333333"), Decimal("2.00"))]
+
+
+def exhaustive_positions(agent: Agent) -> list[Position]:
+    """One market per (outcomes, prices, closed, last-open prices), and in each a position
+    per (outcome index, last trade price, holding)."""
+    positions = []
+    combos = [
+        (outcomes, prices, closed, last_open)
+        for outcomes in PRICES
+        for prices in PRICES[outcomes]
+        for closed in (False, True)
+        for last_open in LAST_OPEN[outcomes]
+    ]
+    for n, (outcomes, prices, closed, last_open) in enumerate(combos):
+        market = Market.objects.create(
+            polymarket_id=f"case-{agent.pk}-{n}",
+            question=f"Case {n}?",
+            outcomes=list(outcomes),
+            outcome_prices=prices,
+            last_open_prices=last_open,
+            closed=closed,
+        )
+        for k, (index, last_price, (shares, cost)) in enumerate(
+            itertools.product(range(len(outcomes)), LAST_PRICES, HOLDINGS)
+        ):
+            positions.append(
+                Position(
+                    agent=agent,
+                    market=market,
+                    side=f"side-{k}",  # one open position per market and side
+                    outcome_index=index,
+                    shares=shares,
+                    cost_basis=cost,
+                    last_price=last_price,
+                    opened_at=OPENED,
+                )
+            )
+    return Position.objects.bulk_create(positions)
+
+
+def reference_value(position: Position) -> Decimal:
+    market = position.market
+    return position_value(
+        side=position.side,
+        index=position.outcome_index,
+        outcomes=market.outcomes,
+        prices=market.outcome_prices,
+        last_open_prices=market.last_open_prices,
+        closed=market.closed,
+        last_price=position.last_price,
+        shares=position.shares,
+        cost_basis=position.cost_basis,
+    )
+
+
+def test_the_sql_valuation_is_position_marks_on_every_case() -> None:
+    """Each position's value in SQL is shares × `position_mark` (its cost basis at its
+    average entry), case by case."""
+    agent: Agent = AgentFactory.create()
+    exhaustive_positions(agent)
+    positions = Position.objects.filter(agent=agent).select_related("market")
+    in_sql = position_values_sql(positions)
+    assert len(in_sql) == positions.count() > 500
+    exact = connection.vendor == "postgresql"
+    for position in positions:
+        expected, got = reference_value(position), in_sql[position.pk]
+        case = (
+            position.market.outcomes,
+            position.market.outcome_prices,
+            position.market.closed,
+            position.market.last_open_prices,
+            position.outcome_index,
+            position.last_price,
+            position.shares,
+        )
+        if exact:
+            assert got == expected, (case, got, expected)
+        else:
+            assert abs(got - expected) < Decimal("1e-7"), (case, got, expected)
+
+
+def test_the_tick_writes_the_snapshots_the_python_reference_builds() -> None:
+    """Agents holding every case (open positions only count; a closed one does not), with
+    Brier-scored trades left to the other tests: the tick's INSERT … SELECT writes the
+    figures `portfolio_snapshots_build` computes with `position_mark`."""
+    cohort: Cohort = CohortFactory.create()
+    agents = [
+        AgentFactory.create(cohort=cohort, model=model)
+        for model in BenchmarkModel.objects.order_by("kind", "display_order")[:3]
+    ]
+    exhaustive_positions(agents[0])
+    for agent, step in zip(agents[1:], (3, 7), strict=True):
+        mine = exhaustive_positions(agent)[::step]  # a different subset each
+        Position.objects.filter(agent=agent).exclude(pk__in=[p.pk for p in mine]).update(
+            status=Position.Status.CLOSED
+        )
+    expected = {
+        s.agent_id: s
+        for s in portfolio_snapshots_build(
+            agents=Agent.objects.filter(pk__in=[a.pk for a in agents]), at=NOW
+        )
+    }
+
+    report = snapshots_take(now=NOW, refresh=False)
+
+    assert report.written == len(agents)
+    for snapshot in PortfolioSnapshot.objects.filter(agent__in=agents):
+        want = expected[snapshot.agent_id]
+        assert want.positions_value > 0
+        for field in (
+            "cash",
+            "positions_value",
+            "total_value",
+            "total_pnl",
+            "total_pnl_percent",
+            "resolved_bets",
+            "brier_score",
+            "prices_stale",
+        ):
+            assert getattr(snapshot, field) == getattr(want, field), field

@@ -1,0 +1,19 @@
+"""Settings of the worker processes the fault drills start (tests/workers.py): the
+project's, except for the broker's visibility timeout when DRILL_VISIBILITY_TIMEOUT_SECONDS
+asks for a short one, so that a drill sees the message of a worker lost whole come back in
+seconds rather than an hour. Kombu then looks for such messages every second."""
+
+import os
+
+from forecaster.settings import *  # noqa: F403
+from forecaster.settings import CELERY_BROKER_TRANSPORT_OPTIONS, CELERY_VISIBILITY_TIMEOUT_SECONDS
+
+CELERY_VISIBILITY_TIMEOUT_SECONDS = int(
+    os.environ.get("DRILL_VISIBILITY_TIMEOUT_SECONDS", CELERY_VISIBILITY_TIMEOUT_SECONDS)
+)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    **CELERY_BROKER_TRANSPORT_OPTIONS,
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT_SECONDS,
+    "unacked_restore_interval": 1,
+    "unacked_restore_throttle": 1,
+}
