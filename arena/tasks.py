@@ -81,7 +81,14 @@ def run_agent_decision(self: Task, agent_id: int, run_id: int) -> str:
     Never fails: a failed link would stop the chain and leave every later agent undecided.
     The service records its own failures; anything escaping it is logged and reported here."""
     try:
-        outcome = decision_run(agent_id=agent_id, run_id=run_id, holder=self.request.id or "")
+        outcome = decision_run(
+            agent_id=agent_id,
+            run_id=run_id,
+            holder=self.request.id or "",
+            # Set by the broker on a message it put back (its worker was lost), never on a
+            # second copy of a live task.
+            redelivered=bool((self.request.delivery_info or {}).get("redelivered")),
+        )
     except Exception as exc:
         logger.exception("decision of agent %s in run %s escaped its service", agent_id, run_id)
         return f"agent {agent_id}: failed ({type(exc).__name__}: {exc})"

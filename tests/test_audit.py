@@ -5,7 +5,9 @@ it audits pins every dependency the project declares."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -103,3 +105,28 @@ def test_the_lock_pins_every_declared_dependency_to_one_version() -> None:
             pinned[name.lower().replace("_", "-")] = version
     normalised = {name.replace("_", "-") for name in names}
     assert normalised <= set(pinned), f"missing from the lock: {normalised - set(pinned)}"
+
+
+def test_no_connection_at_all_is_reported_as_not_audited_by_the_real_pip_audit() -> None:
+    """With every connection refused (a proxy on a closed port), pip-audit raises instead of
+    reporting; the audit says NOT AUDITED and does not fail `make test`."""
+    environment = {
+        **os.environ,
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "",
+    }
+    done = subprocess.run(
+        [sys.executable, str(ROOT / ".ci" / "audit.py")],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("NOT AUDITED: the vulnerability service could not be reached")
+
+
+def test_an_error_that_is_not_a_lost_connection_still_fails(audit: ModuleType) -> None:
+    assert audit.unreachable("requests.exceptions.ProxyError: Max retries exceeded with url")
+    assert not audit.unreachable("pip_audit: error: invalid requirement 'django==='")

@@ -208,8 +208,9 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class RunCost:
-    """What the model calls of one decision run used: the sums over its attempts (every call
-    the run made, retries included). A sum is None when no attempt reported that figure."""
+    """What the model calls of one decision run used: the sums over its OpenRouter attempts
+    (every call the run made, retries and calls cut off by a lost worker included). A sum is
+    None when no call reported that figure."""
 
     run: DecisionRun
     calls: int
@@ -227,8 +228,11 @@ class RunCost:
 
 
 def _attempts_of_run(aggregate: Any) -> Subquery:
-    """`aggregate` over the attempts of the outer decision run (None when it has none)."""
-    attempts = DecisionAttempt.objects.filter(run_id=OuterRef("pk")).order_by()
+    """`aggregate` over the model calls of the outer decision run (None when it has none):
+    its attempts answered through OpenRouter, never an offline agent's or a baseline's."""
+    attempts = DecisionAttempt.objects.filter(
+        run_id=OuterRef("pk"), responder=Decision.Responder.OPENROUTER
+    ).order_by()
     return Subquery(attempts.values("run_id").annotate(value=aggregate).values("value"))
 
 

@@ -68,6 +68,8 @@ DEAD_CLAIM = "dead claim"
 # broker requeues a lost worker's task): after this many losses in a row the decision is
 # sent for retry instead, and the hourly retry run asks again with a new task.
 WORKER_LOSSES_MAX = 3
+# Advisory lock keys of the weekly run (one per week): an arbitrary base, far from any other.
+WEEK_LOCK_KEY = 0x46A_0000_0000
 
 
 class WorkerLostRepeatedly(Exception):
@@ -218,17 +220,19 @@ def _respond(
 
 
 def _claim(
-    *, agent: Agent, week_start: date, now: datetime, holder: str = ""
+    *, agent: Agent, week_start: date, now: datetime, holder: str = "", redelivered: bool = False
 ) -> tuple[Decision, str] | None:
     """Claim the agent's decision row for the week for `holder` (the Celery task id, or ""
     outside a task); return (decision, reclaimed) or None.
 
     `reclaimed` says whose claim was taken over: REDELIVERED when the row was RUNNING under
-    this same holder — only an earlier delivery of this task's message can have claimed it,
-    and the broker delivers a message again only when the worker running it was lost — or
-    DEAD_CLAIM when it was RUNNING under a claim older than CLAIM_TTL; "" for a fresh claim.
-    Each claim is a conditional UPDATE, so of two concurrent claimers exactly one gets row
-    count 1.
+    this same holder and this delivery is a `redelivered` one — the broker put the message
+    back because the worker running it was lost (rejected on worker loss, or past the
+    visibility timeout), so the earlier delivery is dead — or DEAD_CLAIM when it was RUNNING
+    under a claim older than CLAIM_TTL; "" for a fresh claim. A second copy of the same task
+    that is not a redelivery (a chain link sent twice by a predecessor that ran twice) leaves
+    a live claim alone. Each claim is a conditional UPDATE, so of two concurrent claimers
+    exactly one gets row count 1.
     """
     try:
         with transaction.atomic():
@@ -252,7 +256,7 @@ def _claim(
     claimed = Decision.objects.filter(pk=decision.pk, status__in=Decision.CLAIMABLE).update(
         **claim, parsed=None, parsed_try=None
     )
-    if claimed != 1 and holder:
+    if claimed != 1 and holder and redelivered:
         # The same task delivered again (its worker was killed): resume at once, not after
         # CLAIM_TTL, which would leave the rest of its cohort's chain waiting behind it.
         claimed = Decision.objects.filter(
@@ -390,11 +394,16 @@ class _Progress:
 
 
 def decision_run(
-    *, agent_id: int, run_id: int, now: datetime | None = None, holder: str = ""
+    *,
+    agent_id: int,
+    run_id: int,
+    now: datetime | None = None,
+    holder: str = "",
+    redelivered: bool = False,
 ) -> DecisionOutcome:
     """Run the agent's decision for the run's week: claim, prompt, call, parse, execute.
-    `holder` names the claim's holder (the Celery task id): a delivery of the same task again
-    after its worker was lost takes the claim over at once (see _claim).
+    `holder` names the claim's holder (the Celery task id): the same task `redelivered` by
+    the broker after its worker was lost takes the claim over at once (see _claim).
 
     Never raises: an unexpected failure is recorded on the decision (error and traceback)
     and on the attempt it happened in, and the decision ends RETRYABLE — or DONE when some
@@ -408,14 +417,25 @@ def decision_run(
     progress = _Progress(run_id=run_id)
     try:
         return _decision_run(
-            agent_id=agent_id, run_id=run_id, now=now, holder=holder, progress=progress
+            agent_id=agent_id,
+            run_id=run_id,
+            now=now,
+            holder=holder,
+            redelivered=redelivered,
+            progress=progress,
         )
     except Exception as exc:  # one agent's failure never stops another's
         return _decision_fail(agent_id=agent_id, progress=progress, exc=exc)
 
 
 def _decision_run(
-    *, agent_id: int, run_id: int, now: datetime | None, holder: str, progress: _Progress
+    *,
+    agent_id: int,
+    run_id: int,
+    now: datetime | None,
+    holder: str,
+    redelivered: bool,
+    progress: _Progress,
 ) -> DecisionOutcome:
     now = now or clock.now()
     agent = Agent.objects.select_related("model", "cohort").get(pk=agent_id)
@@ -424,7 +444,9 @@ def _decision_run(
         return DecisionOutcome(None, "cohort completed")
     if agent.cohort.week_start > run.week_start:
         return DecisionOutcome(None, "cohort starts after this run's week")
-    claim = _claim(agent=agent, week_start=run.week_start, now=now, holder=holder)
+    claim = _claim(
+        agent=agent, week_start=run.week_start, now=now, holder=holder, redelivered=redelivered
+    )
     if claim is None:
         return DecisionOutcome(None, "already claimed or final")
     decision, reclaimed = claim
@@ -1025,6 +1047,17 @@ def agents_due(
     )
 
 
+def _week_lock(week_start: date) -> None:
+    """Hold the week's run lock until the transaction ends. PostgreSQL: a transaction-level
+    advisory lock keyed by the week. SQLite: its transactions begin IMMEDIATE (settings), so
+    the transaction already holds the database's one write lock."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(%s)", [WEEK_LOCK_KEY + week_start.toordinal()]
+            )
+
+
 def run_open(
     *,
     now: datetime | None = None,
@@ -1060,27 +1093,30 @@ def run_open(
     opened = under_way.filter(
         Exists(SystemEvent.objects.filter(run_id=OuterRef("pk"), kind=Kind.RUN_STARTED))
     )
-    last_run_before = DecisionRun.objects.aggregate(n=Max("pk"))["n"] or 0
     retries_only = (under_way if retry else opened).exists()
     if not agents_due(
         week_start=week_start, cohort_id=cohort_id, now=now, retries_only=retries_only
     ):
         return None, []
     run = run_prepare(now=now, source=source)  # network: no lock or transaction is held
-    concurrent = under_way.filter(pk__gt=last_run_before) | opened
-    if not retries_only and concurrent.filter(pk__lt=run.pk).exists():
-        # Two deliveries froze a run at the same time: the first is the week's run, and this
-        # one serves only what a retry run would (usually nobody: it is then discarded).
-        retries_only = True
-        if not agents_due(week_start=week_start, cohort_id=cohort_id, now=now, retries_only=True):
-            run.delete()
-            return None, []
-    event_record(
-        kind=Kind.RUN_STARTED,
-        message=f"{run} started: {run.universe_size} markets frozen; {run.sync_summary}",
-        run_id=run.pk,
-        data={"universe_size": run.universe_size},
-    )
+    with transaction.atomic():
+        # Two deliveries may have frozen a run at the same time: under the week's lock,
+        # whichever records RUN_STARTED first is the week's run, and the other serves only
+        # what a retry run would (usually nobody: it is then discarded).
+        _week_lock(week_start)
+        if not retries_only and opened.exclude(pk=run.pk).exists():
+            retries_only = True
+            if not agents_due(
+                week_start=week_start, cohort_id=cohort_id, now=now, retries_only=True
+            ):
+                run.delete()
+                return None, []
+        event_record(
+            kind=Kind.RUN_STARTED,
+            message=f"{run} started: {run.universe_size} markets frozen; {run.sync_summary}",
+            run_id=run.pk,
+            data={"universe_size": run.universe_size},
+        )
     return run, agents_due(
         week_start=run.week_start, cohort_id=cohort_id, now=now, retries_only=retries_only
     )

@@ -135,9 +135,12 @@ def sums(usages: list[dict[str, Any]]) -> dict[str, Any]:
 
 @pytest.mark.django_db
 def test_run_costs_sum_every_call_of_the_run(
-    run: DecisionRun, three_answers: list[dict[str, Any]]
+    cohort: Cohort, run: DecisionRun, three_answers: list[dict[str, Any]]
 ) -> None:
+    """The three model calls, and nothing for a baseline of the same run: it calls no model."""
     expected = sums(three_answers)
+    baseline = cohort.agents.get(model__internal_id="baseline-market")
+    assert decision_run(agent_id=baseline.pk, run_id=run.pk, now=RUN_AT).status == "done"
 
     [cost] = run_costs()
 

@@ -66,10 +66,14 @@ def test_a_decision_task_that_breaks_does_not_stop_the_chain(
     first = cohort.agents.order_by("-model__kind", "model__display_order").first()
     assert first is not None
 
-    def breaks_for_the_first_agent(*, agent_id: int, run_id: int, holder: str) -> Any:
+    def breaks_for_the_first_agent(
+        *, agent_id: int, run_id: int, holder: str, redelivered: bool
+    ) -> Any:
         if agent_id == first.pk:
             raise RuntimeError("the service itself broke")
-        return decision_run(agent_id=agent_id, run_id=run_id, holder=holder)
+        return decision_run(
+            agent_id=agent_id, run_id=run_id, holder=holder, redelivered=redelivered
+        )
 
     # The worker runs in a thread of this process, so it sees the patched name.
     monkeypatch.setattr(tasks_module, "decision_run", breaks_for_the_first_agent)

@@ -67,17 +67,25 @@ def test_only_the_same_task_delivered_again_takes_over_a_live_claim(
     cohort: Cohort, run: DecisionRun
 ) -> None:
     """The claim a first delivery of task "first" left (its worker died mid-call): another
-    task leaves it alone until CLAIM_TTL; "first" delivered again resumes it at once, and
-    the decision keeps the interrupted try among its attempts."""
+    task leaves it alone until CLAIM_TTL, and so does a second copy of "first" that the
+    broker did not redeliver (a chain link sent twice: the first copy may be alive);
+    "first" redelivered resumes it at once, and the decision keeps the interrupted try among
+    its attempts."""
     agent = cohort.agents.get(model__internal_id="gpt-5.1")
     left = decision_claim(agent=agent, week_start=WEEK, now=RUN_AT)
     assert left is not None
     Decision.objects.filter(pk=left.pk).update(claimed_by="first")
     later = RUN_AT + timedelta(minutes=1)
 
-    other = decision_run(agent_id=agent.pk, run_id=run.pk, now=later, holder="second")
+    other = decision_run(
+        agent_id=agent.pk, run_id=run.pk, now=later, holder="second", redelivered=True
+    )
     assert other.status == "already claimed or final"
-    again = decision_run(agent_id=agent.pk, run_id=run.pk, now=later, holder="first")
+    copy = decision_run(agent_id=agent.pk, run_id=run.pk, now=later, holder="first")
+    assert copy.status == "already claimed or final"
+    again = decision_run(
+        agent_id=agent.pk, run_id=run.pk, now=later, holder="first", redelivered=True
+    )
 
     assert again.status == Decision.Status.DONE
     decision = Decision.objects.get(pk=left.pk)
@@ -117,11 +125,15 @@ def test_a_task_that_loses_its_worker_again_and_again_is_sent_for_retry_not_loop
     for minute in range(1, WORKER_LOSSES_MAX):
         now = RUN_AT + timedelta(minutes=minute)
         with pytest.raises(_WorkerKilled):
-            decision_run(agent_id=agent.pk, run_id=run.pk, now=now, holder="crashing")
+            decision_run(
+                agent_id=agent.pk, run_id=run.pk, now=now, holder="crashing", redelivered=True
+            )
         assert Decision.objects.get(pk=left.pk).status == Decision.Status.RUNNING
 
     now = RUN_AT + timedelta(minutes=WORKER_LOSSES_MAX)
-    outcome = decision_run(agent_id=agent.pk, run_id=run.pk, now=now, holder="crashing")
+    outcome = decision_run(
+        agent_id=agent.pk, run_id=run.pk, now=now, holder="crashing", redelivered=True
+    )
 
     assert outcome.status == Decision.Status.RETRYABLE
     decision = Decision.objects.get(pk=left.pk)
