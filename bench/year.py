@@ -17,9 +17,12 @@ production would have: the real engine over the embedded demo's market world
   (`releases_publish_due`).
 
 Cohorts stay active until their last position settles, so the number of agents marked per
-tick is whatever the engine says it is. The generator resumes after the last tick written
-when it was interrupted (the services are idempotent and the source is a pure function of
-seed and clock).
+tick is whatever the engine says it is. The market world comes in seasons (`--season-weeks`):
+markets listed through the year and resolved within their season, so a cohort lives until its
+season ends. Every simulated day the tables rewritten on every tick are `VACUUM (ANALYZE)`d:
+the autovacuum a production server runs (docs/deploy.md), which this shared server has off.
+The generator resumes after the last tick written when it was interrupted (the services are
+idempotent and the source is a pure function of seed and clock).
 
 Then each benchmark runs on that database in a child process of its own,
 `bench/year_measure.py {pages,api,analytics,tick} --database URL`:
@@ -61,8 +64,8 @@ CHECK_EVERY = timedelta(minutes=30)  # settings: the resolution check at :07 and
 BENCHES = ("pages", "api", "analytics", "tick")
 # The demo world's market seasons (markets.demo.SimulatedSource(season=…)): a season's markets
 # are listed at its start or in its first half and resolve before it ends, so a cohort lives
-# until its season's end (1 to 5 weeks) and markets are listed and resolved all year.
-SEASON_WEEKS = 5
+# until its season's end (1 to 6 weeks) and markets are listed and resolved all year.
+SEASON_WEEKS = 6
 # Rewritten on every tick or check (the held markets' prices, the agents' rollups, cash and
 # positions): vacuumed every simulated day, as autovacuum would keep them on a production
 # server (docs/deploy.md: keep it on; this shared server runs with it off). The append-only

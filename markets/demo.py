@@ -10,6 +10,12 @@ The recordings hold one moment of each market, so the demo source animates them:
 - "new" markets are listed a little before the last simulated Sunday and resolve after the
   demo ends, so the last cohort is still running when the demo stops.
 
+With `season` set (a long simulated run: a year), the season markets come in consecutive
+seasons of that length instead of one: each is listed at its season's start or, seeded, in
+its first half, and resolves before the season ends. A cohort holds the markets of the season
+it bets in, so it completes at its season's end, and markets keep being listed and resolved
+all through the run.
+
 It hands back Gamma-shaped records, so parsing, upserts, snapshots and settlement run the
 production code. Same seed and clock → the same records.
 """
@@ -71,9 +77,17 @@ class SimulatedSource:
 
     name = "demo"
 
-    def __init__(self, *, start: datetime, last_sunday: datetime, seed: int = 7) -> None:
+    def __init__(
+        self,
+        *,
+        start: datetime,
+        last_sunday: datetime,
+        seed: int = 7,
+        season: timedelta | None = None,
+    ) -> None:
         self.start = start
         self.last_sunday = last_sunday
+        self.season = season
         self.now = start
         self.seed = seed
         self._plans: dict[str, _Plan] = {}
@@ -107,6 +121,8 @@ class SimulatedSource:
             if new:
                 listed = self.last_sunday - timedelta(hours=1)
                 resolves = self.last_sunday + timedelta(weeks=8)
+            elif self.season is not None:
+                listed, resolves = self._season_window(rng, season_end)
             else:
                 listed = self.start - timedelta(days=1)
                 resolves = self.start + timedelta(seconds=rng.uniform(0.08, 1.0) * span)
@@ -118,6 +134,21 @@ class SimulatedSource:
                 recorded_outcome=record if is_recorded else None,
                 ambiguous=not is_recorded and not new and rng.random() < AMBIGUOUS_SHARE,
             )
+
+    def _season_window(self, rng: random.Random, season_end: datetime) -> tuple[datetime, datetime]:
+        """A seeded season, listing and resolution time for one season market: listed the day
+        before its season's first Sunday (half of them) or in its first half, resolved before
+        its season ends (12 hours before the next season's first Sunday)."""
+        assert self.season is not None
+        count = max(1, math.ceil((self.last_sunday - self.start) / self.season))
+        first_sunday = self.start + self.season * rng.randrange(count)
+        ends = min(first_sunday + self.season, self.last_sunday) - timedelta(hours=12)
+        ends = min(ends, season_end)
+        listed = first_sunday - timedelta(days=1)
+        if rng.random() < 0.5:
+            listed += (ends - listed) * rng.uniform(0.0, 0.5)
+        resolves = listed + (ends - listed) * rng.uniform(0.15, 1.0)
+        return listed, resolves
 
     def _prices_at(self, pid: str, when: datetime) -> list[float]:
         plan = self._plans[pid]
