@@ -401,6 +401,27 @@ def _print_export(figures: dict[str, Any]) -> None:
 # --- the run -------------------------------------------------------------------------------------
 
 
+def api_endpoints(agent_id: int) -> list[tuple[str, str, bool]]:
+    """(label, path, recompute) of every request measured: the leaderboards served and
+    recomputed, and the agent's value series at every range."""
+    # The leaderboard is kept until the data moves (arena/api.py): "served" is what requests
+    # get between changes (the budget), "recomputed" what the first one after a change costs.
+    leaderboards = [
+        ("leaderboard", "/api/v1/leaderboard"),
+        ("leaderboard, by return", "/api/v1/leaderboard?sort=return"),
+        ("leaderboard, completed cohorts", "/api/v1/leaderboard?cohorts=completed"),
+    ]
+    series = f"/api/v1/agents/{agent_id}/series"
+    return (
+        [(f"{label}, served", url, False) for label, url in leaderboards]
+        + [(f"{label}, recomputed", url, True) for label, url in leaderboards]
+        + [
+            (f"series {key}, agent {agent_id}", f"{series}?range={key}", False)
+            for key in SERIES_RANGES
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database", default=DEFAULT_URL, help="postgres://…")
@@ -453,25 +474,7 @@ def main() -> None:
     print(f"{WARMUPS} warm-ups, then {args.requests} timed; budget p95 < {BUDGET_MS:.0f} ms")
     print()
 
-    # The leaderboard is kept until the data moves (arena/api.py): "served" is what requests
-    # get between changes (the budget), "recomputed" what the first one after a change costs.
-    leaderboards = [
-        ("leaderboard", "/api/v1/leaderboard"),
-        ("leaderboard, by return", "/api/v1/leaderboard?sort=return"),
-        ("leaderboard, completed cohorts", "/api/v1/leaderboard?cohorts=completed"),
-    ]
-    endpoints = (
-        [(f"{label}, served", url, False) for label, url in leaderboards]
-        + [(f"{label}, recomputed", url, True) for label, url in leaderboards]
-        + [
-            (
-                f"series {key}, agent {agent.pk}",
-                f"/api/v1/agents/{agent.pk}/series?range={key}",
-                False,
-            )
-            for key in SERIES_RANGES
-        ]
-    )
+    endpoints = api_endpoints(agent.pk)
     header = (
         f"{'endpoint':<44} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>7} {'queries':>7} "
         f"{'db ms':>6} {'KB':>5} {'points':>6}"

@@ -134,20 +134,7 @@ def measure_api(url: str, requests: int, export_rows: int) -> None:
         f"{agent.cohort.number}): {agent.n:,} snapshots"
     )
     print(f"{api.WARMUPS} warm-ups, then {requests} timed; budget p95 < {api.BUDGET_MS:.0f} ms\n")
-    series = f"/api/v1/agents/{agent.pk}/series"
-    leaderboards = [
-        ("leaderboard", "/api/v1/leaderboard"),
-        ("leaderboard, by return", "/api/v1/leaderboard?sort=return"),
-        ("leaderboard, completed cohorts", "/api/v1/leaderboard?cohorts=completed"),
-    ]
-    endpoints = (
-        [(f"{label}, served", u, False) for label, u in leaderboards]
-        + [(f"{label}, recomputed", u, True) for label, u in leaderboards]
-        + [
-            (f"series {key}, agent {agent.pk}", f"{series}?range={key}", False)
-            for key in api.SERIES_RANGES
-        ]
-    )  # fmt: skip
+    endpoints = api.api_endpoints(agent.pk)
     header = (
         f"{'endpoint':<44} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>7} "
         f"{'queries':>7} {'db ms':>6} {'KB':>5} {'points':>6}"
