@@ -18,7 +18,7 @@ from django.db.models.functions import Coalesce
 from agents.models import BenchmarkModel
 from arena.models import Agent, Cohort, Decision, Position, Trade
 from arena.selectors import standings
-from arena.selectors.standings import LIST_DEFERRED
+from arena.selectors.standings import LIST_DEFERRED, MARKET_DEFERRED
 from markets import selectors as catalogue
 from markets.models import Market
 from markets.selectors import MarketFilter
@@ -62,7 +62,9 @@ def trade_list(
     """Return every order matching every filter given, executed or rejected, in the agent
     page's order (`standings.TRADE_ORDER`: stable, for paging), with its market, agent, model
     and cohort."""
-    trades = Trade.objects.select_related("market", "agent__model", "agent__cohort")
+    trades = Trade.objects.select_related("market", "agent__model", "agent__cohort").defer(
+        *MARKET_DEFERRED
+    )
     if model is not None:
         trades = trades.filter(agent__model=model)
     if cohort is not None:

@@ -251,5 +251,6 @@ def model_bets(*, model: BenchmarkModel) -> QuerySet[Trade]:
     return (
         Trade.objects.filter(agent__model=model, kind=Trade.Kind.BUY, status=Trade.Status.EXECUTED)
         .select_related("market", "agent__cohort")
+        .defer("market__raw", "market__description")
         .order_by("-created_at", "-order_index")
     )

@@ -344,6 +344,9 @@ def cohort_list() -> QuerySet[Cohort]:
 
 # A decision's prompts run to ~60 KB; the lists of decisions show none of them.
 LIST_DEFERRED = ("system_prompt", "user_prompt", "traceback", "parsed")
+# A market's Gamma record and description run to kilobytes (decoded JSON, for `raw`); the
+# rows that show a trade's or a position's market show neither.
+MARKET_DEFERRED = ("market__raw", "market__description")
 
 
 def cohort_decisions(*, cohort: Cohort) -> QuerySet[Decision]:
@@ -385,7 +388,8 @@ TRADE_ORDER = ("-created_at", "order_index", "-pk")
 def agent_positions(*, agent: Agent) -> list[PositionRow]:
     """Return the agent's positions (`POSITION_ORDER`), the open ones marked to market now."""
     rows = []
-    for position in agent.positions.select_related("market").order_by(*POSITION_ORDER):
+    positions = agent.positions.select_related("market").defer(*MARKET_DEFERRED)
+    for position in positions.order_by(*POSITION_ORDER):
         if position.status != Position.Status.OPEN:
             rows.append(PositionRow(position))
             continue
@@ -401,7 +405,11 @@ def agent_positions(*, agent: Agent) -> list[PositionRow]:
 
 
 def agent_trades(*, agent: Agent) -> QuerySet[Trade]:
-    return agent.trades.select_related("market", "decision").order_by(*TRADE_ORDER)
+    return (
+        agent.trades.select_related("market", "decision")
+        .defer(*MARKET_DEFERRED, *(f"decision__{name}" for name in LIST_DEFERRED))
+        .order_by(*TRADE_ORDER)
+    )
 
 
 def decision_detail(*, decision_id: int) -> Decision:
@@ -409,7 +417,10 @@ def decision_detail(*, decision_id: int) -> Decision:
         Decision.objects.select_related("agent__model", "agent__cohort", "run")
         .prefetch_related(
             "attempts",
-            Prefetch("trades", queryset=Trade.objects.select_related("market", "position")),
+            Prefetch(
+                "trades",
+                queryset=Trade.objects.select_related("market", "position").defer(*MARKET_DEFERRED),
+            ),
         )
         .get(pk=decision_id)
     )

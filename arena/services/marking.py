@@ -124,6 +124,8 @@ def _known_mark(
     last_price: Decimal | None,
 ) -> Decimal | None:
     """`position_mark` short of the average entry: None when the position falls to it."""
+    if not 0 <= index < len(outcomes):
+        return last_price  # an outcome the market no longer lists has no price of its own
     binary = [str(o).lower() for o in outcomes] == ["yes", "no"]
     # Usable or not is decided for the whole market, so both sides of a pair stay
     # consistent: a closed, unresolved market with a missing or zero price has none (a
@@ -235,9 +237,12 @@ def _price_at_sql(prices: str, *, index: str, binary: str) -> str:
     )
 
 
-def _known_mark_sql() -> str:
-    """SQL of `_known_mark` short of the last trade price for outcome `pairs.outcome_index`
-    of market `m`: NULL where the position falls to its last trade price or its entry."""
+def _marks_ctes(markets: str) -> str:
+    """SQL of two common table expressions: `held_markets`, what `_known_mark` decides once
+    per market (binary or not, prices usable or not) for the markets `markets` selects (a
+    query of market ids), and `marks`, the known mark of each of their outcomes, NULL where a
+    position falls to its last trade price or its entry. The JSON is read once per market
+    and outcome, not for every position."""
     if connection.vendor == "postgresql":
         binary = (
             "(jsonb_array_length(m.outcomes) = 2 AND lower(m.outcomes ->> 0) = 'yes' "
@@ -247,6 +252,11 @@ def _known_mark_sql() -> str:
         unusable = (
             "SELECT 1 FROM jsonb_array_elements_text(m.outcome_prices) AS e(v) "
             "WHERE e.v IS NULL OR e.v::numeric = 0"
+        )
+        index = "o.outcome_index"
+        outcomes = (
+            "CROSS JOIN LATERAL generate_series(0, jsonb_array_length(m.outcomes) - 1) "
+            "AS o(outcome_index)"
         )
     else:
         binary = (
@@ -259,50 +269,64 @@ def _known_mark_sql() -> str:
             "SELECT 1 FROM json_each(m.outcome_prices) AS e "
             "WHERE e.value IS NULL OR CAST(e.value AS REAL) = 0"
         )
+        index = "o.key"  # an array element's key is its index, an integer
+        outcomes = "JOIN json_each(m.outcomes) o"
     # Usable or not is decided for the whole market, as position_mark decides it.
     usable = f"({length} > 0 AND NOT (m.closed AND EXISTS ({unusable})))"
-    index = "pairs.outcome_index"
-    price = _price_at_sql("m.outcome_prices", index=index, binary=binary)
-    last_open = _price_at_sql("m.last_open_prices", index=index, binary=binary)
-    return f"COALESCE(CASE WHEN {usable} THEN {price} END, {last_open})"
-
-
-def _marks_sql(positions: str) -> str:
-    """SQL of the known mark once per (market, outcome index) of the positions `positions`
-    selects (a query with market_id and outcome_index): the JSON is read for a few hundred
-    pairs, not for every position."""
+    price = _price_at_sql("m.outcome_prices", index=index, binary="m.is_binary")
+    last_open = _price_at_sql("m.last_open_prices", index=index, binary="m.is_binary")
     return f"""
-        SELECT pairs.market_id, pairs.outcome_index, {_known_mark_sql()} AS price
-        FROM (SELECT DISTINCT market_id, outcome_index FROM ({positions}) AS held) AS pairs
-        JOIN {Market._meta.db_table} m ON m.id = pairs.market_id
+        held_markets AS MATERIALIZED (
+            SELECT m.id, m.outcomes, m.outcome_prices, m.last_open_prices,
+                   {binary} AS is_binary, {usable} AS usable
+            FROM {Market._meta.db_table} m WHERE m.id IN ({markets})
+        ),
+        marks AS MATERIALIZED (
+            SELECT m.id AS market_id, {index} AS outcome_index,
+                   COALESCE(CASE WHEN m.usable THEN {price} END, {last_open}) AS price
+            FROM held_markets m {outcomes}
+        )
     """  # noqa: S608 — the table name is ours  # nosec B608
 
 
-# `position_value` of position `h` at its pair's known mark `k` (from `_marks_sql`): exact
-# (numeric) on PostgreSQL; on SQLite in floating point, as SQLite computes decimals.
+# The markets any open position is in: read from the (status, market) index alone, a few
+# hundred ids, rather than the positions themselves (a superset of those being marked).
+_HELD_MARKETS_SQL = f"SELECT market_id FROM {Position._meta.db_table} WHERE status = %s"  # nosec B608
+
+# `position_value` of position `h` at its outcome's known mark `k` (from `_marks_ctes`):
+# exact (numeric) on PostgreSQL; on SQLite in floating point, as SQLite computes decimals.
+# A position on an outcome its market no longer lists has no mark: its last trade price.
 _VALUE_SQL = (
     "COALESCE(h.shares * COALESCE(k.price, h.last_price), "
     "CASE WHEN h.shares <> 0 THEN h.cost_basis ELSE 0 END)"
 )
-# Joined to the positions table itself, whose (status, market) index a nested loop can
-# probe: a join of two CTEs was planned as a nested loop of scans before stats existed.
-_PAIR_JOIN = "JOIN marks k ON k.market_id = h.market_id AND k.outcome_index = h.outcome_index"
+# A LEFT JOIN keeps every position (one without a mark falls back) and, on SQLite, makes the
+# positions the outer loop, read in agent order through the agent index (no sort for the
+# sum) while each probes the marks by an automatic index.
+_MARK_JOIN = "LEFT JOIN marks k ON k.market_id = h.market_id AND k.outcome_index = h.outcome_index"
 
 
 def position_values_sql(positions: QuerySet[Position]) -> dict[int, Decimal]:
     """Return each of `positions`' value as the snapshot write computes it in the database,
     before the sum is rounded to the cent (for checking it against `position_value`)."""
-    held_sql, held_params = (
-        positions.order_by().values("id", "market_id", "outcome_index").query.sql_with_params()
-    )
+    held_sql, held_params = positions.order_by().values("id").query.sql_with_params()
     sql = f"""
-        WITH marks AS ({_marks_sql(held_sql)})
-        SELECT h.id, {_VALUE_SQL} FROM {Position._meta.db_table} h {_PAIR_JOIN}
+        WITH {_marks_ctes(_HELD_MARKETS_SQL)}
+        SELECT h.id, {_VALUE_SQL} FROM {Position._meta.db_table} h {_MARK_JOIN}
         WHERE h.id IN (SELECT id FROM ({held_sql}) AS held)
     """  # noqa: S608 — our tables; the positions' query is the ORM's  # nosec B608
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*held_params, *held_params])
+        cursor.execute(sql, [Position.Status.OPEN.value, *held_params])
         return {pk: Decimal(str(value)) for pk, value in cursor.fetchall()}
+
+
+# The scored, executed buys: spelled out, not bound, so that both databases can read them
+# from the partial index of exactly those rows (`trade_agent_brier`): a planner only uses a
+# partial index when the query's own condition implies the index's.
+_SCORED_BUYS = (
+    f"kind = '{Trade.Kind.BUY.value}' AND status = '{Trade.Status.EXECUTED.value}' "
+    "AND brier_score IS NOT NULL"
+)
 
 
 def _snapshots_insert(*, agents: QuerySet[Agent], at: datetime, stale: bool) -> list[int]:
@@ -321,28 +345,23 @@ def _snapshots_insert(*, agents: QuerySet[Agent], at: datetime, stale: bool) -> 
     total = "(a.cash + COALESCE(v.positions_value, 0))"
     # The agents are read once (their filter has correlated sub-selects), and the marks once
     # per (market, outcome) (PostgreSQL would fold them back into the join, per position).
-    held = (
-        f"SELECT market_id, outcome_index FROM {Position._meta.db_table} "  # nosec B608
-        "WHERE status = %s AND agent_id IN (SELECT id FROM marked)"
-    )
     materialized = "MATERIALIZED"  # PostgreSQL 12+, SQLite 3.35+
     insert = "INSERT INTO" if postgres else "INSERT OR IGNORE INTO"
     conflict = "ON CONFLICT DO NOTHING" if postgres else ""
     stamp = "CAST(%s AS TIMESTAMPTZ)" if postgres else "%s"
     sql = f"""
         WITH marked AS {materialized} ({agents_sql}),
-        marks AS {materialized} ({_marks_sql(held)}),
+        {_marks_ctes(_HELD_MARKETS_SQL)},
         v AS (
             SELECT h.agent_id, {positions_value} AS positions_value
-            FROM {Position._meta.db_table} h {_PAIR_JOIN}
+            FROM {Position._meta.db_table} h {_MARK_JOIN}
             WHERE h.status = %s AND h.agent_id IN (SELECT id FROM marked)
             GROUP BY h.agent_id
         ),
         brier AS (
             SELECT agent_id, AVG(brier_score) AS mean, COUNT(*) AS n
             FROM {Trade._meta.db_table}
-            WHERE kind = %s AND status = %s AND brier_score IS NOT NULL
-              AND agent_id IN (SELECT id FROM marked)
+            WHERE {_SCORED_BUYS} AND agent_id IN (SELECT id FROM marked)
             GROUP BY agent_id
         )
         {insert} {PortfolioSnapshot._meta.db_table} (
@@ -365,8 +384,6 @@ def _snapshots_insert(*, agents: QuerySet[Agent], at: datetime, stale: bool) -> 
         *agents_params,
         Position.Status.OPEN.value,
         Position.Status.OPEN.value,
-        Trade.Kind.BUY.value,
-        Trade.Status.EXECUTED.value,
         adapt(at),
         stale,
         adapt(clock.now()),

@@ -1,8 +1,9 @@
 """The snapshot write values positions in the database (issue 12): its SQL valuation is
 `position_mark`'s, checked on an exhaustive table of cases — binary and multi-outcome
-markets, each side or outcome index, prices missing, null, zero, short or numeric, open or
-closed, with and without prices when last open, with and without a last trade price — and
-the snapshots it writes are those the Python reference (`portfolio_snapshots_build`) builds.
+markets, each side or outcome index (and one the market no longer lists), prices missing,
+null, zero, short or numeric, open or closed, with and without prices when last open, with
+and without a last trade price — and the snapshots it writes are those the Python reference
+(`portfolio_snapshots_build`) builds.
 
 PostgreSQL computes in numeric, exactly; SQLite, which stores decimals as floating point,
 agrees to within a ten-millionth of a dollar per position, and to the cent on the snapshot.
@@ -67,7 +68,9 @@ HOLDINGS = [(Decimal("100"), Decimal("40.00")), (Decimal("3.333333"), Decimal("2
 
 def exhaustive_positions(agent: Agent) -> list[Position]:
     """One market per (outcomes, prices, closed, last-open prices), and in each a position
-    per (outcome index, last trade price, holding)."""
+    per (outcome index, last trade price, holding), including one on an outcome index past
+    the market's outcomes (a record whose outcomes changed after the bet): it has no mark
+    of its own and falls to its last trade price, then its entry."""
     positions = []
     combos = [
         (outcomes, prices, closed, last_open)
@@ -86,7 +89,7 @@ def exhaustive_positions(agent: Agent) -> list[Position]:
             closed=closed,
         )
         for k, (index, last_price, (shares, cost)) in enumerate(
-            itertools.product(range(len(outcomes)), LAST_PRICES, HOLDINGS)
+            itertools.product(range(len(outcomes) + 1), LAST_PRICES, HOLDINGS)
         ):
             positions.append(
                 Position(
