@@ -237,22 +237,33 @@ def _from_rollup(
     table = PortfolioSnapshot._meta.db_table
     ids = list(ends)
     in_ids = ", ".join(["%s"] * len(ids))
-    params: list[Any] = [resolution, *ids]
+    # Both reads of the rollup name the series and, with a window, the first bucket that can
+    # end in it (a rollup row spans one hour or day): the (agent, resolution, bucket) index
+    # reads the window's rows alone, where the planner once hashed the whole table.
+    window, window_params = "", []
+    if start is not None:
+        width = DAY if resolution == AgentSnapshotRollup.Resolution.DAY else HOUR
+        adapt = connection.ops.adapt_datetimefield_value
+        window = "AND r.bucket_start >= %s"
+        window_params = [adapt(start - width)]
     sql = f"""
         WITH kept AS (
             SELECT r.agent_id, MAX(r.bucket_start) AS bucket_start FROM {rollup} r
-            WHERE r.resolution = %s AND r.agent_id IN ({in_ids}) {{after}}
+            WHERE r.resolution = %s AND r.agent_id IN ({in_ids}) {window} {{after}}
             GROUP BY r.agent_id, {_bucket("r.bucket_start", int(bucket.total_seconds()))}
         )
         SELECT r.agent_id, r.last_at, r.total_value FROM {rollup} r
         JOIN kept ON r.agent_id = kept.agent_id AND r.bucket_start = kept.bucket_start
-        WHERE r.resolution = %s
+        WHERE r.resolution = %s AND r.agent_id IN ({in_ids}) {window}
     """  # noqa: S608 — our tables and integers, every value is a parameter  # nosec B608
+    params: list[Any] = [resolution, *ids, *window_params]
     if start is None:
         sql = sql.format(after="")
     else:  # the rows ending in the window; and each series' first snapshot in it
         sql = sql.format(after="AND r.last_at >= %s")
         params.append(connection.ops.adapt_datetimefield_value(start))
+    params += [resolution, *ids, *window_params]
+    if start is not None:
         sql += f"""
             UNION ALL
             SELECT s.agent_id, s.snapshot_timestamp, s.total_value FROM {table} s
@@ -261,9 +272,7 @@ def _from_rollup(
                 ORDER BY f.snapshot_timestamp LIMIT 1)
             WHERE a.id IN ({in_ids})
         """  # noqa: S608  # nosec B608
-    params.append(resolution)
-    if start is not None:
-        params += [params[-2], *ids]
+        params += [connection.ops.adapt_datetimefield_value(start), *ids]
     kept: dict[int, set[tuple[datetime, Decimal]]] = defaultdict(set)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
