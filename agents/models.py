@@ -11,12 +11,16 @@ class BenchmarkModel(models.Model):
     `internal_id` is stable forever (joins, exports); `display_name` and `openrouter_id` may
     follow new releases without changing it (002: `gpt-5.1` shows as "GPT-5.2"). Baselines
     (a seeded random bettor, a market-follower) are lineup rows of kind BASELINE: they join
-    cohorts and are shown, labelled, but never ranked among the LLMs.
+    cohorts and are shown, labelled, but never ranked among the LLMs. An outside agent (kind
+    OUTSIDE) is another team's forecaster, registered by staff: it joins cohorts like the
+    lineup but decides through the API (arena/outside_api.py), is labelled "outside"
+    everywhere, and is ranked on its own board unless staff admit it to the main one.
     """
 
     class Kind(models.TextChoices):
         LLM = "llm", "LLM"
         BASELINE = "baseline", "Baseline"
+        OUTSIDE = "outside", "Outside agent"
 
     internal_id = models.SlugField(max_length=64, unique=True)
     display_name = models.CharField(max_length=100)
@@ -31,6 +35,19 @@ class BenchmarkModel(models.Model):
         help_text="Pinned upstream providers, in order (sent to OpenRouter without fallbacks).",
     )
     reasoning_max_tokens = models.PositiveIntegerField(null=True, blank=True)
+    # An outside agent's team: who answers for it and how it forecasts (shown on its pages).
+    owner = models.CharField(max_length=200, blank=True, help_text="Outside agents: the team.")
+    contact = models.CharField(
+        max_length=200, blank=True, help_text="Outside agents: how staff reach the team."
+    )
+    method_description = models.TextField(
+        blank=True, help_text="Outside agents: a short description of the method."
+    )
+    admitted_to_main_board = models.BooleanField(
+        default=False,
+        help_text="Outside agents only: ranked on the main leaderboard (which says so) instead "
+        "of the outside agents' own board.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -40,7 +57,16 @@ class BenchmarkModel(models.Model):
             models.CheckConstraint(
                 condition=~models.Q(kind="llm") | ~models.Q(openrouter_id=""),
                 name="llm_has_openrouter_id",
-            )
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(kind="outside") | ~models.Q(owner=""),
+                name="outside_has_owner",
+            ),
+            # Only an outside agent is admitted anywhere: the lineup is on the main board.
+            models.CheckConstraint(
+                condition=models.Q(kind="outside") | models.Q(admitted_to_main_board=False),
+                name="only_outside_admitted",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -49,3 +75,7 @@ class BenchmarkModel(models.Model):
     @property
     def is_baseline(self) -> bool:
         return self.kind == self.Kind.BASELINE
+
+    @property
+    def is_outside(self) -> bool:
+        return self.kind == self.Kind.OUTSIDE

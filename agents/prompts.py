@@ -79,17 +79,24 @@ def build_retry_messages(
     MAX_INVALID_EXCERPT characters of `invalid_response` (verbatim) and a request for valid
     JSON only.
     """
-    retry = _render(
+    retry = retry_section(invalid_response=invalid_response, error=error, version=version)
+    return [
+        {"role": "system", "content": system_prompt(version=version)},
+        {"role": "user", "content": f"{user_prompt(context, version=version)}\n\n{retry}"},
+    ]
+
+
+def retry_section(*, invalid_response: str, error: str, version: str = PROMPT_VERSION) -> str:
+    """Return the part a retry adds after the user prompt: the validation `error` and the
+    first MAX_INVALID_EXCERPT characters of `invalid_response`. An outside agent's
+    resubmission is asked with the same words (arena/services/outside.py)."""
+    return _render(
         "retry.txt",
         version,
         error=error,
         excerpt_limit=str(MAX_INVALID_EXCERPT),
         invalid_response=invalid_excerpt(invalid_response),
     )
-    return [
-        {"role": "system", "content": system_prompt(version=version)},
-        {"role": "user", "content": f"{user_prompt(context, version=version)}\n\n{retry}"},
-    ]
 
 
 def system_prompt(*, version: str = PROMPT_VERSION) -> str:

@@ -81,7 +81,7 @@ RangeKey = Literal["10M", "1H", "1D", "1W", "1M", "3M", "ALL"]
 Page = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 PageSize = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
 ActionKey = Literal["BET", "SELL", "HOLD"]
-DecisionStatus = Literal["pending", "running", "done", "retryable", "skipped"]
+DecisionStatus = Literal["pending", "running", "awaiting", "done", "retryable", "skipped"]
 # Polymarket's ids are short digit strings; anything else names no market.
 # Stable ids are printable text: a control character (NUL breaks PostgreSQL) names no model.
 ModelId = Annotated[str, Query(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
@@ -151,6 +151,8 @@ def _model_row(row: standings.ModelRow) -> ModelRowOut:
         display_name=row.model.display_name,
         provider=row.model.provider,
         baseline=row.model.is_baseline,
+        outside=row.model.is_outside,
+        admitted=row.model.is_outside and row.model.admitted_to_main_board,
         active=row.model.active,
         offline=row.offline,
         brier=row.brier,
@@ -170,6 +172,7 @@ def _standing(standing: standings.AgentStanding) -> StandingOut:
         model=agent.model.internal_id,
         display_name=agent.model.display_name,
         baseline=agent.model.is_baseline,
+        outside=agent.model.is_outside,
         cash=decimal_string(standing.cash),
         positions_value=decimal_string(standing.positions_value),
         total_value=decimal_string(standing.total_value),
@@ -345,6 +348,7 @@ def leaderboard(
     sort: LeaderboardSort = "brier",
     cohorts: Literal["all", "completed"] = "all",
     baselines: Literal["include", "exclude"] = "include",
+    outside: Literal["include", "exclude"] = "exclude",
 ) -> LeaderboardOut:
     """The LLM rows ranked by `sort`: pooled Brier lower first; mean return, win rate or
     resolved bets higher first; rows without the figure last, offline rows after the real
@@ -352,26 +356,30 @@ def leaderboard(
     With `cohorts=completed` every figure comes from the agents of completed cohorts only.
     Each row also carries the analytics beyond v1 on the same bets (Alpha against the market
     price with its 95% interval across cohorts, Murphy terms, ...; `/api/v1/analytics` has
-    them in full); `references` are pseudo-models, never ranked."""
+    them in full); `references` are pseudo-models, never ranked. Outside agents (issue 13) are
+    on their own board, after the baselines with `outside=include`, unless staff admitted
+    one to the main ranking (its row says `outside: true, admitted: true`)."""
     # A year holds hundreds of agents: the answer is kept until the data may have changed
     # (the watermark moves: a trade, tick, sync, check or staff operation) or for a tick.
-    key = f"api-leaderboard:{sort}:{cohorts}:{baselines}:{data_watermark()}"
+    key = f"api-leaderboard:{sort}:{cohorts}:{baselines}:{outside}:{data_watermark()}"
     found: LeaderboardOut | None = cache.get(key)
     if found is None:
-        llms, baseline_rows = standings.leaderboard(
+        llms, baseline_rows, outside_rows = standings.boards(
             sort=sort, cohorts=cohorts, baselines=baselines == "include"
         )
+        outside_rows = outside_rows if outside == "include" else []
         figures = analytics.analytics(cohorts=cohorts)
         found = LeaderboardOut(
             sort=sort,
             cohorts=cohorts,
             baselines=baselines,
+            outside=outside,
             rows=[
                 LeaderboardRowOut(
                     **_model_row(row).model_dump(),
                     **leaderboard_fields(figures.row(row.model.pk, row.offline)),
                 )
-                for row in llms + baseline_rows
+                for row in llms + baseline_rows + outside_rows
             ],
             references=[reference_out(r) for r in figures.references],
         )
@@ -399,6 +407,7 @@ def model_detail(request: HttpRequest, internal_id: str) -> ModelDetailOut:
         display_name=model.display_name,
         provider=model.provider,
         baseline=model.is_baseline,
+        outside=model.is_outside,
         active=model.active,
         rows=[_model_row(row) for row in rows],
         agents=[_standing(s) for row in rows for s in row.agents],

@@ -9,6 +9,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
@@ -139,6 +140,9 @@ class Decision(models.Model):
         DONE = "done", "Done"
         RETRYABLE = "retryable", "Retryable failure"
         SKIPPED = "skipped", "Skipped"
+        # An outside agent's decision between the run that froze its prompt and its
+        # submission through the API (or the window's close): no run claims it.
+        AWAITING = "awaiting", "Awaiting submission"
 
     class Action(models.TextChoices):
         BET = "BET", "Bet"
@@ -149,6 +153,7 @@ class Decision(models.Model):
         OPENROUTER = "openrouter", "OpenRouter"
         OFFLINE = "offline", "Offline agent"
         BASELINE = "baseline", "Baseline"
+        OUTSIDE = "outside", "Outside agent (API)"
 
     CLAIMABLE = (Status.PENDING, Status.RETRYABLE)
     # After these an agent owes nothing more for the week.
@@ -166,6 +171,10 @@ class Decision(models.Model):
     parsed = models.JSONField(null=True, blank=True)
     parse_failed = models.BooleanField(
         default=False, help_text="Still invalid after the retries: stored as a default HOLD."
+    )
+    no_submission = models.BooleanField(
+        default=False,
+        help_text="An outside agent submitted nothing in the decision window: a default HOLD.",
     )
     responder = models.CharField(max_length=16, choices=Responder.choices, blank=True)
     prompt_version = models.CharField(max_length=16, blank=True)
@@ -395,6 +404,13 @@ class Trade(models.Model):
             models.Index(fields=["market", "kind", "status"], name="trade_market_kind"),
             # The analytics' watermark reads the latest scoring time (arena/selectors/analytics.py).
             models.Index(fields=["scored_at"], name="trade_scored_at"),
+            # Every snapshot's Brier aggregate reads the scored buys of the agents it marks
+            # (arena/services/marking.py, `_SCORED_BUYS`) from this index alone.
+            models.Index(
+                fields=["agent", "brier_score"],
+                name="trade_agent_brier",
+                condition=Q(kind="BUY", status="executed", brier_score__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -404,7 +420,12 @@ class Trade(models.Model):
 class PortfolioSnapshot(models.Model):
     """An agent's marked-to-market portfolio at one 10-minute slot (`snapshot_timestamp`)."""
 
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="snapshots")
+    # No index of its own: the unique (agent, snapshot_timestamp) index serves every read by
+    # agent, and a second index on agent alone misled the planner into scanning an agent's
+    # whole history for a day's window (and cost every tick's insert a third index).
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, related_name="snapshots", db_index=False
+    )
     snapshot_timestamp = models.DateTimeField()
     cash = money()
     positions_value = money()
@@ -555,6 +576,7 @@ class SystemEvent(models.Model):
         RELEASE_PUBLISHED = "release_published", "Data release published"
         RELEASE_FAILED = "release_failed", "Data release failed"
         STAFF_ACTION = "staff_action", "Staff action in the admin"
+        OUTSIDE_REFUSED = "outside_refused", "Outside agent request refused"
 
     class Level(models.TextChoices):
         INFO = "info", "Info"
@@ -627,3 +649,39 @@ class DataRelease(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class OutsideAgent(BenchmarkModel):
+    """The outside agents of the lineup table, for their own admin (registration, tokens,
+    admission to the main board)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "outside agent"
+
+
+class OutsideAgentToken(models.Model):
+    """An API token acting for one outside agent (its lineup row, so every cohort's agent).
+
+    Only the SHA-256 of the token is stored: the token is `fa_<prefix>_<secret>` with 256
+    bits of secret, shown once when issued. `prefix` finds the row and names the token to
+    staff and in the operations record; it is not secret and grants nothing."""
+
+    model = models.ForeignKey(
+        BenchmarkModel, on_delete=models.PROTECT, related_name="outside_tokens"
+    )
+    prefix = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the token, hex.")
+    created_at = models.DateTimeField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"token fa_{self.prefix}_… of {self.model_id}"

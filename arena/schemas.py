@@ -47,6 +47,10 @@ class ModelRowOut(Schema):
     display_name: str
     provider: str
     baseline: bool
+    outside: bool  # an outside team's agent (issue 13), deciding through the API
+    # An outside agent staff admitted to the main leaderboard (ranked there, not on its own
+    # board); false for every other row.
+    admitted: bool
     active: bool
     offline: bool
     brier: float | None  # pooled over every resolved bet
@@ -68,7 +72,10 @@ class LeaderboardOut(Schema):
     sort: str  # brier, return, win_rate or resolved_bets
     cohorts: str  # all, or completed: only the agents of completed cohorts count
     baselines: str  # include or exclude
-    rows: list[LeaderboardRowOut]  # the LLM rows ranked, then the baselines (if included)
+    outside: str  # exclude, or include: the outside agents' own board after the baselines
+    # The LLM rows ranked (with any outside agent staff admitted), then the baselines (if
+    # included), then the outside agents' own board, ranked among themselves (if included).
+    rows: list[LeaderboardRowOut]
     # Pseudo-models scored on the questions the LLM rows bet on, never ranked: the market
     # consensus, the uniform random forecaster (expected figures) and the LLM crowd.
     references: list[ReferenceOut]
@@ -82,6 +89,7 @@ class StandingOut(Schema):
     model: str
     display_name: str
     baseline: bool
+    outside: bool
     cash: str
     positions_value: str
     total_value: str
@@ -98,6 +106,7 @@ class ModelDetailOut(Schema):
     display_name: str
     provider: str
     baseline: bool
+    outside: bool
     active: bool
     rows: list[ModelRowOut]  # the real row, then an offline row if it has offline agents
     agents: list[StandingOut]  # newest cohort first, real agents before offline ones

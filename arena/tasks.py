@@ -11,6 +11,7 @@ from arena.models import Agent, DecisionRun
 from arena.services.cohorts import cohort_start
 from arena.services.decisions import decision_run, run_finish, run_open
 from arena.services.marking import snapshots_take
+from arena.services.outside import outside_decisions_close
 from arena.services.releases import releases_publish_due
 from arena.services.settlement import resolutions_check
 
@@ -132,3 +133,13 @@ def publish_due_releases() -> str:
     report = releases_publish_due()
     lines = report.done + report.failed
     return "; ".join(lines) if lines else "no release is due"
+
+
+@shared_task(
+    name="arena.close_outside_decisions", acks_late=True, soft_time_limit=120, time_limit=150
+)
+def close_outside_decisions() -> str:
+    """Every 5 minutes: an outside agent's decision still awaiting its submission after the
+    window closed becomes a HOLD "no submission". Safe to deliver twice."""
+    closed = outside_decisions_close()
+    return f"closed {len(closed)} outside decisions" if closed else "none to close"

@@ -34,7 +34,7 @@ Then each benchmark runs on that database in a child process of its own,
   year (`bench/snapshot_tick.py` builds its own database).
 
     .venv/bin/python bench/year.py [--database URL] [--weeks 52] [--regenerate] [--drop]
-        [--only pages,api,analytics,tick] [--no-bench] [--season-weeks 8]
+        [--only pages,api,analytics,tick] [--no-bench] [--season-weeks 13]
 """
 
 from __future__ import annotations
@@ -64,8 +64,9 @@ CHECK_EVERY = timedelta(minutes=30)  # settings: the resolution check at :07 and
 BENCHES = ("pages", "api", "analytics", "tick")
 # The demo world's market seasons (markets.demo.SimulatedSource(season=…)): a season's markets
 # are listed at its start or in its first half and resolve before it ends, so a cohort lives
-# until its season's end (1 to 6 weeks) and markets are listed and resolved all year.
-SEASON_WEEKS = 6
+# until its season's end (1 to 13 weeks: a quarter) and markets are listed and resolved all
+# year: ~3 M snapshots over 52 weeks (bench/README.md, section 7).
+SEASON_WEEKS = 13
 # Rewritten on every tick or check (the held markets' prices, the agents' rollups, cash and
 # positions): vacuumed every simulated day, as autovacuum would keep them on a production
 # server (docs/deploy.md: keep it on; this shared server runs with it off). The append-only

@@ -155,6 +155,19 @@ HTTP_RETRY_AFTER_CAP_SECONDS = env.float("HTTP_RETRY_AFTER_CAP_SECONDS", 60.0, v
 # The decision protocol (002): malformed output is sent back this many times, then HOLD.
 DECISION_PARSE_RETRIES = env.int("DECISION_PARSE_RETRIES", 1, validate=AT_LEAST_0)
 
+# Outside agents (issue 13): the weekly decision window, in minutes after Sunday 00:00 UTC
+# (default 00:05 to 01:00), in which they read their prompt and submit through the API; a
+# per-token rate limit (requests per fixed window); the largest submission body accepted; how
+# long an issued token lives unless staff choose otherwise.
+OUTSIDE_WINDOW_OPENS_MINUTES = env.int("OUTSIDE_WINDOW_OPENS_MINUTES", 5, validate=AT_LEAST_0)
+OUTSIDE_WINDOW_CLOSES_MINUTES = env.int("OUTSIDE_WINDOW_CLOSES_MINUTES", 60, validate=AT_LEAST_1)
+OUTSIDE_API_RATE_LIMIT = env.int("OUTSIDE_API_RATE_LIMIT", 30, validate=AT_LEAST_1)
+OUTSIDE_API_RATE_WINDOW_SECONDS = env.int(
+    "OUTSIDE_API_RATE_WINDOW_SECONDS", 60, validate=AT_LEAST_1
+)
+OUTSIDE_API_MAX_BODY_BYTES = env.int("OUTSIDE_API_MAX_BODY_BYTES", 64 * 1024, validate=AT_LEAST_1)
+OUTSIDE_TOKEN_DAYS = env.int("OUTSIDE_TOKEN_DAYS", 90, validate=AT_LEAST_1)
+
 # Celery. With no broker (the embedded default only) tasks run in-process; tests always have one.
 REDIS_URL = env.redis_url("REDIS_URL", "")
 
@@ -190,6 +203,15 @@ except EnvValidationError as exc:
         for name, messages in errors.items()
     )
     raise ImproperlyConfigured(f"malformed environment variables:\n{problems}") from None
+
+if not (
+    OUTSIDE_WINDOW_OPENS_MINUTES < OUTSIDE_WINDOW_CLOSES_MINUTES <= 7 * 24 * 60
+):  # a window that never opens, or runs into the next week, is a mistake
+    raise ImproperlyConfigured(
+        f"the outside agents' decision window must open before it closes, within the week: "
+        f"OUTSIDE_WINDOW_OPENS_MINUTES={OUTSIDE_WINDOW_OPENS_MINUTES}, "
+        f"OUTSIDE_WINDOW_CLOSES_MINUTES={OUTSIDE_WINDOW_CLOSES_MINUTES}"
+    )
 
 if not OPENROUTER_API_KEY and not OFFLINE_AGENTS:
     raise ImproperlyConfigured(
@@ -377,6 +399,13 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "arena.retry_decisions",
         "schedule": crontab(minute=35),
         "options": {"expire_seconds": 50 * 60},
+    },
+    # An outside agent's decision still awaiting its submission when the window closed
+    # becomes a HOLD "no submission"; nothing awaiting costs one query.
+    "close-outside-decisions": {
+        "task": "arena.close_outside_decisions",
+        "schedule": crontab(minute="*/5"),
+        "options": {"expire_seconds": 4 * 60},
     },
     "take-snapshots": {
         "task": "arena.take_snapshots",

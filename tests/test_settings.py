@@ -56,6 +56,12 @@ MALFORMED = (
     ("API_RATE_LIMIT", "-1"),
     ("API_RATE_LIMIT", "lots"),
     ("API_RATE_WINDOW_SECONDS", "0"),
+    ("OUTSIDE_WINDOW_OPENS_MINUTES", "-1"),
+    ("OUTSIDE_WINDOW_CLOSES_MINUTES", "0"),
+    ("OUTSIDE_API_RATE_LIMIT", "0"),
+    ("OUTSIDE_API_RATE_WINDOW_SECONDS", "soon"),
+    ("OUTSIDE_API_MAX_BODY_BYTES", "0"),
+    ("OUTSIDE_TOKEN_DAYS", "0"),
 )
 ALPHABET = string.ascii_letters + string.digits + "!@#%^&*(-_=+)"
 PRODUCTION = {
@@ -79,6 +85,7 @@ SHOW = (
 CASES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     **{f"{name}={value}": (("check",), {name: value}) for name, value in MALFORMED},
     "two malformed": (("check",), {"HTTP_MAX_RETRIES": "x", "REDIS_URL": "mysql://y"}),
+    "outside window backwards": (("check",), {"OUTSIDE_WINDOW_CLOSES_MINUTES": "3"}),
     "blank is unset": (SHOW, {"HTTP_MAX_RETRIES": " ", "ALLOWED_HOSTS": "", "REDIS_URL": ""}),
     "dev key": (("check",), {"DEBUG": "0", "OPENROUTER_API_KEY": "x"}),
     "production": (DEPLOY_CHECK, PRODUCTION),
@@ -174,6 +181,15 @@ def test_debug_off_with_the_development_secret_key_fails_the_check(runs: dict[st
     run = runs["dev key"]
     assert run.returncode != 0
     assert "forecaster.E001" in run.stderr
+
+
+def test_an_outside_window_that_closes_before_it_opens_stops_start_up(
+    runs: dict[str, Run],
+) -> None:
+    run = runs["outside window backwards"]
+    assert run.returncode != 0
+    assert "decision window must open before it closes" in run.stderr
+    assert "OUTSIDE_WINDOW_CLOSES_MINUTES=3" in run.stderr
 
 
 def test_production_settings_pass_the_deploy_check(runs: dict[str, Run]) -> None:

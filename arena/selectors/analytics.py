@@ -353,7 +353,11 @@ class Analytics:
         ranked = [
             r
             for r in self.rows
-            if not r.model.is_baseline and r.offline == offline and _figure(r, metric) is not None
+            if not r.model.is_baseline
+            # An outside agent is on the main board only once staff admitted it (issue 13).
+            and not (r.model.is_outside and not r.model.admitted_to_main_board)
+            and r.offline == offline
+            and _figure(r, metric) is not None
         ]
         if len(ranked) < 2:
             return None
@@ -761,7 +765,10 @@ def _references(bets: _Bets, rows: list[ModelAnalytics], bins: int) -> list[Refe
     the LLM rows (real, then separately offline) bet on. A question is a market in a run, as
     the probability of YES for a binary market and of the bet's outcome otherwise."""
     references: list[ReferenceAnalytics] = []
-    llm_rows = np.array([not r.model.is_baseline for r in rows], dtype=np.bool_)
+    # The LLM crowd is the lineup's: an outside team's agent is not one of its LLMs.
+    llm_rows = np.array(
+        [not r.model.is_baseline and not r.model.is_outside for r in rows], dtype=np.bool_
+    )
     offline_rows = np.array([r.offline for r in rows], dtype=np.bool_)
     if len(bets.row) == 0:
         return references

@@ -391,10 +391,23 @@ DECISIONS = _dataset(
         _cohort(),
         (Column("week_start", "date", "The Sunday (UTC) of the decision's week."), "week_start"),
         (Column("run_id", "integer", "The decision run whose frozen markets it saw."), "run_id"),
-        (Column("status", "string", "pending, running, done, retryable or skipped."), "status"),
+        (
+            Column(
+                "status",
+                "string",
+                "pending, running, done, retryable or skipped; awaiting: an outside agent's "
+                "decision awaiting its submission.",
+            ),
+            "status",
+        ),
         (Column("action", "string", "BET, SELL or HOLD; empty until decided."), "action"),
         (
-            Column("responder", "string", "Who answered: openrouter, offline or baseline."),
+            Column(
+                "responder",
+                "string",
+                "Who answered: openrouter, offline, baseline, or outside (an outside team's "
+                "agent, through the API).",
+            ),
             "responder",
         ),
         (Column("prompt_version", "string", "The prompt template's version."), "prompt_version"),
@@ -440,7 +453,10 @@ ATTEMPTS = _dataset(
         (Column("number", "integer", "1 for the first call, then each retry."), "number"),
         _model("decision__agent"),
         _cohort("decision__agent"),
-        (Column("responder", "string", "openrouter, offline or baseline."), "responder"),
+        (
+            Column("responder", "string", "openrouter, offline, baseline or outside."),
+            "responder",
+        ),
         (Column("requested_model", "string", "The model id requested."), "requested_model"),
         (Column("request_messages", "json", "The chat messages sent."), "request_messages"),
         (Column("raw_response", "string", "The response body as received."), "raw_response"),

@@ -156,7 +156,8 @@ def usage_by_key(
     if not agent_keys:
         return usage
     ids: Collection[int] | QuerySet[Any] = list(agent_keys) if agents is None else agents
-    done = Q(status=Decision.Status.DONE, parse_failed=False) & ~Q(action="")
+    # A missing outside submission is a HOLD by rule, not an answer (like a parse failure).
+    done = Q(status=Decision.Status.DONE, parse_failed=False, no_submission=False) & ~Q(action="")
     for agent_id, valid, holds in (
         Decision.objects.filter(agent_id__in=ids)
         .order_by()

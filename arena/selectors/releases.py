@@ -31,9 +31,10 @@ RETRY_AFTER = timedelta(hours=1)
 
 def cohorts_final() -> QuerySet[Cohort]:
     """Return the cohorts whose data is final: completed, and none of their agents still
-    marked by the ticks (`agents_to_mark`: a baseline holding an open position, or one whose
-    position closed after its last snapshot). A cohort completes when its LLM agents' positions
-    have settled; its baselines' may settle later, and until then snapshots keep changing."""
+    marked by the ticks (`agents_to_mark`: a baseline or outside agent holding an open
+    position, or one whose position closed after its last snapshot). A cohort completes when
+    its LLM agents' positions have settled; the others' may settle later, and until then
+    snapshots keep changing."""
     return Cohort.objects.filter(status=Cohort.Status.COMPLETED).exclude(
         pk__in=agents_to_mark().values("cohort_id")
     )
@@ -44,10 +45,13 @@ def cohort_not_final_reason(cohort: Cohort) -> str:
     if not agents_to_mark().filter(cohort=cohort).exists():
         return ""
     if Position.objects.filter(agent__cohort=cohort, status=Position.Status.OPEN).exists():
-        return f"cohort {cohort.number} is not final: its baseline positions are still open"
+        return (
+            f"cohort {cohort.number} is not final: its baseline or outside agents' positions "
+            "are still open"
+        )
     return (
-        f"cohort {cohort.number} is not final: a baseline's position settled after its last "
-        "snapshot, and the final snapshot is not taken yet"
+        f"cohort {cohort.number} is not final: a baseline's or outside agent's position settled "
+        "after its last snapshot, and the final snapshot is not taken yet"
     )
 
 

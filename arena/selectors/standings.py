@@ -267,11 +267,38 @@ def leaderboard(
     Ranked by `sort`, one of LEADERBOARD_SORTS (an unknown one ranks by Brier): pooled Brier
     lower first, average return, win rate and resolved bets higher first; rows without the
     figure last. Offline rows rank after every real row. Baselines are never ranked among the
-    LLMs; with baselines=False there are none.
+    LLMs; with baselines=False there are none. Outside agents are ranked on their own board
+    (`outside_board`), unless staff admitted them to this one.
     """
+    llms, baseline_rows, _ = boards(sort=sort, cohorts=cohorts, baselines=baselines)
+    return llms, baseline_rows
+
+
+def boards(
+    *, sort: str = "brier", cohorts: str = "all", baselines: bool = True
+) -> tuple[list[ModelRow], list[ModelRow], list[ModelRow]]:
+    """Return (the main board ranked, the baselines, the outside agents' board ranked) from
+    one read of the rows: `leaderboard`'s two, and `outside_board`'s."""
     visible = model_rows(cohorts=cohorts)
-    llms = [r for r in visible if not r.model.is_baseline]
+    llms = [r for r in visible if not r.model.is_baseline and not on_outside_board(r.model)]
     baseline_rows = [r for r in visible if r.model.is_baseline] if baselines else []
+    outside = [r for r in visible if on_outside_board(r.model)]
+    return _ranked(llms, sort), baseline_rows, _ranked(outside, sort)
+
+
+def on_outside_board(model: BenchmarkModel) -> bool:
+    """Whether the model is ranked on the outside agents' board: an outside agent that staff
+    have not admitted to the main leaderboard (issue 13)."""
+    return model.is_outside and not model.admitted_to_main_board
+
+
+def outside_board(*, sort: str = "brier", cohorts: str = "all") -> list[ModelRow]:
+    """Return the outside agents not admitted to the main board, ranked as the main board
+    ranks (`leaderboard`), their figures computed by the same code."""
+    return boards(sort=sort, cohorts=cohorts, baselines=False)[2]
+
+
+def _ranked(rows: list[ModelRow], sort: str) -> list[ModelRow]:
     figure, higher_first = LEADERBOARD_SORTS.get(sort, LEADERBOARD_SORTS["brier"])
 
     def rank(row: ModelRow) -> tuple[bool, bool, float | Decimal]:
@@ -280,8 +307,7 @@ def leaderboard(
             return (row.offline, True, 0)
         return (row.offline, False, -value if higher_first else value)
 
-    llms.sort(key=rank)  # stable: ties keep the lineup's order
-    return llms, baseline_rows
+    return sorted(rows, key=rank)  # stable: ties keep the lineup's order
 
 
 @dataclass(frozen=True)

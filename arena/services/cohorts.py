@@ -79,9 +79,9 @@ def cohorts_completable() -> QuerySet[Cohort]:
     """Return the active cohorts that may complete now.
 
     A cohort completes when every one of its agents has decided in its first week (DONE or
-    SKIPPED) or is bankrupt, and no LLM agent holds an open position. Baseline agents never
-    keep a cohort alive — the baselines must not change what the LLMs experience — so a
-    baseline's positions left open stay open, and keep being marked and settled.
+    SKIPPED) or is bankrupt, and no LLM agent holds an open position. Baseline and outside
+    agents never keep a cohort alive — they must not change what the LLMs experience — so
+    their positions left open stay open, and keep being marked and settled.
     """
     first_week_decided = Decision.objects.filter(
         agent=OuterRef("pk"), week_start=F("cohort__week_start"), status__in=Decision.DECIDED
@@ -94,6 +94,8 @@ def cohorts_completable() -> QuerySet[Cohort]:
     llm_open = Position.objects.filter(
         agent__cohort=OuterRef("pk"),
         status=Position.Status.OPEN,
+        # Outside agents, like the baselines, must not change what the LLMs experience
+        # (issue 13): a long-dated bet of theirs would keep the lineup deciding for weeks.
         agent__model__kind=BenchmarkModel.Kind.LLM,
     )
     return (

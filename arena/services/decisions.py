@@ -53,6 +53,7 @@ from arena.services.frozen import FrozenMarkets, run_prepare
 from arena.services.marking import position_mark
 from arena.services.schedule import cohort_missed_record
 from arena.services.trades import trade_buy, trade_reject, trade_sell
+from arena.services.window import outside_window
 from markets.sources import MarketSource
 
 logger = logging.getLogger(__name__)
@@ -160,6 +161,8 @@ class Reply:
 def responder_kind(model: BenchmarkModel) -> str:
     if model.is_baseline:
         return Decision.Responder.BASELINE
+    if model.is_outside:
+        return Decision.Responder.OUTSIDE
     return (
         Decision.Responder.OPENROUTER if settings.OPENROUTER_API_KEY else Decision.Responder.OFFLINE
     )
@@ -542,6 +545,8 @@ def _decision_run(
         )
     if new_round != 1:
         return DecisionOutcome(decision.pk, CLAIM_LOST, notes=["claim taken over"])
+    if kind == Decision.Responder.OUTSIDE:
+        return _outside_await(decision=decision, now=now)
     position_ids = {str(p.pk) for p in positions}
     parsed: ParsedDecision | None = None
     last_error = ""
@@ -637,6 +642,28 @@ def _decision_run(
 
     outcome = decision_execute(decision=decision, parsed=parsed, frozen=frozen)
     return _decision_conclude(decision=decision, parsed=parsed, outcome=outcome, reply=reply)
+
+
+def _outside_await(*, decision: Decision, now: datetime) -> DecisionOutcome:
+    """Leave an outside agent's decision, its prompt stored, awaiting its submission.
+
+    An outside agent answers through the API (arena/services/outside.py), not here: the run
+    goes on to the next agent at once, so no lineup agent ever waits on one. The submission
+    goes through the same parser and execution; a window closed with nothing submitted is a
+    HOLD "no submission" (`outside_decisions_close`)."""
+    with transaction.atomic():
+        awaiting = _under_claim(decision).update(status=Decision.Status.AWAITING)
+    if awaiting != 1:
+        return DecisionOutcome(decision.pk, CLAIM_LOST, notes=["claim taken over"])
+    if now >= outside_window(decision.week_start)[1]:
+        # Reopened after its window (a retry of a BET that executed nothing): nobody can
+        # answer it any more, so it is closed at once, as the window's close would.
+        from arena.services.outside import outside_decisions_close  # imports this module
+
+        outside_decisions_close(now=now)
+        decision.refresh_from_db(fields=["status"])
+        return DecisionOutcome(decision.pk, decision.status)
+    return DecisionOutcome(decision.pk, Decision.Status.AWAITING)
 
 
 def _decision_conclude(
@@ -1016,14 +1043,16 @@ def agents_due(
     """Return the agents of active cohorts (started by `week_start`) still owing a decision for
     the week, cohort by cohort, lineup order within a cohort.
 
-    An agent owes one unless its decision of *this* week is DONE or SKIPPED; decisions of
+    An agent owes one unless its decision of *this* week is DONE or SKIPPED (or an outside
+    agent's is AWAITING its submission, owed to the API); decisions of
     earlier weeks do not count. A RETRYABLE decision, or a RUNNING one whose claim went
     stale, is owed; a decision under a live claim is another run's and is left out. With
     `retries_only`, only those (RETRYABLE or stale RUNNING) are returned: agents not reached
     yet belong to the run still working through them."""
     now = now or clock.now()
     this_week = Decision.objects.filter(agent=OuterRef("pk"), week_start=week_start)
-    decided = this_week.filter(status__in=Decision.DECIDED)
+    # An outside agent's decision awaiting its submission owes the API, not a run.
+    decided = this_week.filter(status__in=(*Decision.DECIDED, Decision.Status.AWAITING))
     live = this_week.filter(status=Decision.Status.RUNNING, claimed_at__gte=now - CLAIM_TTL)
     agents = (
         Agent.objects.filter(
@@ -1130,7 +1159,7 @@ def decisions_expire(*, before: date, now: datetime) -> list[int]:
     Without this a first-week decision left RETRYABLE would keep its cohort from completing.
     Return the ids closed; a repeat closes nothing."""
     stale = Decision.objects.filter(week_start__lt=before).filter(
-        Q(status__in=Decision.CLAIMABLE)
+        Q(status__in=(*Decision.CLAIMABLE, Decision.Status.AWAITING))
         | Q(status=Decision.Status.RUNNING, claimed_at__lt=now - CLAIM_TTL)
     )
     closed = []
@@ -1255,7 +1284,7 @@ def decision_retry(*, decision_id: int, source: MarketSource | None = None) -> D
     reclaim one left RUNNING by a dead worker (a claim older than CLAIM_TTL), which resumes
     its stored answer if it had one. Raise DecisionNotRetryable for a final decision or one
     a live claim holds."""
-    decision = Decision.objects.select_related("agent").get(pk=decision_id)
+    decision = Decision.objects.select_related("agent__model").get(pk=decision_id)
     now = clock.now()
     stale = (
         decision.status == Decision.Status.RUNNING
@@ -1266,6 +1295,10 @@ def decision_retry(*, decision_id: int, source: MarketSource | None = None) -> D
         held = " by a live claim" if decision.status == Decision.Status.RUNNING else ""
         raise DecisionNotRetryable(
             f"decision {decision_id} is {decision.status}{held}, not retryable"
+        )
+    if decision.agent.model.is_outside and now >= outside_window(decision.week_start)[1]:
+        raise DecisionNotRetryable(
+            f"decision {decision_id} is an outside agent's and its decision window has closed"
         )
     run = run_prepare(source=source, week_start=decision.week_start)
     outcome = decision_run(agent_id=decision.agent_id, run_id=run.pk)

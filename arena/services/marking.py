@@ -190,8 +190,8 @@ class TickReport:
 
 def agents_to_mark() -> QuerySet[Agent]:
     """Return the agents a tick marks: every agent of an active cohort, and every baseline
-    agent of a completed cohort that still holds an open position (a long-dated bet: the
-    cohort completes without waiting for baselines) or whose last position closed after its
+    or outside agent of a completed cohort that still holds an open position (a long-dated
+    bet: the cohort completes without waiting for them) or whose last position closed after its
     last snapshot (one more snapshot, so its curve ends at the settled value it is ranked by)."""
     holding = Position.objects.filter(agent=OuterRef("pk"), status=Position.Status.OPEN)
     closed_since = Position.objects.filter(
@@ -204,7 +204,10 @@ def agents_to_mark() -> QuerySet[Agent]:
     )
     return Agent.objects.annotate(last_snapshot_at=Subquery(last_snapshot_at)).filter(
         Q(cohort__status=Cohort.Status.ACTIVE)
-        | Q(Exists(holding) | Exists(closed_since), model__kind=BenchmarkModel.Kind.BASELINE)
+        | Q(
+            Exists(holding) | Exists(closed_since),
+            model__kind__in=(BenchmarkModel.Kind.BASELINE, BenchmarkModel.Kind.OUTSIDE),
+        )
     )
 
 

@@ -189,10 +189,11 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
     cohorts = cohorts if cohorts in selectors.COHORT_SCOPES else "all"
     view = request.GET.get("view", "")
     view = view if view in VIEW_LABELS else "v1"
-    llms, baselines = selectors.leaderboard(sort=sort, cohorts=cohorts)
+    llms, baselines, outside_rows = selectors.boards(sort=sort, cohorts=cohorts)
     context = {
         "llms": llms,
         "baselines": baselines,
+        "outside_rows": outside_rows,
         "baseline_notes": selectors.baseline_notes(llms=llms, baselines=baselines),
         "any_offline": any(row.offline for row in llms),
         "any_unknown_cost": any(row.usage.unknown_cost for row in llms),
@@ -220,10 +221,16 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         analytics = analytics_selectors.analytics(cohorts=cohorts)
         llm_lines = _analytics_lines(llms, analytics)
         baseline_lines = _analytics_lines(baselines, analytics)
+        outside_lines = _analytics_lines(outside_rows, analytics)
         context |= {
-            # The LLMs ranked (in the v1 order), then the baselines, never ranked.
-            "analytics_tables": [(llm_lines, True), (baseline_lines, False)],
-            "any_single_cohort": any(line.single_cohort for line in llm_lines + baseline_lines),
+            # The LLMs ranked (in the v1 order), then the baselines, never ranked, then the
+            # outside agents ranked on their own board (issue 13).
+            "analytics_tables": [(llm_lines, True, "")]
+            + [(baseline_lines, False, "baselines")]
+            + ([(outside_lines, True, "outside")] if outside_lines else []),
+            "any_single_cohort": any(
+                line.single_cohort for line in llm_lines + baseline_lines + outside_lines
+            ),
             "references": analytics.references,
             "power": _power_note(analytics),
             "columns": _analytics_columns(),

@@ -260,13 +260,13 @@ def test_the_leaderboard_is_kept_until_the_data_moves(
     world: World, client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     computed: list[str] = []
-    real = standings.leaderboard
+    real = standings.boards
 
     def counting(**options: Any) -> Any:
         computed.append(options["sort"])
         return real(**options)
 
-    monkeypatch.setattr(standings, "leaderboard", counting)
+    monkeypatch.setattr(standings, "boards", counting)
     first = get_json(client, f"{API}/leaderboard")
     assert get_json(client, f"{API}/leaderboard") == first
     assert computed == ["brier"]  # the second answer was the kept one
@@ -279,7 +279,7 @@ def test_the_leaderboard_is_kept_until_the_data_moves(
     fresh = get_json(client, f"{API}/leaderboard")
     assert computed == ["brier", "return", "brier"]
     assert fresh != first
-    llms, baselines = real(sort="brier")
+    llms, baselines, _ = real(sort="brier")
     assert [r["avg_return"] for r in fresh["rows"]] == [
         return_string(r.avg_return) for r in llms + baselines
     ]

@@ -53,7 +53,7 @@ RESOLVED_YES = "market_resolved_yes.json"  # 522900, closed upstream, resolved "
 
 # The admins that only show what is stored: the lineup (BenchmarkModelAdmin) is the one
 # arena-side admin staff may edit; auth and the beat schedules are Django's and the package's.
-EDITABLE = {"benchmarkmodel", "user", "group"}
+EDITABLE = {"benchmarkmodel", "outsideagent", "user", "group"}
 
 
 def html_of(response: Any) -> str:
@@ -80,7 +80,17 @@ def our_admins() -> list[type[Any]]:
 
 def audit_rows(world: World) -> None:
     """The stored rows page_world does not write: an audit check, a tick, a catalogue sync,
-    a data release."""
+    a data release, an outside agent's API token."""
+    from arena.services.outside import outside_token_issue
+
+    outside = BenchmarkModel.objects.create(
+        internal_id=f"outside-{BenchmarkModel.objects.count()}",
+        display_name=HOSTILE[:100],
+        kind=BenchmarkModel.Kind.OUTSIDE,
+        owner=HOSTILE[:200],
+        method_description=HOSTILE,
+    )
+    outside_token_issue(model=outside, actor_id=None)
     published_release(world.cohort, changes=HOSTILE)
     DeterminismCheck.objects.create(
         decision=world.decision,

@@ -277,7 +277,9 @@ def test_a_cohort_completed_with_a_baseline_position_open_is_released_once_it_se
     assert releases_publish_due(now=PUBLISHED_AT).done == []
     refused = releases_publish(cohort_numbers=[n], now=PUBLISHED_AT)
     assert refused.done == []
-    assert refused.failed == [f"cohort {n} is not final: its baseline positions are still open"]
+    assert refused.failed == [
+        f"cohort {n} is not final: its baseline or outside agents' positions are still open"
+    ]
     assert not DataRelease.objects.exists()
     assert not root.exists() or folders(root) == []
 
@@ -333,7 +335,8 @@ def test_a_cohort_still_active_or_not_final_is_refused_and_nothing_written(root:
     assert report.done == []
     assert report.failed == [
         f"cohort {active.number}: not completed, nothing published",
-        f"cohort {open_baseline.number} is not final: its baseline positions are still open",
+        f"cohort {open_baseline.number} is not final: "
+        "its baseline or outside agents' positions are still open",
     ]
     assert not DataRelease.objects.exists()
     assert not root.exists() or folders(root) == []

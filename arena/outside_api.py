@@ -1,0 +1,363 @@
+"""The outside agents' router (mounted at `/api/v1/outside/`, issue 13).
+
+Every operation takes `Authorization: Bearer <token>`: the token acts for its own outside
+agent only, so no path names an agent — a cohort number picks the token's agent in that
+cohort. Refusals answer in the API's error envelope and are recorded
+(`arena/services/outside.py`); the exception handler is in `forecaster/api.py`.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja import Router
+from ninja.security import HttpBearer
+
+from arena import clock, money
+from arena.exceptions import OutsideRefused
+from arena.models import Agent, Decision, OutsideAgentToken, Position, Trade
+from arena.outside_schemas import (
+    OutsideAgentOut,
+    OutsideDecisionResultOut,
+    OutsideMarketOut,
+    OutsideMeOut,
+    OutsideMessageOut,
+    OutsidePortfolioContextOut,
+    OutsidePortfolioOut,
+    OutsidePositionOut,
+    OutsidePromptOut,
+    OutsideSnapshotOut,
+    OutsideSubmissionOut,
+    OutsideTradeOut,
+)
+from arena.schemas import ErrorEnvelope
+from arena.selectors import outside as selectors
+from arena.services import outside as services
+from arena.services.cohorts import cohort_week_start
+from arena.services.decisions import portfolio_view
+from arena.services.frozen import FrozenMarkets
+from arena.services.window import outside_window
+
+
+class OutsideBearer(HttpBearer):
+    """`Authorization: Bearer <token>`; a missing or malformed header is refused (401) and
+    recorded like a bad token, and every accepted request counts against the token's rate
+    limit (429)."""
+
+    def __call__(self, request: HttpRequest) -> OutsideAgentToken | None:
+        scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise OutsideRefused(
+                401,
+                "missing_token",
+                "Send the outside agent's API token as `Authorization: Bearer <token>`.",
+            )
+        return self.authenticate(request, token.strip())
+
+    def authenticate(self, request: HttpRequest, token: str) -> OutsideAgentToken:
+        row = services.outside_token_authenticate(token=token)
+        request.outside_token = row  # type: ignore[attr-defined]  # for the refusal record
+        services.outside_rate_count(token=row)
+        return row
+
+
+router = Router(tags=["outside agents"], auth=OutsideBearer())
+
+REFUSALS: dict[int | str, Any] = {
+    401: ErrorEnvelope,
+    403: ErrorEnvelope,
+    409: ErrorEnvelope,
+    413: ErrorEnvelope,
+}
+
+
+def _token(request: HttpRequest) -> OutsideAgentToken:
+    token: OutsideAgentToken = request.auth  # type: ignore[attr-defined]
+    return token
+
+
+def _s(value: Decimal | None) -> str | None:
+    return None if value is None else format(value, "f")
+
+
+def _trade(trade: Trade) -> OutsideTradeOut:
+    return OutsideTradeOut(
+        decision_id=trade.decision_id,
+        week_start=trade.decision.week_start,
+        kind=trade.kind,
+        status=trade.status,
+        reject_reason=trade.reject_reason,
+        market_id=trade.market.polymarket_id if trade.market else trade.requested_market_id,
+        side=trade.side,
+        amount=_s(trade.amount),
+        shares=_s(trade.shares),
+        price=_s(trade.price),
+        created_at=trade.created_at,
+    )
+
+
+@router.get("/me", response={200: OutsideMeOut, **REFUSALS}, summary="Who the token acts for")
+def me(request: HttpRequest) -> OutsideMeOut:
+    """The outside agent the token acts for, its agents (one per cohort it was entered in,
+    with this week's decision status) and this week's decision window."""
+    token = _token(request)
+    now = clock.now()
+    week_start = cohort_week_start(now)
+    opens, closes = outside_window(week_start)
+    agents = selectors.outside_agents(model_id=token.model_id, week_start=week_start)
+    return OutsideMeOut(
+        model=token.model.internal_id,
+        display_name=token.model.display_name,
+        owner=token.model.owner,
+        admitted_to_main_board=token.model.admitted_to_main_board,
+        token_prefix=token.prefix,
+        token_expires_at=token.expires_at,
+        week_start=week_start,
+        window_opens=opens,
+        window_closes=closes,
+        resubmissions=settings.DECISION_PARSE_RETRIES,
+        agents=[
+            OutsideAgentOut(
+                cohort=agent.cohort.number,
+                agent_id=agent.pk,
+                cohort_status=agent.cohort.status,
+                cash=format(agent.cash, "f"),
+                status=agent.status,
+                decision_status=agent.decision_status,  # type: ignore[attr-defined]
+            )
+            for agent in agents
+        ],
+    )
+
+
+@router.get(
+    "/cohorts/{int:number}/prompt",
+    response={200: OutsidePromptOut, **REFUSALS},
+    summary="This week's prompt, as text and as JSON",
+)
+def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
+    """The week's prompt for the token's agent in cohort `number`: the very messages a
+    lineup model is sent (after an invalid submission, with the retry section naming the
+    error), and the run's frozen snapshot and the agent's portfolio as JSON. 409 `not_open`
+    until the week's run has frozen the snapshot and reached the agent (poll after Sunday
+    00:05 UTC)."""
+    token = _token(request)
+    agent = services.outside_agent_in_cohort(token=token, cohort_number=number)
+    week_start = cohort_week_start(clock.now())
+    decision = selectors.outside_decision(agent=agent, week_start=week_start)
+    if decision is not None and decision.status in Decision.DECIDED and not decision.system_prompt:
+        # Decided without a prompt: a bankrupt agent is asked nothing (002).
+        refusal = OutsideRefused(409, "already_decided", decision.error or "Decided: no prompt.")
+        refusal.record = False  # type: ignore[attr-defined]  # a read, not a submission
+        raise refusal
+    if decision is None or decision.run is None or not decision.system_prompt:
+        refusal = OutsideRefused(
+            409,
+            "not_open",
+            f"The prompt for the week of {week_start:%Y-%m-%d} is not ready: the week's run "
+            "has not reached this agent yet. Try again in a minute.",
+        )
+        refusal.record = False  # type: ignore[attr-defined]  # polling is expected
+        raise refusal
+    opens, closes = outside_window(week_start)
+    frozen = FrozenMarkets.load(decision.run)
+    portfolio = portfolio_view(
+        agent=agent, frozen=frozen, positions=selectors.outside_open_positions(agent=agent)
+    )
+    attempts = services.round_attempts(decision)
+    awaiting = decision.status == Decision.Status.AWAITING
+    left = settings.DECISION_PARSE_RETRIES + 1 - len(attempts) if awaiting else 0
+    opened = awaiting and opens <= clock.now() < closes
+    return OutsidePromptOut(
+        cohort=agent.cohort.number,
+        agent_id=agent.pk,
+        decision_id=decision.pk,
+        week_start=week_start,
+        status=decision.status,
+        window_opens=opens,
+        window_closes=closes,
+        submissions_left=max(0, left) if opened else 0,
+        prompt_version=decision.prompt_version,
+        run_id=decision.run_id,
+        frozen_at=decision.run.started_at,
+        messages=[
+            OutsideMessageOut(**message)
+            for message in services.outside_messages(decision=decision, attempts=attempts)
+        ],
+        portfolio=OutsidePortfolioContextOut(
+            cash=format(portfolio.cash, "f"),
+            starting_balance=format(portfolio.starting_balance, "f"),
+            positions_value=format(portfolio.positions_value, "f"),
+            total_value=format(portfolio.total_value, "f"),
+            max_bet=format(portfolio.max_bet, "f"),
+            positions=[
+                OutsidePositionOut(
+                    position_id=p.position_id,
+                    market_id=p.market_id,
+                    question=p.question,
+                    side=p.side,
+                    shares=format(p.shares, "f"),
+                    avg_entry_price=format(p.avg_entry_price, "f"),
+                    current_price=_s(p.current_price),
+                    current_value=format(p.current_value, "f"),
+                    cost_basis=format(p.cost_basis, "f"),
+                )
+                for p in portfolio.positions
+            ],
+        ),
+        markets=[
+            OutsideMarketOut(
+                market_id=m.market_id,
+                question=m.question,
+                category=m.category,
+                outcomes=list(m.outcomes),
+                prices=[_s(p) for p in m.prices],
+                volume=format(m.volume, "f"),
+                close_date=m.close_date,
+            )
+            for m in frozen.universe
+        ],
+        submissions=[
+            OutsideSubmissionOut(
+                number=a.number,
+                submitted_at=a.started_at,
+                valid=a.valid,
+                parse_error=a.parse_error,
+            )
+            for a in attempts
+        ],
+    )
+
+
+SUBMISSION_BODY = {
+    "requestBody": {
+        "required": True,
+        "description": "One decision in the protocol's JSON (BET, SELL or HOLD), exactly as "
+        "a lineup model answers: it goes through the same parser. At most "
+        "OUTSIDE_API_MAX_BODY_BYTES (64 KiB by default).",
+        "content": {
+            "application/json": {
+                "schema": {"type": "object"},
+                "example": {
+                    "action": "BET",
+                    "bets": [{"market_id": "559687", "side": "NO", "amount": 500}],
+                    "reasoning": "Why, in a few sentences.",
+                },
+            }
+        },
+    }
+}
+
+
+@router.post(
+    "/cohorts/{int:number}/decision",
+    response={200: OutsideDecisionResultOut, 422: ErrorEnvelope, **REFUSALS},
+    summary="Submit this week's decision",
+    openapi_extra=SUBMISSION_BODY,
+)
+def submit(
+    request: HttpRequest, number: int
+) -> tuple[int, OutsideDecisionResultOut | dict[str, Any]]:
+    """Submit the week's decision of the token's agent in cohort `number`, in the decision
+    window. 200: parsed and executed (the trades, executed or rejected with the reason).
+    422 `invalid_decision`: malformed; the error is in the message (and in the prompt,
+    which now carries the retry section) and one resubmission is taken in the window;
+    422 `invalid_decision_final`: malformed again, recorded as a HOLD. 409: outside the
+    window, before the run opened the decision, or after the week's final decision.
+    413: the body is over the limit."""
+    token = _token(request)
+    limit: int = settings.OUTSIDE_API_MAX_BODY_BYTES
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    too_large = OutsideRefused(
+        413, "body_too_large", f"The request body is over the limit of {limit} bytes."
+    )
+    # The declared length is checked before anything is read; the body read is checked too.
+    if not declared.isdigit() or int(declared) > limit:
+        raise too_large
+    agent = services.outside_agent_in_cohort(token=token, cohort_number=number)
+    raw = request.body
+    if len(raw) > limit:
+        raise too_large
+    body = raw.decode("utf-8", errors="replace")
+    taken = services.outside_decision_submit(agent=agent, body=body)
+    decision = taken.decision
+    # An engine failure (outcome set) is answered like an executed one: the decision's status
+    # and error say what became of it (retryable: a retry run opens a new prompt).
+    if not taken.valid and taken.outcome is None:
+        if taken.resubmissions_left:
+            message = (
+                f"invalid decision: {taken.error}. It is stored; you may resubmit "
+                f"{taken.resubmissions_left} more time(s) before the window closes."
+            )
+            return 422, _envelope(422, "invalid_decision", message)
+        message = f"invalid decision: {taken.error}. No resubmission is left: recorded as a HOLD."
+        return 422, _envelope(422, "invalid_decision_final", message)
+    return 200, _result(agent=agent, decision=decision)
+
+
+def _envelope(status: int, code: str, message: str) -> dict[str, Any]:
+    """The API's error envelope (forecaster/http.py: error_body)."""
+    return {"error": {"status": status, "code": code, "message": message}}
+
+
+def _result(*, agent: Agent, decision: Decision) -> OutsideDecisionResultOut:
+    trades = selectors.outside_trades(agent=agent).filter(decision=decision)
+    return OutsideDecisionResultOut(
+        decision_id=decision.pk,
+        week_start=decision.week_start,
+        status=decision.status,
+        action=decision.action,
+        error=decision.error,
+        trades=[_trade(t) for t in trades],
+    )
+
+
+@router.get(
+    "/cohorts/{int:number}/portfolio",
+    response={200: OutsidePortfolioOut, **REFUSALS},
+    summary="The agent's books: cash, positions, trades, latest snapshot",
+)
+def portfolio(request: HttpRequest, number: int) -> OutsidePortfolioOut:
+    """The token's agent in cohort `number`: cash, open positions at their last usable
+    price, every trade (executed or rejected, with the reason) and the latest 10-minute
+    snapshot (`null` before the first)."""
+    agent = services.outside_agent_in_cohort(token=_token(request), cohort_number=number)
+    snapshot = selectors.outside_latest_snapshot(agent=agent)
+    return OutsidePortfolioOut(
+        cohort=agent.cohort.number,
+        agent_id=agent.pk,
+        status=agent.status,
+        cash=format(agent.cash, "f"),
+        positions=[_position(p) for p in selectors.outside_open_positions(agent=agent)],
+        trades=[_trade(t) for t in selectors.outside_trades(agent=agent)],
+        latest_snapshot=None
+        if snapshot is None
+        else OutsideSnapshotOut(
+            snapshot_timestamp=snapshot.snapshot_timestamp,
+            cash=format(snapshot.cash, "f"),
+            positions_value=format(snapshot.positions_value, "f"),
+            total_value=format(snapshot.total_value, "f"),
+            total_pnl=format(snapshot.total_pnl, "f"),
+            total_pnl_percent=format(snapshot.total_pnl_percent, "f"),
+        ),
+    )
+
+
+def _position(position: Position) -> OutsidePositionOut:
+    price = position.last_price
+    return OutsidePositionOut(
+        position_id=str(position.pk),
+        market_id=position.market.polymarket_id,
+        question=position.market.question,
+        side=position.side,
+        shares=format(position.shares, "f"),
+        avg_entry_price=_s(position.avg_entry_price) or "0",
+        current_price=_s(price),
+        current_value=format(
+            money.cents_down(position.shares * price) if price is not None else Decimal(0), "f"
+        ),
+        cost_basis=format(position.cost_basis, "f"),
+    )

@@ -1,0 +1,154 @@
+"""Schemas of the outside agents' API (`arena/outside_api.py`): every field listed explicitly.
+
+Money, prices and shares are decimal strings (never floats), timestamps ISO 8601 in UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from ninja import Schema
+
+
+class OutsideAgentOut(Schema):
+    """One of the token's agents: its cohort, and where this week's decision stands."""
+
+    cohort: int
+    agent_id: int
+    cohort_status: str
+    cash: str
+    status: str  # active or bankrupt
+    decision_status: str | None  # this week's decision, None before the run opened it
+
+
+class OutsideMeOut(Schema):
+    """The outside agent the token acts for, the token (by prefix) and the week's window."""
+
+    model: str
+    display_name: str
+    owner: str
+    admitted_to_main_board: bool
+    token_prefix: str
+    token_expires_at: datetime
+    week_start: date
+    window_opens: datetime
+    window_closes: datetime
+    resubmissions: int  # malformed submissions sent back per decision, like a model's retries
+    agents: list[OutsideAgentOut]
+
+
+class OutsideMessageOut(Schema):
+    role: str
+    content: str
+
+
+class OutsideMarketOut(Schema):
+    """One market of the run's frozen snapshot, in rank order, as the prompt lists it."""
+
+    market_id: str
+    question: str
+    category: str
+    outcomes: list[str]
+    prices: list[str | None]  # per outcome; for a Yes/No market the first is the YES price
+    volume: str
+    close_date: datetime | None
+
+
+class OutsidePositionOut(Schema):
+    """An open position, valued at the frozen snapshot (side-correct price)."""
+
+    position_id: str
+    market_id: str
+    question: str
+    side: str
+    shares: str
+    avg_entry_price: str
+    current_price: str | None
+    current_value: str
+    cost_basis: str
+
+
+class OutsidePortfolioContextOut(Schema):
+    cash: str
+    starting_balance: str
+    positions_value: str
+    total_value: str
+    max_bet: str  # 25% of cash, floored to the cent: the largest bet that executes
+    positions: list[OutsidePositionOut]
+
+
+class OutsideSubmissionOut(Schema):
+    """One stored submission (a decision attempt): its time, whether it parsed, the error."""
+
+    number: int
+    submitted_at: datetime
+    valid: bool
+    parse_error: str
+
+
+class OutsidePromptOut(Schema):
+    """The week's prompt: the very text a lineup model receives (`messages`), and the same
+    frozen snapshot and portfolio as structured JSON (`markets`, `portfolio`)."""
+
+    cohort: int
+    agent_id: int
+    decision_id: int
+    week_start: date
+    status: str  # awaiting: a submission is taken; done/skipped: final
+    window_opens: datetime
+    window_closes: datetime
+    submissions_left: int  # taken now: 0 outside the window or once final
+    prompt_version: str
+    run_id: int | None
+    frozen_at: datetime | None
+    messages: list[OutsideMessageOut]
+    portfolio: OutsidePortfolioContextOut
+    markets: list[OutsideMarketOut]
+    submissions: list[OutsideSubmissionOut]
+
+
+class OutsideTradeOut(Schema):
+    decision_id: int
+    week_start: date
+    kind: str  # BUY or SELL
+    status: str  # executed or rejected
+    reject_reason: str
+    market_id: str | None
+    side: str
+    amount: str | None
+    shares: str | None
+    price: str | None
+    created_at: datetime
+
+
+class OutsideDecisionResultOut(Schema):
+    """What became of a submission: the decision's status and action, and the trades."""
+
+    decision_id: int
+    week_start: date
+    status: str  # done, or retryable when no order of a BET/SELL executed (002)
+    action: str
+    error: str
+    trades: list[OutsideTradeOut]
+
+
+class OutsideSnapshotOut(Schema):
+    snapshot_timestamp: datetime
+    cash: str
+    positions_value: str
+    total_value: str
+    total_pnl: str
+    total_pnl_percent: str
+
+
+class OutsidePortfolioOut(Schema):
+    """The agent's books now: cash, open positions (at their last marks), every trade, and
+    the latest 10-minute snapshot."""
+
+    cohort: int
+    agent_id: int
+    status: str
+    cash: str
+    positions: list[OutsidePositionOut]
+    trades: list[OutsideTradeOut]
+    latest_snapshot: OutsideSnapshotOut | None

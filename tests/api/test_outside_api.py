@@ -1,0 +1,471 @@
+"""Outside agents through the HTTP API (issue 13): an outside team's agent reads the prompt the
+lineup gets and submits one decision in the window; every refusal is a clear 4xx in the
+envelope, and recorded; a token acts for its own agent only and never shows up anywhere.
+
+The full week over a real HTTP server runs on PostgreSQL; the rest on SQLite too."""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from agents.models import BenchmarkModel
+from arena.models import Agent, Cohort, Decision, OutsideAgentToken, SystemEvent, Trade
+from arena.services.cohorts import cohort_start
+from arena.services.decisions import decisions_run_all
+from arena.services.marking import snapshots_take
+from arena.services.outside import (
+    outside_admission_set,
+    outside_decisions_close,
+    outside_token_issue,
+)
+from markets.sources import RecordedSource
+from tests.api.helpers import API, assert_envelope
+from tests.arena.conftest import COHORT_AT, RUN_AT, WEEK, snapshot_cache_clear
+
+OUTSIDE = f"{API}/outside"
+IN_WINDOW = datetime(2026, 3, 8, 0, 20, tzinfo=UTC)
+WINDOW_CLOSES = datetime(2026, 3, 8, 1, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _offline(settings: Any) -> None:
+    settings.OPENROUTER_API_KEY = ""
+    settings.MARKET_SOURCE = "demo"
+    snapshot_cache_clear()
+
+
+def outside_model(internal_id: str) -> BenchmarkModel:
+    return BenchmarkModel.objects.create(
+        internal_id=internal_id,
+        display_name=f"Team {internal_id}",
+        kind=BenchmarkModel.Kind.OUTSIDE,
+        owner=f"{internal_id} lab",
+        contact=f"{internal_id}@example.org",
+        method_description="Base rates.",
+    )
+
+
+@dataclass
+class Week:
+    cohort: Cohort
+    team: BenchmarkModel
+    token: str
+    row: OutsideAgentToken
+    rival: BenchmarkModel
+    rival_token: str
+
+    def agent(self, model: BenchmarkModel | None = None) -> Agent:
+        return Agent.objects.get(cohort=self.cohort, model=model or self.team)
+
+
+def week_started() -> Week:
+    """Two outside teams with a token each; the cohort of WEEK started and its run done."""
+    team, rival = outside_model("team-x"), outside_model("team-y")
+    row, token = outside_token_issue(model=team, actor_id=None, now=COHORT_AT)
+    _, rival_token = outside_token_issue(model=rival, actor_id=None, now=COHORT_AT)
+    cohort, _ = cohort_start(week_start=WEEK, now=COHORT_AT)
+    decisions_run_all(now=RUN_AT, source=RecordedSource())
+    return Week(cohort, team, token, row, rival, rival_token)
+
+
+@pytest.fixture
+def week(db: None, time_machine: Any) -> Week:
+    started = week_started()
+    time_machine.move_to(IN_WINDOW, tick=False)
+    return started
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def a_bet(prompt: dict[str, Any], amount: int = 500) -> dict[str, Any]:
+    """A NO bet on the first Yes/No market of the prompt's JSON with a usable price."""
+    market = next(
+        m
+        for m in prompt["markets"]
+        if m["outcomes"] == ["Yes", "No"] and m["prices"][0] and 0.05 < float(m["prices"][0]) < 0.95
+    )
+    return {
+        "action": "BET",
+        "bets": [{"market_id": market["market_id"], "side": "NO", "amount": amount}],
+        "reasoning": "Priced too high.",
+    }
+
+
+def prompt_of(client: Client, week: Week) -> dict[str, Any]:
+    response = client.get(
+        f"{OUTSIDE}/cohorts/{week.cohort.number}/prompt", headers=bearer(week.token)
+    )
+    assert response.status_code == 200, response.content
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def submit(client: Client, week: Week, body: Any, token: str | None = None) -> Any:
+    data = body if isinstance(body, str) else json.dumps(body)
+    return client.post(
+        f"{OUTSIDE}/cohorts/{week.cohort.number}/decision",
+        data=data,
+        content_type="application/json",
+        headers=bearer(token or week.token),
+    )
+
+
+def refused(response: Any, status: int, code: str) -> SystemEvent:
+    """The answer is the refusal in the envelope, and the refusal was recorded."""
+    assert response.status_code == status, response.content
+    assert_envelope(response.json(), status, code)
+    event = SystemEvent.objects.filter(kind="outside_refused").order_by("-pk").first()
+    assert event is not None, "the refusal was not recorded"
+    assert event.data["code"] == code
+    return event
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+def test_the_prompt_is_the_lineups_as_text_and_as_json(week: Week, client: Client) -> None:
+    prompt = prompt_of(client, week)
+    decision = Decision.objects.get(agent=week.agent())
+    lineup = Decision.objects.filter(cohort=week.cohort, agent__model__kind="llm").first()
+    assert lineup is not None
+    assert prompt["status"] == "awaiting"
+    assert prompt["submissions_left"] == 2  # one submission and one resubmission
+    assert prompt["messages"][0] == {"role": "system", "content": lineup.system_prompt}
+    assert prompt["messages"][1]["content"] == decision.user_prompt
+    assert prompt["run_id"] == lineup.run_id
+    # The same frozen snapshot, as JSON: every market of the prompt, in its order.
+    assert len(prompt["markets"]) == lineup.run.universe_size  # type: ignore[union-attr]
+    first = prompt["markets"][0]
+    assert first["market_id"] in decision.user_prompt
+    assert prompt["portfolio"]["cash"] == "10000.00"
+    assert prompt["portfolio"]["max_bet"] == "2500.00"
+
+
+def test_me_names_the_tokens_agent_and_the_window(week: Week, client: Client) -> None:
+    me = client.get(f"{OUTSIDE}/me", headers=bearer(week.token)).json()
+    assert me["model"] == "team-x"
+    assert me["token_prefix"] == week.row.prefix
+    assert me["window_opens"].startswith("2026-03-08T00:05")
+    assert me["window_closes"].startswith("2026-03-08T01:00")
+    assert me["agents"] == [
+        {
+            "cohort": week.cohort.number,
+            "agent_id": week.agent().pk,
+            "cohort_status": "active",
+            "cash": "10000.00",
+            "status": "active",
+            "decision_status": "awaiting",
+        }
+    ]
+
+
+# --------------------------------------------------------------------------- submitting
+
+
+def test_a_malformed_submission_gets_the_error_and_one_resubmission_is_taken(
+    week: Week, client: Client
+) -> None:
+    prompt = prompt_of(client, week)
+    malformed = submit(client, week, {"action": "BET", "bets": [], "reasoning": "x"})
+    assert malformed.status_code == 422
+    assert_envelope(malformed.json(), 422, "invalid_decision")
+    assert "resubmit 1 more time" in malformed.json()["error"]["message"]
+    again = prompt_of(client, week)
+    assert again["submissions_left"] == 1
+    assert "YOUR PREVIOUS RESPONSE WAS INVALID" in again["messages"][1]["content"]
+    accepted = submit(client, week, a_bet(prompt))
+    assert accepted.status_code == 200, accepted.content
+    result = accepted.json()
+    assert (result["status"], result["action"]) == ("done", "BET")
+    assert [t["status"] for t in result["trades"]] == ["executed"]
+    attempts = Decision.objects.get(pk=result["decision_id"]).attempts.order_by("number")
+    assert [a.valid for a in attempts] == [False, True]
+    assert json.loads(attempts[1].raw_response) == a_bet(prompt)
+
+
+def test_malformed_twice_is_recorded_as_a_hold(week: Week, client: Client) -> None:
+    submit(client, week, "not json")
+    final = submit(client, week, "still not json")
+    assert final.status_code == 422
+    assert_envelope(final.json(), 422, "invalid_decision_final")
+    decision = Decision.objects.get(agent=week.agent())
+    assert (decision.status, decision.action, decision.parse_failed) == ("done", "HOLD", True)
+
+
+# ---------------------------------------------------------------------------- refusals
+
+
+def test_a_request_without_a_token_is_refused(week: Week, client: Client) -> None:
+    event = refused(client.get(f"{OUTSIDE}/me"), 401, "missing_token")
+    assert event.data["token_prefix"] is None
+
+
+def test_an_unknown_token_is_refused(week: Week, client: Client) -> None:
+    forged = f"fa_{week.row.prefix}_{'A' * 43}"
+    refused(client.get(f"{OUTSIDE}/me", headers=bearer(forged)), 401, "invalid_token")
+
+
+def test_a_revoked_token_is_refused(week: Week, client: Client) -> None:
+    OutsideAgentToken.objects.filter(pk=week.row.pk).update(revoked_at=IN_WINDOW)
+    event = refused(client.get(f"{OUTSIDE}/me", headers=bearer(week.token)), 401, "token_revoked")
+    assert event.data["token_prefix"] == week.row.prefix
+
+
+def test_an_expired_token_is_refused(week: Week, client: Client) -> None:
+    OutsideAgentToken.objects.filter(pk=week.row.pk).update(expires_at=IN_WINDOW)
+    refused(client.get(f"{OUTSIDE}/me", headers=bearer(week.token)), 401, "token_expired")
+
+
+def test_a_submission_before_the_window_is_refused(
+    week: Week, client: Client, time_machine: Any
+) -> None:
+    time_machine.move_to(datetime(2026, 3, 8, 0, 4, tzinfo=UTC), tick=False)
+    response = submit(client, week, {"action": "HOLD", "reasoning": "early"})
+    event = refused(response, 409, "outside_window")
+    assert event.agent_id == week.agent().pk
+    assert not Decision.objects.get(agent=week.agent()).attempts.exists()
+
+
+def test_a_submission_after_the_window_is_refused(
+    week: Week, client: Client, time_machine: Any
+) -> None:
+    time_machine.move_to(WINDOW_CLOSES, tick=False)
+    refused(submit(client, week, {"action": "HOLD", "reasoning": "late"}), 409, "outside_window")
+    assert Decision.objects.get(agent=week.agent()).status == Decision.Status.AWAITING
+
+
+def test_a_second_final_submission_for_the_week_is_refused(week: Week, client: Client) -> None:
+    assert submit(client, week, {"action": "HOLD", "reasoning": "wait"}).status_code == 200
+    again = submit(client, week, a_bet(prompt_of(client, week)))
+    refused(again, 409, "already_decided")
+    assert not Trade.objects.filter(agent=week.agent()).exists()
+
+
+def test_a_cohort_the_agent_is_not_in_is_refused(week: Week, client: Client) -> None:
+    late = outside_model("team-late")  # registered after the cohort started: not in it
+    _, token = outside_token_issue(model=late, actor_id=None)
+    for response in (
+        client.get(f"{OUTSIDE}/cohorts/{week.cohort.number}/prompt", headers=bearer(token)),
+        client.get(f"{OUTSIDE}/cohorts/{week.cohort.number}/portfolio", headers=bearer(token)),
+        submit(client, week, {"action": "HOLD", "reasoning": "x"}, token=token),
+        client.get(
+            f"{OUTSIDE}/cohorts/{week.cohort.number + 1}/prompt", headers=bearer(week.token)
+        ),
+    ):
+        refused(response, 403, "not_in_cohort")
+
+
+def test_a_token_acts_for_its_own_agent_only(week: Week, client: Client) -> None:
+    """Both teams are in the cohort: each token reads and decides for its own agent, and
+    no path can name the other's."""
+    number = week.cohort.number
+    mine = client.get(f"{OUTSIDE}/cohorts/{number}/portfolio", headers=bearer(week.token)).json()
+    theirs = client.get(f"{OUTSIDE}/cohorts/{number}/portfolio", headers=bearer(week.rival_token))
+    assert mine["agent_id"] == week.agent().pk
+    assert theirs.json()["agent_id"] == week.agent(week.rival).pk
+    assert submit(client, week, a_bet(prompt_of(client, week))).status_code == 200
+    rival = Decision.objects.get(agent=week.agent(week.rival))
+    assert rival.status == Decision.Status.AWAITING  # untouched by the other team's token
+    assert not rival.attempts.exists()
+    # An agent id in the query is not taken: it is a 422, never a way to another's books.
+    sneaky = client.get(
+        f"{OUTSIDE}/cohorts/{number}/portfolio?agent_id={week.agent(week.rival).pk}",
+        headers=bearer(week.token),
+    )
+    assert sneaky.status_code == 422
+
+
+def test_requests_over_the_tokens_rate_limit_are_refused(
+    week: Week, client: Client, settings: Any
+) -> None:
+    settings.OUTSIDE_API_RATE_LIMIT = 2
+    for _ in range(2):
+        assert client.get(f"{OUTSIDE}/me", headers=bearer(week.token)).status_code == 200
+    limited = client.get(f"{OUTSIDE}/me", headers=bearer(week.token))
+    refused(limited, 429, "rate_limited")
+    assert int(limited["Retry-After"]) >= 1
+    # Counted per token: the other team is not limited by this one's requests.
+    assert client.get(f"{OUTSIDE}/me", headers=bearer(week.rival_token)).status_code == 200
+    client.get(
+        f"{OUTSIDE}/me", headers=bearer(week.token)
+    )  # still over: refused, not recorded again
+    limits = SystemEvent.objects.filter(kind="outside_refused", data__code="rate_limited")
+    assert limits.count() == 1
+
+
+def test_a_body_over_the_cap_is_refused_before_it_is_parsed(
+    week: Week, client: Client, settings: Any
+) -> None:
+    settings.OUTSIDE_API_MAX_BODY_BYTES = 200
+    body = {"action": "HOLD", "reasoning": "x" * 300}
+    refused(submit(client, week, body), 413, "body_too_large")
+    decision = Decision.objects.get(agent=week.agent())
+    assert decision.status == Decision.Status.AWAITING
+    assert not decision.attempts.exists()
+
+
+def test_no_submission_by_the_close_is_a_hold_and_the_prompt_says_so(
+    week: Week, client: Client, time_machine: Any
+) -> None:
+    time_machine.move_to(WINDOW_CLOSES + timedelta(minutes=5), tick=False)
+    outside_decisions_close()
+    prompt = prompt_of(client, week)
+    assert (prompt["status"], prompt["submissions_left"]) == ("done", 0)
+    decision = Decision.objects.get(agent=week.agent())
+    assert decision.no_submission
+    assert decision.action == "HOLD"
+
+
+def test_the_token_never_appears_in_logs_or_records(
+    week: Week, client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    prompt_of(client, week)
+    submit(client, week, "{ malformed")
+    submit(client, week, a_bet(prompt_of(client, week)))
+    submit(client, week, {"action": "HOLD", "reasoning": "again"})  # refused, recorded
+    OutsideAgentToken.objects.filter(pk=week.row.pk).update(revoked_at=IN_WINDOW)
+    client.get(f"{OUTSIDE}/me", headers=bearer(week.token))  # refused, recorded
+    secret = week.token.split("_", 2)[2]
+    assert secret not in caplog.text
+    events = SystemEvent.objects.filter(kind="outside_refused")
+    assert events.count() == 2
+    for event in SystemEvent.objects.all():
+        assert secret not in event.message + json.dumps(event.data)
+    for decision in Decision.objects.all():
+        assert secret not in decision.user_prompt + decision.error
+
+
+def test_the_api_docs_explain_how_to_take_part(db: None, client: Client) -> None:
+    schema = client.get(f"{API}/openapi.json").json()
+    assert "Outside agents: how to take part" in schema["info"]["description"]
+    paths = schema["paths"]
+    assert "post" in paths[f"{OUTSIDE}/cohorts/{{number}}/decision"]
+    assert "get" in paths[f"{OUTSIDE}/cohorts/{{number}}/prompt"]
+    assert schema["components"]["securitySchemes"]
+
+
+def test_the_api_leaderboard_keeps_outside_agents_on_their_own_board(
+    week: Week, client: Client
+) -> None:
+    main = client.get(f"{API}/leaderboard").json()
+    assert not {"team-x", "team-y"} & {row["model"] for row in main["rows"]}
+    both = client.get(f"{API}/leaderboard?outside=include").json()
+    assert both["outside"] == "include"
+    outside = [row for row in both["rows"] if row["outside"]]
+    assert {row["model"] for row in outside} == {"team-x", "team-y"}
+    assert both["rows"][-len(outside) :] == outside  # after the main board and the baselines
+    assert not any(row["admitted"] for row in both["rows"])
+    # Admitted by staff: ranked on the main board, and its row says so.
+    outside_admission_set(
+        model_id=BenchmarkModel.objects.get(internal_id="team-x").pk, admitted=True
+    )
+    admitted = client.get(f"{API}/leaderboard").json()["rows"]
+    assert [(r["outside"], r["admitted"]) for r in admitted if r["model"] == "team-x"] == [
+        (True, True)
+    ]
+    standings = client.get(f"{API}/cohorts/{week.cohort.number}").json()["standings"]
+    labelled = {row["model"] for row in standings if row["outside"]}
+    assert labelled == {"team-x", "team-y"}
+
+
+# ---------------------------------------------------------------- a full week, real HTTP
+
+
+on_postgresql = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="the full week runs on PostgreSQL"
+)
+
+
+def http(
+    method: str, url: str, token: str, body: Any = None
+) -> tuple[int, dict[str, Any], dict[str, str]]:
+    data = None if body is None else (body if isinstance(body, str) else json.dumps(body))
+    request = urllib.request.Request(
+        url,
+        method=method,
+        data=data.encode() if data is not None else None,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+            return response.status, json.loads(response.read()), dict(response.headers)
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read()), dict(error.headers)
+
+
+@pytest.fixture
+def served_week(live_server: Any, time_machine: Any) -> tuple[str, Week]:
+    time_machine.move_to(RUN_AT, tick=True)
+    return live_server.url, week_started()
+
+
+@on_postgresql
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_full_week_of_an_outside_agent_over_http_while_the_lineup_decides(
+    served_week: tuple[str, Week], time_machine: Any
+) -> None:
+    url, week = served_week
+    base = f"{url}{OUTSIDE}/cohorts/{week.cohort.number}"
+    # The lineup decided in the same run the outside agent's prompt was frozen in.
+    lineup = Decision.objects.filter(cohort=week.cohort, agent__model__kind__in=["llm", "baseline"])
+    assert lineup.count() >= 1
+    assert set(lineup.values_list("status", flat=True)) == {"done"}
+    time_machine.move_to(IN_WINDOW, tick=True)
+
+    status, prompt, _ = http("GET", f"{base}/prompt", week.token)
+    assert status == 200
+    assert prompt["messages"][0]["content"] == lineup.first().system_prompt  # type: ignore[union-attr]
+    assert prompt["run_id"] == lineup.first().run_id  # type: ignore[union-attr]
+
+    status, error, _ = http("POST", f"{base}/decision", week.token, '{"action": "BET"')
+    assert status == 422
+    assert error["error"]["code"] == "invalid_decision"
+
+    bet = a_bet(prompt, amount=1000)
+    status, result, _ = http("POST", f"{base}/decision", week.token, bet)
+    assert status == 200, result
+    assert (result["status"], result["action"]) == ("done", "BET")
+    [trade] = result["trades"]
+    assert (trade["status"], trade["amount"], trade["side"]) == ("executed", "1000.00", "NO")
+
+    # A snapshot tick values the outside agent's position like any agent's.
+    snapshots_take(now=IN_WINDOW + timedelta(minutes=10), source=RecordedSource(), refresh=False)
+    status, books, _ = http("GET", f"{base}/portfolio", week.token)
+    assert status == 200
+    assert books["cash"] == "9000.00"
+    assert [t["market_id"] for t in books["trades"]] == [bet["bets"][0]["market_id"]]
+    [position] = books["positions"]
+    assert position["side"] == "NO"
+    snapshot = books["latest_snapshot"]
+    assert snapshot is not None
+    assert snapshot["cash"] == "9000.00"
+    assert float(snapshot["positions_value"]) > 0
+    assert float(snapshot["total_value"]) == pytest.approx(
+        9000 + float(snapshot["positions_value"]), abs=0.01
+    )
+
+    # The week's decision is final: a second one is refused, and recorded.
+    status, error, _ = http("POST", f"{base}/decision", week.token, {"action": "HOLD"})
+    assert (status, error["error"]["code"]) == (409, "already_decided")
+    assert SystemEvent.objects.filter(kind="outside_refused", data__code="already_decided").exists()
+    # After the window the other team, which submitted nothing, holds "no submission"; the
+    # decision made in the window is left as it is.
+    time_machine.move_to(WINDOW_CLOSES + timedelta(minutes=5), tick=True)
+    rival = Decision.objects.get(agent=week.agent(week.rival))
+    assert outside_decisions_close() == [rival.pk]
+    rival.refresh_from_db()
+    assert (rival.action, rival.no_submission) == ("HOLD", True)
+    assert Decision.objects.get(agent=week.agent()).action == "BET"
