@@ -79,3 +79,9 @@ class BenchmarkModel(models.Model):
     @property
     def is_outside(self) -> bool:
         return self.kind == self.Kind.OUTSIDE
+
+    @property
+    def on_outside_board(self) -> bool:
+        """Ranked on the outside agents' own board: an outside agent staff have not admitted
+        to the main leaderboard (issue 13)."""
+        return self.is_outside and not self.admitted_to_main_board

@@ -225,6 +225,8 @@ class ModelAnalyticsOut(Schema):
     model: str
     display_name: str
     baseline: bool
+    outside: bool  # an outside team's agent (issue 13)
+    admitted: bool  # an outside agent staff admitted to the main leaderboard
     offline: bool
     resolved_bets: int
     cohorts_scored: int
@@ -361,6 +363,8 @@ def _row_fields(row: ModelAnalytics) -> dict[str, Any]:
         "model": row.model.internal_id,
         "display_name": row.model.display_name,
         "baseline": row.model.is_baseline,
+        "outside": row.model.is_outside,
+        "admitted": row.model.is_outside and row.model.admitted_to_main_board,
         "offline": row.offline,
         "resolved_bets": row.bets,
         "cohorts_scored": row.cohorts_scored,

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
@@ -139,6 +140,17 @@ def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     return error_response(request, status=422, message="; ".join(problems) or "Invalid input.")
 
 
+def _submitted_body(request: HttpRequest, exc: OutsideRefused) -> bytes | None:
+    """A refused submission's body, to keep with the refusal; None for a read, a body over
+    the limit (never read) or one the request did not get as far as reading."""
+    if request.method != "POST" or exc.code == "body_too_large":
+        return None
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if not declared.isdigit() or int(declared) > settings.OUTSIDE_API_MAX_BODY_BYTES:
+        return None
+    return request.body
+
+
 @api.exception_handler(OutsideRefused)
 def outside_refused(request: HttpRequest, exc: OutsideRefused) -> HttpResponse:
     """An outside agent's request refused: recorded (the token by its prefix only), then
@@ -148,6 +160,8 @@ def outside_refused(request: HttpRequest, exc: OutsideRefused) -> HttpResponse:
         method=request.method or "",
         path=request.path,
         token=getattr(request, "outside_token", None) or getattr(exc, "token", None),
+        body=_submitted_body(request, exc),
+        client=request.META.get("REMOTE_ADDR", ""),
     )
     body = error_body(status=exc.status, message=exc.message, code=exc.code)
     response = api.create_response(request, body, status=exc.status)

@@ -32,6 +32,7 @@ from django.middleware.http import ConditionalGetMiddleware
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/v1/"
+OUTSIDE_PREFIX = f"{API_PREFIX}outside/"  # the outside agents' router (arena/outside_api.py)
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
 CORS_HEADERS = {
     "Access-Control-Allow-Origin": "*",
@@ -94,6 +95,9 @@ class ApiMiddleware:
         if request.method in READ_METHODS:
             for header, value in CORS_HEADERS.items():
                 response[header] = value
+        if request.path.startswith(OUTSIDE_PREFIX):
+            # An outside agent's answers depend on its token: no shared cache may keep them.
+            response["Cache-Control"] = "private, no-store"
         return response
 
     def answer(self, request: HttpRequest) -> HttpResponseBase:

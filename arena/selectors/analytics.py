@@ -355,7 +355,7 @@ class Analytics:
             for r in self.rows
             if not r.model.is_baseline
             # An outside agent is on the main board only once staff admitted it (issue 13).
-            and not (r.model.is_outside and not r.model.admitted_to_main_board)
+            and not r.model.on_outside_board
             and r.offline == offline
             and _figure(r, metric) is not None
         ]
@@ -868,8 +868,9 @@ def _references(bets: _Bets, rows: list[ModelAnalytics], bins: int) -> list[Refe
 
 
 def _comparisons(bets: _Bets, rows: list[ModelAnalytics]) -> list[Comparison]:
-    """Every pair of LLM rows of one kind (real with real, offline with offline) on Alpha and
-    on Brier, over the cohorts both played (`paired_difference_test`)."""
+    """Every pair of ranked rows of one kind (real with real, offline with offline) and one
+    board (the main one, or the outside agents' own) on Alpha and on Brier, over the cohorts
+    both played (`paired_difference_test`)."""
     comparisons: list[Comparison] = []
     llms = [(i, r) for i, r in enumerate(rows) if not r.model.is_baseline and r.bets]
     metrics: tuple[tuple[Metric, NDArray[np.float64]], ...] = (
@@ -879,6 +880,8 @@ def _comparisons(bets: _Bets, rows: list[ModelAnalytics]) -> list[Comparison]:
     for number, (i, first) in enumerate(llms):
         for j, second in llms[number + 1 :]:
             if first.offline != second.offline:
+                continue
+            if first.model.on_outside_board != second.model.on_outside_board:
                 continue
             both = (bets.row == i) | (bets.row == j)
             for metric, values in metrics:

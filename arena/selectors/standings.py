@@ -289,7 +289,7 @@ def boards(
 def on_outside_board(model: BenchmarkModel) -> bool:
     """Whether the model is ranked on the outside agents' board: an outside agent that staff
     have not admitted to the main leaderboard (issue 13)."""
-    return model.is_outside and not model.admitted_to_main_board
+    return model.on_outside_board
 
 
 def outside_board(*, sort: str = "brier", cohorts: str = "all") -> list[ModelRow]:

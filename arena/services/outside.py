@@ -38,7 +38,15 @@ from agents.types import ParsedDecision
 from arena import clock
 from arena.evidence import storable_json, storable_text
 from arena.exceptions import OutsideRefused
-from arena.models import Agent, Cohort, Decision, DecisionAttempt, DecisionRun, OutsideAgentToken
+from arena.models import (
+    Agent,
+    Cohort,
+    Decision,
+    DecisionAttempt,
+    DecisionRun,
+    OutsideAgentToken,
+    SystemEvent,
+)
 from arena.services import decisions as engine
 from arena.services.cohorts import cohort_week_start
 from arena.services.events import Kind, Level, event_record
@@ -179,17 +187,45 @@ def outside_rate_count(*, token: OutsideAgentToken) -> None:
         raise _with(refusal, token)
 
 
+# A refused submission's body is kept with the refusal, up to this many characters (the
+# whole body's size and digest too): what was sent is on record, as for a model's answer.
+REFUSED_BODY_KEPT = 4096
+
+
 def outside_refusal_record(
     *,
     refusal: OutsideRefused,
     method: str,
     path: str,
     token: OutsideAgentToken | None,
+    body: bytes | None = None,
+    client: str = "",
 ) -> None:
-    """Record a refused request: what was refused and why, the token by its prefix only."""
+    """Record a refused request: what was refused and why, the token by its prefix only, and
+    a refused submission's body (clipped, with its size and SHA-256). A client's refused
+    tokens (401) are recorded once per rate window, so that they cannot flood the record."""
     if not getattr(refusal, "record", True):
         return
+    if refusal.status == 401 and (
+        SystemEvent.objects.filter(
+            kind=Kind.OUTSIDE_REFUSED,
+            data__status=401,
+            data__client=client,
+            created_at__gte=clock.now()
+            - timedelta(seconds=settings.OUTSIDE_API_RATE_WINDOW_SECONDS),
+        ).exists()
+    ):
+        return
     agent: Agent | None = getattr(refusal, "agent", None)
+    sent = {}
+    if body is not None:
+        sent = {
+            "body": storable_text(body.decode("utf-8", errors="backslashreplace"))[
+                :REFUSED_BODY_KEPT
+            ],
+            "body_bytes": len(body),
+            "body_sha256": hashlib.sha256(body).hexdigest(),
+        }
     event_record(
         kind=Kind.OUTSIDE_REFUSED,
         level=Level.WARNING,
@@ -204,6 +240,8 @@ def outside_refusal_record(
             "path": path[:200],
             "token_prefix": token.prefix if token else None,
             "model": token.model.internal_id if token else None,
+            "client": client,
+            **sent,
         },
     )
 

@@ -6,6 +6,7 @@ The full week over a real HTTP server runs on PostgreSQL; the rest on SQLite too
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import urllib.error
@@ -210,6 +211,38 @@ def test_malformed_twice_is_recorded_as_a_hold(week: Week, client: Client) -> No
 def test_a_request_without_a_token_is_refused(week: Week, client: Client) -> None:
     event = refused(client.get(f"{OUTSIDE}/me"), 401, "missing_token")
     assert event.data["token_prefix"] is None
+
+
+def test_a_clients_refused_tokens_are_recorded_once_a_rate_window(
+    week: Week, client: Client, time_machine: Any
+) -> None:
+    """Unauthenticated requests are refused every time, but recorded once per client and
+    window: a stream of bad tokens cannot flood the operations record."""
+    for _ in range(5):
+        assert client.get(f"{OUTSIDE}/me").status_code == 401
+    assert SystemEvent.objects.filter(kind="outside_refused", data__status=401).count() == 1
+    time_machine.move_to(IN_WINDOW + timedelta(seconds=61), tick=False)
+    assert client.get(f"{OUTSIDE}/me").status_code == 401
+    assert SystemEvent.objects.filter(kind="outside_refused", data__status=401).count() == 2
+
+
+def test_a_refused_submission_is_recorded_with_its_body(
+    week: Week, client: Client, time_machine: Any
+) -> None:
+    time_machine.move_to(WINDOW_CLOSES, tick=False)
+    sent = json.dumps({"action": "HOLD", "reasoning": "late \u00e9"})
+    event = refused(submit(client, week, sent), 409, "outside_window")
+    assert event.data["body"] == sent
+    assert event.data["body_bytes"] == len(sent.encode())
+    assert event.data["body_sha256"] == hashlib.sha256(sent.encode()).hexdigest()
+
+
+def test_outside_answers_are_never_kept_by_a_shared_cache(week: Week, client: Client) -> None:
+    for response in (
+        client.get(f"{OUTSIDE}/me", headers=bearer(week.token)),
+        client.get(f"{OUTSIDE}/me"),
+    ):
+        assert response["Cache-Control"] == "private, no-store"
 
 
 def test_an_unknown_token_is_refused(week: Week, client: Client) -> None:
