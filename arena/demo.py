@@ -13,15 +13,27 @@ from datetime import UTC, datetime, time, timedelta
 
 from django.utils import timezone
 
+from agents.models import BenchmarkModel
+from agents.offline import offline_agent_reply
+from agents.types import DecisionContext
 from arena import clock
+from arena.models import Decision, Position
 from arena.services.cohorts import cohort_start, cohort_week_start
-from arena.services.decisions import decisions_run_all
+from arena.services.decisions import decisions_run_all, portfolio_view
+from arena.services.frozen import FrozenMarkets
 from arena.services.marking import snapshots_take
+from arena.services.outside import outside_decision_submit, outside_decisions_close
 from arena.services.releases import releases_publish_due
 from arena.services.settlement import resolutions_check
 from markets.demo import SimulatedSource
 
 logger = logging.getLogger(__name__)
+
+# An outside team in the demo (issue 13), so its board, labels and pages have something to
+# show: a deterministic stand-in that reads its prompt and submits through the service the
+# outside agents' API calls, ten minutes into each decision window.
+DEMO_OUTSIDE_TEAM = "demo-outside-team"
+DEMO_OUTSIDE_SUBMITS_AFTER = timedelta(minutes=10)
 
 
 @dataclass
@@ -58,6 +70,7 @@ def demo_run(
     last_sunday = datetime.combine(cohort_week_start(until), time(0), UTC)
     start = last_sunday - timedelta(weeks=weeks - 1)
     source = SimulatedSource(start=start, last_sunday=last_sunday, seed=seed)
+    demo_outside_team()
     report = DemoReport()
     sundays = [start + timedelta(weeks=i) for i in range(weeks)]
     moment = start
@@ -72,6 +85,10 @@ def demo_run(
                 with clock.simulated(decision_time):
                     run = decisions_run_all(now=decision_time, source=source)
                     report.decision_runs += int(run.run_id is not None)
+                submitted_at = decision_time + DEMO_OUTSIDE_SUBMITS_AFTER
+                with clock.simulated(submitted_at):
+                    _demo_outside_submit(at=submitted_at)
+                    outside_decisions_close(now=moment + timedelta(hours=1))
                 source.now = moment
             # The resolution check re-reads every held market, so the tick need not.
             check = resolutions_check(now=moment, source=source)
@@ -85,6 +102,57 @@ def demo_run(
             report.completed += len(check.completed_cohorts)
         moment += _step(moment, until=until, tick=tick)
     return report
+
+
+def demo_outside_team() -> BenchmarkModel:
+    """The demo's outside team, registered once (as staff would in the admin)."""
+    team, _ = BenchmarkModel.objects.get_or_create(
+        internal_id=DEMO_OUTSIDE_TEAM,
+        defaults={
+            "display_name": "Contrarian Lab (demo)",
+            "kind": BenchmarkModel.Kind.OUTSIDE,
+            "owner": "Forecaster Arena demo",
+            "contact": "demo@example.org",
+            "method_description": "A stand-in for an outside team in the demo: the offline "
+            "agents' deterministic rules, submitted through the outside agents' API path ten "
+            "minutes into each decision window (sometimes malformed first, then resubmitted).",
+            "display_order": 90,
+        },
+    )
+    return team
+
+
+def _demo_outside_submit(*, at: datetime) -> None:
+    """Submit the demo outside team's awaiting decisions at `at`, as its client would: read
+    the prompt's snapshot and portfolio, answer, and resubmit once if the answer was
+    malformed."""
+    awaiting = Decision.objects.filter(
+        status=Decision.Status.AWAITING, agent__model__internal_id=DEMO_OUTSIDE_TEAM
+    ).select_related("agent__cohort", "agent__model", "run")
+    for decision in awaiting:
+        agent = decision.agent
+        if decision.run is None:
+            continue
+        frozen = FrozenMarkets.load(decision.run)
+        positions = list(
+            agent.positions.filter(status=Position.Status.OPEN)
+            .select_related("market")
+            .order_by("pk")
+        )
+        context = DecisionContext(
+            as_of=at,
+            week_start=decision.week_start,
+            cohort_number=agent.cohort.number,
+            portfolio=portfolio_view(agent=agent, frozen=frozen, positions=positions),
+            markets=frozen.universe,
+        )
+        for attempt in (1, 2):
+            reply = offline_agent_reply(
+                model_id=agent.model.internal_id, context=context, attempt=attempt
+            )
+            taken = outside_decision_submit(agent=agent, body=reply.text, now=at)
+            if taken.valid or not taken.resubmissions_left:
+                break
 
 
 def _step(moment: datetime, *, until: datetime, tick: timedelta) -> timedelta:

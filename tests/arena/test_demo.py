@@ -19,7 +19,8 @@ from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.test.utils import override_settings
 
-from arena.demo import DemoReport, demo_run
+from agents.models import BenchmarkModel
+from arena.demo import DEMO_OUTSIDE_TEAM, DemoReport, demo_run
 from arena.models import (
     STARTING_BALANCE,
     Agent,
@@ -73,6 +74,24 @@ def test_one_cohort_a_week_each_deciding_through_the_engine(report: DemoReport) 
         prompted = decisions.exclude(status=Decision.Status.SKIPPED)
         assert not prompted.annotate(n=Count("attempts")).filter(n=0).exists()
         assert not prompted.filter(system_prompt="").exists()
+
+
+def test_the_demo_outside_team_takes_part_through_the_outside_path(report: DemoReport) -> None:
+    """Issue 13 in the demo: an outside team (labelled, on its own board) gets an agent in
+    every cohort and answers each week through the outside agents' submission service, ten
+    minutes into the window; no week of it goes without a submission."""
+    team = BenchmarkModel.objects.get(internal_id=DEMO_OUTSIDE_TEAM)
+    assert team.is_outside
+    assert team.on_outside_board
+    for cohort in Cohort.objects.all():
+        agent = Agent.objects.get(cohort=cohort, model=team)
+        for decision in Decision.objects.filter(agent=agent):
+            assert decision.responder == Decision.Responder.OUTSIDE
+            assert not decision.no_submission
+            attempts = list(decision.attempts.order_by("number"))
+            assert attempts, decision
+            assert attempts[0].started_at - decision.run.started_at < timedelta(minutes=15)
+    assert Trade.objects.filter(agent__model=team, status="executed").exists()
 
 
 def test_every_cohort_has_a_value_curve_over_time(report: DemoReport) -> None:
