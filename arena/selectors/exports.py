@@ -328,6 +328,17 @@ def _model(path: str = "agent") -> tuple[Column, str]:
     return Column("model", "string", "The model's stable id."), f"{path}__model__internal_id"
 
 
+def _model_kind(path: str = "agent") -> tuple[Column, str]:
+    return (
+        Column(
+            "model_kind",
+            "string",
+            "llm, baseline, or outside: an outside team's agent, deciding through the API.",
+        ),
+        f"{path}__model__kind",
+    )
+
+
 def _cohort(path: str = "agent") -> tuple[Column, str]:
     return Column("cohort", "integer", "The cohort's number."), f"{path}__cohort__number"
 
@@ -388,6 +399,7 @@ DECISIONS = _dataset(
         (Column("decision_id", "integer", "The decision's id."), "pk"),
         (Column("agent_id", "integer", "The agent (a model in a cohort)."), "agent_id"),
         _model(),
+        _model_kind(),
         _cohort(),
         (Column("week_start", "date", "The Sunday (UTC) of the decision's week."), "week_start"),
         (Column("run_id", "integer", "The decision run whose frozen markets it saw."), "run_id"),
@@ -497,6 +509,7 @@ TRADES = _dataset(
         (Column("decision_id", "integer", "The decision that ordered it."), "decision_id"),
         (Column("agent_id", "integer", "The agent."), "agent_id"),
         _model(),
+        _model_kind(),
         _cohort(),
         (Column("order_index", "integer", "The order's place in the answer."), "order_index"),
         (Column("try_number", "integer", "The decision's try that executed it."), "try_number"),
@@ -557,6 +570,7 @@ POSITIONS = _dataset(
         (Column("position_id", "integer", "The position's id."), "pk"),
         (Column("agent_id", "integer", "The agent."), "agent_id"),
         _model(),
+        _model_kind(),
         _cohort(),
         (Column("market_id", "string", "Polymarket's id of the market."), "market__polymarket_id"),
         (Column("side", "string", "YES, NO, or the outcome's name."), "side"),
@@ -584,6 +598,7 @@ SNAPSHOTS = _dataset(
         (Column("snapshot_id", "integer", "The snapshot's id."), "pk"),
         (Column("agent_id", "integer", "The agent."), "agent_id"),
         _model(),
+        _model_kind(),
         _cohort(),
         (Column("snapshot_timestamp", "timestamp", "The slot."), "snapshot_timestamp"),
         (Column("cash", "decimal", "USD in cash.", MONEY), "cash"),

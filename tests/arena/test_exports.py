@@ -183,6 +183,7 @@ def test_snapshot_rows_are_the_portfolio_snapshots_in_id_order(worlds: Worlds) -
         "snapshot_id": snapshot.pk,
         "agent_id": snapshot.agent_id,
         "model": snapshot.agent.model.internal_id,
+        "model_kind": snapshot.agent.model.kind,
         "cohort": snapshot.agent.cohort.number,
         "snapshot_timestamp": z(snapshot.snapshot_timestamp),
         "cash": "9000.00",
