@@ -90,6 +90,7 @@ def test_the_demo_outside_team_takes_part_through_the_outside_path(report: DemoR
             assert not decision.no_submission
             attempts = list(decision.attempts.order_by("number"))
             assert attempts, decision
+            assert decision.run is not None
             assert attempts[0].started_at - decision.run.started_at < timedelta(minutes=15)
     assert Trade.objects.filter(agent__model=team, status="executed").exists()
 
