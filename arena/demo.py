@@ -17,6 +17,7 @@ from agents.models import BenchmarkModel
 from agents.offline import offline_agent_reply
 from agents.types import DecisionContext
 from arena import clock
+from arena.exceptions import OutsideRefused
 from arena.models import Decision, Position
 from arena.services.cohorts import cohort_start, cohort_week_start
 from arena.services.decisions import decisions_run_all, portfolio_view
@@ -25,6 +26,7 @@ from arena.services.marking import snapshots_take
 from arena.services.outside import outside_decision_submit, outside_decisions_close
 from arena.services.releases import releases_publish_due
 from arena.services.settlement import resolutions_check
+from arena.services.window import outside_window
 from markets.demo import SimulatedSource
 
 logger = logging.getLogger(__name__)
@@ -85,10 +87,7 @@ def demo_run(
                 with clock.simulated(decision_time):
                     run = decisions_run_all(now=decision_time, source=source)
                     report.decision_runs += int(run.run_id is not None)
-                submitted_at = decision_time + DEMO_OUTSIDE_SUBMITS_AFTER
-                with clock.simulated(submitted_at):
-                    _demo_outside_submit(at=submitted_at)
-                    outside_decisions_close(now=moment + timedelta(hours=1))
+                _demo_outside_week(run_at=decision_time)
                 source.now = moment
             # The resolution check re-reads every held market, so the tick need not.
             check = resolutions_check(now=moment, source=source)
@@ -122,6 +121,19 @@ def demo_outside_team() -> BenchmarkModel:
     return team
 
 
+def _demo_outside_week(*, run_at: datetime) -> None:
+    """The demo outside team's week: it submits ten minutes into its window (halfway through
+    what is left of a shorter one), then the window closes."""
+    opens, closes = outside_window(run_at.date())
+    first = max(opens, run_at)
+    if first < closes:
+        submitted_at = min(first + DEMO_OUTSIDE_SUBMITS_AFTER, first + (closes - first) / 2)
+        with clock.simulated(submitted_at):
+            _demo_outside_submit(at=submitted_at)
+    with clock.simulated(closes):
+        outside_decisions_close(now=closes)
+
+
 def _demo_outside_submit(*, at: datetime) -> None:
     """Submit the demo outside team's awaiting decisions at `at`, as its client would: read
     the prompt's snapshot and portfolio, answer, and resubmit once if the answer was
@@ -150,7 +162,11 @@ def _demo_outside_submit(*, at: datetime) -> None:
             reply = offline_agent_reply(
                 model_id=agent.model.internal_id, context=context, attempt=attempt
             )
-            taken = outside_decision_submit(agent=agent, body=reply.text, now=at)
+            try:
+                taken = outside_decision_submit(agent=agent, body=reply.text, now=at)
+            except OutsideRefused as refused:  # recorded by the API in production; logged here
+                logger.warning("demo outside team refused: %s", refused.message)
+                break
             if taken.valid or not taken.resubmissions_left:
                 break
 

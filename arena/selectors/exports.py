@@ -464,6 +464,7 @@ ATTEMPTS = _dataset(
         (Column("decision_id", "integer", "The decision it answered."), "decision_id"),
         (Column("number", "integer", "1 for the first call, then each retry."), "number"),
         _model("decision__agent"),
+        _model_kind("decision__agent"),
         _cohort("decision__agent"),
         (
             Column("responder", "string", "openrouter, offline, baseline or outside."),

@@ -197,6 +197,17 @@ def test_snapshot_rows_are_the_portfolio_snapshots_in_id_order(worlds: Worlds) -
     }
 
 
+def test_every_dataset_but_bets_says_which_kind_of_model_each_row_is() -> None:
+    """Outside agents are labelled in the exports too (issue 13): `model_kind` (llm, baseline
+    or outside) follows `model`; the bets export keeps its fixed columns."""
+    for name, dataset in DATASETS.items():
+        names = list(dataset.column_names)
+        if name == "bets":
+            assert "model_kind" not in names
+            continue
+        assert names[names.index("model") + 1] == "model_kind", name
+
+
 def test_a_noisy_float_prints_short_and_reads_back_within_a_hair() -> None:
     noisy = 0.053824000000000004  # as a Brier score computed in floats came out
     assert services._csv_float(noisy) == "0.053824"

@@ -13,6 +13,7 @@ import pytest
 from django.db import connection, connections
 
 from agents.models import BenchmarkModel
+from arena.demo import DEMO_OUTSIDE_TEAM, _demo_outside_week, demo_outside_team
 from arena.exceptions import DecisionNotRetryable, OutsideRefused
 from arena.models import (
     Agent,
@@ -301,6 +302,22 @@ def test_the_window_is_a_setting(week: Cohort, team: BenchmarkModel, settings: A
     settings.OUTSIDE_WINDOW_CLOSES_MINUTES = 15
     with pytest.raises(OutsideRefused):
         outside_decision_submit(agent=outside_agent(week, team), body=a_bet(week), now=IN_WINDOW)
+
+
+def test_the_demo_outside_team_keeps_to_a_short_window(settings: Any) -> None:
+    """The demo's team submits ten minutes into its window, or halfway through what is left
+    of a shorter one, so `make run` works whatever the window's settings."""
+    settings.OUTSIDE_WINDOW_OPENS_MINUTES, settings.OUTSIDE_WINDOW_CLOSES_MINUTES = 5, 9
+    demo_outside_team()
+    cohort_start(week_start=WEEK, now=COHORT_AT)
+    decisions_run_all(now=RUN_AT, source=RecordedSource())
+    _demo_outside_week(run_at=RUN_AT)
+    decision = Decision.objects.get(agent__model__internal_id=DEMO_OUTSIDE_TEAM)
+    assert decision.status in Decision.DECIDED
+    assert not decision.no_submission
+    first = decision.attempts.order_by("number").first()
+    assert first is not None
+    assert first.started_at == datetime(2026, 3, 8, 0, 7, tzinfo=UTC)
 
 
 # ---------------------------------------------------------------------------------- tokens

@@ -147,6 +147,21 @@ def test_the_sql_valuation_is_position_marks_on_every_case() -> None:
             assert abs(got - expected) < Decimal("1e-7"), (case, got, expected)
 
 
+def test_a_position_on_an_outcome_its_market_no_longer_lists_is_worth_its_last_price() -> None:
+    """Both sides agree (above); and what they agree on: the last trade price, then the
+    entry, never a price read from another outcome (a binary market's 1 - YES)."""
+
+    def value(last_price: Decimal | None) -> Decimal:
+        return position_value(
+            side="Green", index=2, outcomes=YES_NO, prices=["0.62", "0.38"],
+            last_open_prices=[], closed=False, last_price=last_price,
+            shares=Decimal("100"), cost_basis=Decimal("40.00"),
+        )  # fmt: skip
+
+    assert value(Decimal("0.42")) == Decimal("42.00")
+    assert value(None) == Decimal("40.00")
+
+
 def test_the_tick_writes_the_snapshots_the_python_reference_builds() -> None:
     """Agents holding every case (open positions only count; a closed one does not), with
     Brier-scored trades left to the other tests: the tick's INSERT … SELECT writes the
