@@ -303,6 +303,19 @@ _VALUE_SQL = (
     "COALESCE(h.shares * COALESCE(k.price, h.last_price), "
     "CASE WHEN h.shares <> 0 THEN h.cost_basis ELSE 0 END)"
 )
+# SQLite keeps decimals as floating point, and a float sum can land a hair on the wrong side
+# of a cent (123.479999999999 summed as 123.48). So it sums exact integers there: shares and
+# prices have 6 decimal places at most (markets.parsing quantizes every price), so shares ×
+# price is a whole number of 1e-12 dollars; a cost basis (2 places) is scaled to the same.
+# (A sum past 9.2 M dollars an agent would overflow SQLite's 64-bit integers.)
+UNITS_PER_CENT = 10**10
+_VALUE_UNITS_SQLITE = (
+    "CASE WHEN COALESCE(k.price, h.last_price) IS NOT NULL "
+    "THEN CAST(ROUND(h.shares * 1000000) AS INTEGER) "
+    "* CAST(ROUND(COALESCE(k.price, h.last_price) * 1000000) AS INTEGER) "
+    f"WHEN h.shares <> 0 THEN CAST(ROUND(h.cost_basis * 100) AS INTEGER) * {UNITS_PER_CENT} "
+    "ELSE 0 END"
+)
 # A LEFT JOIN keeps every position (one without a mark falls back) and, on SQLite, makes the
 # positions the outer loop, read in agent order through the agent index (no sort for the
 # sum) while each probes the marks by an automatic index.
@@ -339,12 +352,11 @@ def _snapshots_insert(*, agents: QuerySet[Agent], at: datetime, stale: bool) -> 
     the agents written (a snapshot already there for `at` is left as it is)."""
     agents_sql, agents_params = agents.order_by().values("id").query.sql_with_params()
     postgres = connection.vendor == "postgresql"
-    # Positions are worth their sum, cents down (money.cents_down). SQLite sums in floating
-    # point: rounded at a millionth of a cent first, so 12.35 (12.3499999…) stays 12.35.
+    # Positions are worth their sum, cents down (money.cents_down): exact on both databases.
     if postgres:
         positions_value = f"TRUNC(SUM({_VALUE_SQL}), 2)"
     else:
-        positions_value = f"CAST(ROUND(SUM({_VALUE_SQL}) * 100, 6) AS INTEGER) / 100.0"
+        positions_value = f"(SUM({_VALUE_UNITS_SQLITE}) / {UNITS_PER_CENT}) / 100.0"
     total = "(a.cash + COALESCE(v.positions_value, 0))"
     # The agents are read once (their filter has correlated sub-selects), and the marks once
     # per (market, outcome) (PostgreSQL would fold them back into the join, per position).
