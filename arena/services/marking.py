@@ -278,6 +278,13 @@ def _marks_ctes(markets: str) -> str:
     usable = f"({length} > 0 AND NOT (m.closed AND EXISTS ({unusable})))"
     price = _price_at_sql("m.outcome_prices", index=index, binary="m.is_binary")
     last_open = _price_at_sql("m.last_open_prices", index=index, binary="m.is_binary")
+    mark = f"COALESCE(CASE WHEN m.usable THEN {price} END, {last_open})"
+    # SQLite's exact sum (_VALUE_UNITS_SQLITE) reads the mark in millionths, scaled once here.
+    units = (
+        ""
+        if connection.vendor == "postgresql"
+        else f", CAST(ROUND({mark} * 1000000) AS INTEGER) AS price_units"
+    )
     return f"""
         held_markets AS MATERIALIZED (
             SELECT m.id, m.outcomes, m.outcome_prices, m.last_open_prices,
@@ -285,8 +292,7 @@ def _marks_ctes(markets: str) -> str:
             FROM {Market._meta.db_table} m WHERE m.id IN ({markets})
         ),
         marks AS MATERIALIZED (
-            SELECT m.id AS market_id, {index} AS outcome_index,
-                   COALESCE(CASE WHEN m.usable THEN {price} END, {last_open}) AS price
+            SELECT m.id AS market_id, {index} AS outcome_index, {mark} AS price{units}
             FROM held_markets m {outcomes}
         )
     """  # noqa: S608 — the table name is ours  # nosec B608
@@ -310,9 +316,11 @@ _VALUE_SQL = (
 # (A sum past 9.2 M dollars an agent would overflow SQLite's 64-bit integers.)
 UNITS_PER_CENT = 10**10
 _VALUE_UNITS_SQLITE = (
-    "CASE WHEN COALESCE(k.price, h.last_price) IS NOT NULL "
+    "CASE WHEN k.price_units IS NOT NULL "
+    "THEN CAST(ROUND(h.shares * 1000000) AS INTEGER) * k.price_units "
+    "WHEN h.last_price IS NOT NULL "
     "THEN CAST(ROUND(h.shares * 1000000) AS INTEGER) "
-    "* CAST(ROUND(COALESCE(k.price, h.last_price) * 1000000) AS INTEGER) "
+    "* CAST(ROUND(h.last_price * 1000000) AS INTEGER) "
     f"WHEN h.shares <> 0 THEN CAST(ROUND(h.cost_basis * 100) AS INTEGER) * {UNITS_PER_CENT} "
     "ELSE 0 END"
 )
