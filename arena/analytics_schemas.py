@@ -364,7 +364,7 @@ def _row_fields(row: ModelAnalytics) -> dict[str, Any]:
         "display_name": row.model.display_name,
         "baseline": row.model.is_baseline,
         "outside": row.model.is_outside,
-        "admitted": row.model.is_outside and row.model.admitted_to_main_board,
+        "admitted": row.model.admitted_to_main_board,  # only an outside agent can be
         "offline": row.offline,
         "resolved_bets": row.bets,
         "cohorts_scored": row.cohorts_scored,

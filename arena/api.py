@@ -152,7 +152,7 @@ def _model_row(row: standings.ModelRow) -> ModelRowOut:
         provider=row.model.provider,
         baseline=row.model.is_baseline,
         outside=row.model.is_outside,
-        admitted=row.model.is_outside and row.model.admitted_to_main_board,
+        admitted=row.model.admitted_to_main_board,  # only an outside agent can be
         active=row.model.active,
         offline=row.offline,
         brier=row.brier,

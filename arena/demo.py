@@ -15,12 +15,11 @@ from django.utils import timezone
 
 from agents.models import BenchmarkModel
 from agents.offline import offline_agent_reply
-from agents.types import DecisionContext
 from arena import clock
 from arena.exceptions import OutsideRefused
-from arena.models import Decision, Position
+from arena.models import Decision
 from arena.services.cohorts import cohort_start, cohort_week_start
-from arena.services.decisions import decisions_run_all, portfolio_view
+from arena.services.decisions import decision_context, decisions_run_all
 from arena.services.frozen import FrozenMarkets
 from arena.services.marking import snapshots_take
 from arena.services.outside import outside_decision_submit, outside_decisions_close
@@ -146,18 +145,7 @@ def _demo_outside_submit(*, at: datetime) -> None:
         if decision.run is None:
             continue
         frozen = FrozenMarkets.load(decision.run)
-        positions = list(
-            agent.positions.filter(status=Position.Status.OPEN)
-            .select_related("market")
-            .order_by("pk")
-        )
-        context = DecisionContext(
-            as_of=at,
-            week_start=decision.week_start,
-            cohort_number=agent.cohort.number,
-            portfolio=portfolio_view(agent=agent, frozen=frozen, positions=positions),
-            markets=frozen.universe,
-        )
+        context = decision_context(agent=agent, run=decision.run, frozen=frozen, as_of=at)
         for attempt in (1, 2):
             reply = offline_agent_reply(
                 model_id=agent.model.internal_id, context=context, attempt=attempt

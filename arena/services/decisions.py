@@ -513,16 +513,7 @@ def _decision_run(
         return DecisionOutcome(decision.pk, Decision.Status.SKIPPED)
 
     frozen = FrozenMarkets.load(run)
-    positions = list(
-        agent.positions.filter(status=Position.Status.OPEN).select_related("market").order_by("pk")
-    )
-    context = DecisionContext(
-        as_of=now,
-        week_start=run.week_start,
-        cohort_number=agent.cohort.number,
-        portfolio=portfolio_view(agent=agent, frozen=frozen, positions=positions),
-        markets=frozen.universe,
-    )
+    context = decision_context(agent=agent, run=run, frozen=frozen, as_of=now)
     messages = build_messages(context)
     kind = responder_kind(agent.model)
     with transaction.atomic():
@@ -547,7 +538,7 @@ def _decision_run(
         return DecisionOutcome(decision.pk, CLAIM_LOST, notes=["claim taken over"])
     if kind == Decision.Responder.OUTSIDE:
         return _outside_await(decision=decision, now=now)
-    position_ids = {str(p.pk) for p in positions}
+    position_ids = {p.position_id for p in context.portfolio.positions}
     parsed: ParsedDecision | None = None
     last_error = ""
     reply: Reply | None = None
@@ -642,6 +633,23 @@ def _decision_run(
 
     outcome = decision_execute(decision=decision, parsed=parsed, frozen=frozen)
     return _decision_conclude(decision=decision, parsed=parsed, outcome=outcome, reply=reply)
+
+
+def decision_context(
+    *, agent: Agent, run: DecisionRun, frozen: FrozenMarkets, as_of: datetime
+) -> DecisionContext:
+    """Return what `agent` is shown for the run's week: its portfolio (open positions at the
+    run's frozen prices) and the frozen markets."""
+    positions = list(
+        agent.positions.filter(status=Position.Status.OPEN).select_related("market").order_by("pk")
+    )
+    return DecisionContext(
+        as_of=as_of,
+        week_start=run.week_start,
+        cohort_number=agent.cohort.number,
+        portfolio=portfolio_view(agent=agent, frozen=frozen, positions=positions),
+        markets=frozen.universe,
+    )
 
 
 def _outside_await(*, decision: Decision, now: datetime) -> DecisionOutcome:
