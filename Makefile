@@ -4,7 +4,12 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
+# Each database pass has its own Redis database and Celery queue: `make test` runs both at once.
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
+REDIS_TEST_URL_POSTGRES ?= redis://127.0.0.1:6379/14
+# hypothesis' profile (tests/profiles.py): `ci` for the full counts, derandomized.
+HYPOTHESIS_PROFILE ?= ci
+PYTEST = HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/python -m pytest
 DEMO_WEEKS ?= 6
 # Where `make run` serves: `make run PORT=8100 HOST=0.0.0.0`.
 HOST ?= 127.0.0.1
@@ -15,7 +20,7 @@ PORT ?= 8000
 # suite starts a few hundred of them (manage.py runs, servers, workers).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test check audit lock test-sqlite test-postgres services browser demo superuser bench clean
+.PHONY: run test test-fast check audit lock test-sqlite test-postgres services browser demo superuser bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -67,19 +72,29 @@ check: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
-	$(BIN)/mypy --strict scoring
 	$(BIN)/lint-imports
+	$(BIN)/python .ci/sizes.py
 	DATABASE_URL=sqlite:///:memory: $(BIN)/python manage.py makemigrations --check --dry-run
 	@# Security lint: every finding is fixed or justified in place (see [tool.bandit]).
 	$(BIN)/bandit -c pyproject.toml -q -r forecaster arena markets agents scoring
 
+# The first pass runs every test; the second only those that use the database (a test that uses
+# none cannot depend on it) and are not marked one_pass (tests/conftest.py says which).
 test-sqlite: $(VENV)/.installed-dev
-	@echo "== test suite on SQLite, Celery on Redis =="
-	DATABASE_URL=sqlite:///:memory: REDIS_URL=$(REDIS_TEST_URL) $(BIN)/python -m pytest -q
+	@echo "== test suite on SQLite, Celery on Redis (every test) =="
+	DATABASE_URL=sqlite:///:memory: REDIS_URL=$(REDIS_TEST_URL) CELERY_TEST_QUEUE=sqlite-pass \
+	  $(PYTEST) -q -o cache_dir=.pytest_cache/sqlite
 
 test-postgres: $(VENV)/.installed-dev
-	@echo "== test suite on PostgreSQL, Celery on Redis =="
-	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL) $(BIN)/python -m pytest -q
+	@echo "== test suite on PostgreSQL, Celery on Redis (the tests that use the database) =="
+	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL_POSTGRES) CELERY_TEST_QUEUE=postgres-pass \
+	  $(PYTEST) -q -o cache_dir=.pytest_cache/postgres --second-pass
+
+# The inner loop: SQLite, hypothesis' `dev` profile, no drills, failures first (`make
+# test-fast ARGS="--lf"` runs only what failed last time; `ARGS=tests/arena` a folder).
+test-fast: $(VENV)/.installed-dev
+	DATABASE_URL=sqlite:///:memory: REDIS_URL=$(REDIS_TEST_URL) HYPOTHESIS_PROFILE=dev \
+	  $(BIN)/python -m pytest -q -o cache_dir=.pytest_cache/sqlite -m "not drill" --ff $(ARGS)
 
 # Known vulnerabilities in the locked dependencies (.ci/audit.py says which, or that the
 # vulnerability service could not be reached from this machine: NOT AUDITED).
@@ -92,7 +107,9 @@ lock: $(BIN)/uv
 	$(BIN)/uv pip compile pyproject.toml --all-extras --python-version 3.11 --no-header \
 	  --annotation-style line -o requirements.lock
 
-test: $(VENV)/.installed-dev services browser check audit test-sqlite test-postgres
+# Lint, types, the audit and both database passes run at once (.ci/suite prints each log).
+test: $(VENV)/.installed-dev services browser
+	@MAKE="$(MAKE)" bash .ci/suite
 
 demo: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput -v0

@@ -1,13 +1,141 @@
-"""Shared fixtures: replay servers for the upstreams, fast retry settings."""
+"""The suite's shape (its passes, its time budget, its markers) and the shared fixtures: replay
+servers for the upstreams, fast retry settings.
+
+`make test` runs two passes at once, one per database. The first (SQLite) runs every test; the
+second (PostgreSQL, `--second-pass`) runs only what can behave differently on another
+database: the tests that use the database, less those marked `one_pass` (the browser walk and
+the production-mode checks, which test the site's own rendering, not the database's). A test
+that uses no database cannot depend on one, so running it twice would only cost time.
+
+Every test has a time budget (`--time-budget`, seconds, for its setup and for its call, each;
+0 turns it off). Fixtures a module or the session shares (the test database, a module's world)
+are left out of the setup's: whichever test comes first would pay for all. A test over the
+budget fails unless it is marked `slow` with a reason, so the suite stays fast as it grows. The
+budget is calibrated for both passes running at once on two cores.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import time
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import pytest
 
+import tests.profiles  # noqa: F401  (loads the hypothesis profile before any test module)
 from tests.replay import ReplayServer
+
+DATABASE_FIXTURES = frozenset(
+    {
+        "db",
+        "transactional_db",
+        "django_db_reset_sequences",
+        "django_db_serialized_rollback",
+        "live_server",
+    }
+)
+TIME_BUDGET_SECONDS = 4.0
+
+
+def uses_database(item: pytest.Item) -> bool:
+    """Whether the test can touch the database: pytest-django refuses it to every other one."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return item.get_closest_marker("django_db") is not None or bool(fixtures & DATABASE_FIXTURES)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("forecaster arena")
+    group.addoption(
+        "--second-pass",
+        action="store_true",
+        help="run only the tests that use the database and are not marked one_pass",
+    )
+    group.addoption(
+        "--time-budget",
+        type=float,
+        default=float(os.environ.get("TEST_TIME_BUDGET", TIME_BUDGET_SECONDS)),
+        help="seconds a test's setup, and its call, may each take unless it is marked slow "
+        "(default %(default)s, or TEST_TIME_BUDGET; 0: no budget)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Send this pass's tasks to its own Celery queue (CELERY_TEST_QUEUE), which its workers,
+    threads and processes alike (tests/worker_settings.py), consume."""
+    budget = config.getoption("--time-budget")
+    if budget:
+        config.pluginmanager.register(TimeBudget(budget), "time-budget")
+    queue = os.environ.get("CELERY_TEST_QUEUE")
+    if queue:
+        from forecaster.celery import app
+
+        app.conf.task_default_queue = queue
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        slow = item.get_closest_marker("slow")
+        if slow is not None and not slow.kwargs.get("reason"):
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.slow needs reason='why'")
+    if not config.getoption("--second-pass"):
+        return
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        once = item.get_closest_marker("one_pass") is not None
+        (dropped if once or not uses_database(item) else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+class TimeBudget:
+    """The per-test time budget, registered as a plugin of its own: a conftest's hooks see only
+    the fixtures of its folder, and the test database is set up by the session's."""
+
+    def __init__(self, budget: float) -> None:
+        self.budget = budget
+        self.shared_setup_seconds = 0.0  # of the test being set up: fixtures it shares
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
+        self.shared_setup_seconds = 0.0
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(
+        self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+    ) -> Generator[None, Any, Any]:
+        """Time the fixtures a module or the session shares: the first test to need one pays
+        for everyone's (the test database, a module's world), so the budget leaves it out."""
+        began = time.perf_counter()
+        try:
+            return (yield)
+        finally:
+            if fixturedef.scope != "function":
+                self.shared_setup_seconds += time.perf_counter() - began
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        shared = self.shared_setup_seconds if call.when == "setup" else 0.0
+        spent = report.duration - shared
+        if (
+            call.when in ("setup", "call")
+            and report.passed
+            and spent > self.budget
+            and item.get_closest_marker("slow") is None
+        ):
+            report.outcome = "failed"
+            report.longrepr = (
+                f"{call.when} took {spent:.1f} s, over the suite's budget of {self.budget:g} s "
+                "a test: make it faster, or mark it @pytest.mark.slow(reason=...) saying why "
+                "it cannot be"
+            )
+        return report
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,9 @@
 """Settings of the worker processes the fault drills start (tests/workers.py): the
 project's, except for the broker's visibility timeout when DRILL_VISIBILITY_TIMEOUT_SECONDS
 asks for a short one, so that a drill sees the message of a worker lost whole come back in
-seconds rather than an hour. Kombu then looks for such messages every second."""
+seconds rather than an hour. Kombu then looks for such messages every second. The Celery queue
+is the test pass's own (CELERY_TEST_QUEUE, as tests/conftest.py sets it for the test process):
+the two database passes run at once."""
 
 import os
 
@@ -17,3 +19,4 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_interval": 1,
     "unacked_restore_throttle": 1,
 }
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TEST_QUEUE", "celery")

@@ -58,7 +58,7 @@ def worker_env(**overrides: str) -> dict[str, str]:
         pytest.fail("REDIS_URL must be set: worker drills run against a real Redis broker")
     env = dict(os.environ)
     env.update(
-        DJANGO_SETTINGS_MODULE="forecaster.settings",
+        DJANGO_SETTINGS_MODULE="tests.worker_settings",
         DATABASE_URL=test_database_url(),
         REDIS_URL=redis_url,
         PYTHONUNBUFFERED="1",

@@ -34,6 +34,7 @@ from agents.clients import (
     _parse_retry_after,
 )
 from tests import hostile
+from tests.profiles import example_count
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply, recording
 
 CHAT = "/chat/completions"
@@ -862,7 +863,7 @@ def test_any_hostile_response_yields_a_completion_or_a_typed_error(
     settings.HTTP_MAX_RETRIES = 0
 
     @hypothesis_settings(
-        max_examples=250,
+        max_examples=example_count(250),
         derandomize=True,
         database=None,
         deadline=None,

@@ -14,6 +14,7 @@ from agents.exceptions import DecisionParseError
 from agents.parsing import MAX_BET_AMOUNT, MAX_INVALID_EXCERPT, invalid_excerpt, parse_decision
 from agents.types import BetOrder, MarketView, ParsedDecision, SellOrder
 from tests import hostile
+from tests.profiles import example_count
 
 BINARY = MarketView(
     market_id="517310",
@@ -485,7 +486,7 @@ TARGETS = hostile.Targets(
 
 
 @settings(
-    max_examples=300,
+    max_examples=example_count(300),
     derandomize=True,
     database=None,
     deadline=None,

@@ -45,6 +45,7 @@ from arena.selectors.exports import bet_rows
 from markets.models import Market
 from scoring.statistics import pooled_mean_interval, ratio_interval
 from tests.arena.factories import CohortFactory
+from tests.profiles import example_count
 
 _ids = itertools.count(1)
 
@@ -758,7 +759,7 @@ def odd_bets(draw: st.DrawFn) -> list[tuple[int, int, int, str, float, float, bo
 
 
 @settings(
-    max_examples=20,
+    max_examples=example_count(20),
     deadline=None,
     # Each example's world is rolled back at its end (a savepoint inside the test's database).
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],

@@ -50,9 +50,10 @@ from markets.parsing import parse_market
 from markets.resolution import Verdict
 from markets.services import markets_upsert
 from tests.arena.factories import AgentFactory, CohortFactory
+from tests.profiles import example_count
 
 EXAMPLES = settings(
-    max_examples=25,
+    max_examples=example_count(25),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],

@@ -45,6 +45,7 @@ from markets.sources import RecordedSource
 from tests import hostile
 from tests.arena.books import assert_books_balance
 from tests.arena.conftest import RUN_AT, WEEK
+from tests.profiles import example_count
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply
 
 pytestmark = pytest.mark.django_db
@@ -212,7 +213,7 @@ def _run_example(world: World, agent_id: int, replies: tuple[Reply, ...]) -> Non
 
 def _catalogue(examples: int) -> Callable[[Any], Any]:
     return settings(
-        max_examples=examples,
+        max_examples=example_count(examples),
         derandomize=True,
         database=None,
         deadline=None,

@@ -23,9 +23,10 @@ from arena.services.frozen import FrozenMarkets
 from markets.models import Market
 from tests.arena.conftest import RUN_AT
 from tests.arena.factories import AgentFactory, bet_decision, sell_decision
+from tests.profiles import example_count
 
 EXAMPLES = settings(
-    max_examples=60,
+    max_examples=example_count(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],  # no explain

@@ -29,6 +29,7 @@ from arena.services.trades import trade_buy
 from markets.models import Market
 from scoring.portfolio import max_bet
 from tests.arena.conftest import RUN_AT, WEEK, Reprice
+from tests.profiles import example_count
 
 SHOWN_MAX = re.compile(r"^Maximum bet \(25% of cash\): \$([0-9,]+\.[0-9]{2})$", re.MULTILINE)
 
@@ -95,7 +96,7 @@ def test_the_prompts_maximum_bet_is_what_executes(
 
 
 @settings(
-    max_examples=60,
+    max_examples=example_count(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
