@@ -34,7 +34,7 @@ from arena.models import (
     Trade,
 )
 from arena.selectors import models as model_stats
-from arena.services.marking import position_mark, positions_value_by_agent
+from arena.valuation import position_mark, positions_value_by_agent
 from scoring.aggregates import mean_brier, win_rate
 
 METRIC_DEFINITIONS = [

@@ -2,7 +2,7 @@
 exports are published as the folder `RELEASES_ROOT/cohort-<n>-v<k>/`, which never changes.
 
 A cohort completes when its LLM agents' positions have settled, while its baselines may still
-hold open positions that the ticks keep marking (`arena.services.marking.agents_to_mark`). Its
+hold open positions that the ticks keep marking (`arena.selectors.ticks.agents_to_mark`). Its
 data is final — and only then published — when it is completed and none of its agents is
 still marked: every position settled, baselines included, and the final snapshot taken
 (`arena.selectors.releases.cohorts_final`).

@@ -23,10 +23,10 @@ from agents.models import BenchmarkModel
 from arena.models import Agent, Cohort, PortfolioSnapshot, Position
 from arena.services.marking import (
     portfolio_snapshots_build,
-    position_value,
     position_values_sql,
     snapshots_take,
 )
+from arena.valuation import position_value
 from markets.models import Market
 from tests.arena.factories import AgentFactory, CohortFactory
 

@@ -25,7 +25,8 @@ from arena.models import (
     Position,
     SnapshotTick,
 )
-from arena.services.marking import position_mark, snapshot_slot, snapshots_take
+from arena.services.marking import snapshot_slot, snapshots_take
+from arena.valuation import position_mark
 from markets.models import Market
 from markets.parsing import parse_market
 from markets.services import markets_upsert
