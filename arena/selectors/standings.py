@@ -288,7 +288,7 @@ def boards(
 
 def on_outside_board(model: BenchmarkModel) -> bool:
     """Whether the model is ranked on the outside agents' board: an outside agent that staff
-    have not admitted to the main leaderboard (issue 13)."""
+    have not admitted to the main leaderboard."""
     return model.on_outside_board
 
 

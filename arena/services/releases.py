@@ -1,4 +1,4 @@
-"""Frozen weekly data releases (issue 10): once a completed cohort's data is final, its
+"""Frozen weekly data releases: once a completed cohort's data is final, its
 exports are published as the folder `RELEASES_ROOT/cohort-<n>-v<k>/`, which never changes.
 
 A cohort completes when its LLM agents' positions have settled, while its baselines may still

@@ -1,4 +1,4 @@
-"""Outside agents (issue 13), through the services: an outside team's agent joins each cohort
+"""Outside agents, through the services: an outside team's agent joins each cohort
 like a lineup model, reads the very prompt the lineup gets, and decides through the same
 parser (with the same one retry) and the same execution; a missing submission is a HOLD."""
 

@@ -1,4 +1,4 @@
-"""Mark-to-market every 10 minutes (issue 5; 001 §2.2 and §2.4; 002 "Portfolio snapshots").
+"""Mark-to-market every 10 minutes (001 §2.2 and §2.4; 002 "Portfolio snapshots").
 
 Valuation is checked on `position_mark` and through `snapshots_take` against figures worked
 out by hand here. The closed-market fallback and the price refresh run on the real recorded
