@@ -401,6 +401,30 @@ def _reasoning_text(message: dict[str, Any]) -> str:
     return ""
 
 
+def _choice_answer(choice: dict[str, Any], *, raw_body: str) -> tuple[str, bool]:
+    """Return a choice's answer and whether it is the model's reasoning: the message's text,
+    else (when that is blank) its readable reasoning, all a model cut off by its token limit
+    may have produced; raise OpenRouterBadResponse when the choice has no message or its
+    content is not text."""
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise OpenRouterBadResponse(
+            "choices[0].message is not an object", status=200, raw_body=raw_body
+        )
+    text = _message_text(message.get("content"))
+    if text is None:
+        raise OpenRouterBadResponse(
+            "choices[0].message.content is neither text nor a list of parts",
+            status=200,
+            raw_body=raw_body,
+        )
+    if not text.strip():
+        reasoning = _reasoning_text(message)
+        if reasoning.strip():
+            return reasoning, True
+    return text, False
+
+
 def _completion_from_body(
     raw_body: str, *, requested_model: str, started: float, attempts: int
 ) -> Completion:
@@ -443,23 +467,7 @@ def _completion_from_body(
             raw_body=raw_body,
             provider_name=provider,
         )
-    message = choice.get("message")
-    if not isinstance(message, dict):
-        raise OpenRouterBadResponse(
-            "choices[0].message is not an object", status=200, raw_body=raw_body
-        )
-    text = _message_text(message.get("content"))
-    if text is None:
-        raise OpenRouterBadResponse(
-            "choices[0].message.content is neither text nor a list of parts",
-            status=200,
-            raw_body=raw_body,
-        )
-    used_reasoning = False
-    if not text.strip():
-        reasoning = _reasoning_text(message)
-        if reasoning.strip():
-            text, used_reasoning = reasoning, True
+    text, used_reasoning = _choice_answer(choice, raw_body=raw_body)
     usage = _as_dict(body.get("usage"))
     prompt_details = _as_dict(usage.get("prompt_tokens_details"))
     return Completion(

@@ -83,5 +83,5 @@ class BenchmarkModel(models.Model):
     @property
     def on_outside_board(self) -> bool:
         """Ranked on the outside agents' own board: an outside agent staff have not admitted
-        to the main leaderboard (issue 13)."""
+        to the main leaderboard."""
         return self.is_outside and not self.admitted_to_main_board

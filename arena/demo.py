@@ -30,7 +30,7 @@ from markets.demo import SimulatedSource
 
 logger = logging.getLogger(__name__)
 
-# An outside team in the demo (issue 13), so its board, labels and pages have something to
+# An outside team in the demo, so its board, labels and pages have something to
 # show: a deterministic stand-in that reads its prompt and submits through the service the
 # outside agents' API calls, ten minutes into each decision window.
 DEMO_OUTSIDE_TEAM = "demo-outside-team"

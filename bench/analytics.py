@@ -1,4 +1,4 @@
-"""Measure the leaderboard analytics on a generated year of ~40,000 scored bets (issue 11).
+"""Measure the leaderboard analytics on a generated year of ~40,000 scored bets.
 
 Run from the repository root:
     .venv/bin/python bench/analytics.py [--database URL] [--weeks 52] [--runs 7] [--regenerate]
@@ -627,7 +627,7 @@ def main() -> None:
             year.clear()
         print(f"writing {args.weeks} weeks of data …", flush=True)
         generated = generate(weeks=args.weeks)
-    print("Leaderboard analytics (issue 11), in-process, on a generated year")
+    print("Leaderboard analytics, in-process, on a generated year")
     for line in year.facts():
         print(line)
     counts = data_counts()

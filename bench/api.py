@@ -119,7 +119,7 @@ def _long_agent_ready() -> bool:
 
 def clear() -> None:
     """Empty the arena's and the catalogue's tables (the lineup stays), as pages.py's `clear`
-    does, and whatever refers to them (tables added since pages.py listed its own)."""
+    does, and whatever refers to them (tables pages.py's own list does not name)."""
     from django.apps import apps
     from django.db import connection
 

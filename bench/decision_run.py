@@ -195,7 +195,7 @@ def child() -> dict[str, Any]:
         )
         cases.append((responder, count, [a.pk for a in agents]))
 
-    # The run the decisions see: now the held markets are refreshed too.
+    # The run the decisions see: with positions held, it refreshes the held markets too.
     run, seconds, queries = _timed(lambda: run_prepare(now=NOW, source=source))
     held_count = SnapshotMarket.objects.filter(run=run, rank__isnull=True).count()
     prepare.append(

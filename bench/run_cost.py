@@ -1,4 +1,4 @@
-"""The cost of a weekly decision run, with and without prompt caching (issue 12).
+"""The cost of a weekly decision run, with and without prompt caching.
 
 Run from the repository root: .venv/bin/python bench/run_cost.py [--cohorts 100]
 

@@ -423,7 +423,7 @@ def diagnostics(repeat: int) -> dict[str, Any]:
     """Two reads of the tick (100 active cohorts) as arena/services.py writes them, next to the
     same reads as the README suggests; both versions are replicated here, labelled."""
     from arena.models import Cohort, Position
-    from arena.services.marking import position_mark
+    from arena.valuation import position_mark
     from markets.models import Market
 
     open_active = Position.objects.filter(
@@ -538,7 +538,8 @@ def child(repeat: int) -> dict[str, Any]:
     from arena.models import Agent, PortfolioSnapshot, Position, SnapshotTick
     from arena.selectors import curves as curves_module
     from arena.selectors.curves import value_series
-    from arena.services.marking import held_market_ids, snapshots_take
+    from arena.selectors.ticks import held_market_ids
+    from arena.services.marking import snapshots_take
     from arena.services.rollup import rollup_rebuild
     from markets.parsing import parse_markets
     from markets.services import markets_refresh, markets_upsert

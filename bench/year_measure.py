@@ -238,7 +238,8 @@ def measure_tick(url: str, ticks: int, season_weeks: int) -> None:
 
     from arena import clock
     from arena.models import Cohort, PortfolioSnapshot, SnapshotTick
-    from arena.services.marking import agents_to_mark, snapshots_take
+    from arena.selectors.ticks import agents_to_mark
+    from arena.services.marking import snapshots_take
     from arena.services.settlement import resolutions_check
     from markets.demo import SimulatedSource
 

@@ -1,4 +1,4 @@
-"""Issue 12, hostile input: every public HTML page answers hostile parameters with a valid page
+"""Hostile input: every public HTML page answers hostile parameters with a valid page
 or a 4xx, never a 500, and never echoes a parameter's markup raw.
 
 The catalogue (/markets/) is swept in tests/markets/test_hostile_records.py; this sweeps the

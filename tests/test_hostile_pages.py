@@ -1,4 +1,4 @@
-"""Issue 9, quality bars: hostile text renders escaped on every public page that shows it.
+"""Quality bars: hostile text renders escaped on every public page that shows it.
 
 Market questions come from Polymarket and reasoning, raw responses and rejection reasons from
 models: all of it is stored verbatim and may hold markup meant to break out of the page — a

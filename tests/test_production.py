@@ -116,7 +116,7 @@ PAGES = (
     "market",
     "admin login",
 )
-# Pages added in the same issue; each is tested once its URL name resolves.
+# The info pages, by URL name; each is tested where its URL name resolves.
 INFO_PAGES = ("arena:methodology", "arena:status", "arena:about")
 
 
@@ -176,7 +176,7 @@ def test_info_page_renders_with_debug_off_and_links_hashed_static_files(
     try:
         url = reverse(url_name)
     except NoReverseMatch:
-        pytest.skip(f"{url_name} is not routed yet (added by another part of issue 9)")
+        pytest.skip(f"{url_name} is not routed in this build")
     response = client.get(url)
     assert response.status_code == 200
     assert HASHED_CSS.search(response.content.decode())

@@ -1,4 +1,4 @@
-"""Issue 9, quality bars: each public page issues a constant number of queries whatever the
+"""Quality bars: each public page issues a constant number of queries whatever the
 data size. Every page is read over a small world, then over one three times larger (more
 cohorts, markets, positions, trades, attempts, snapshots and events) and must issue exactly
 the same number of queries — a query per row would show as a difference.

@@ -1,4 +1,4 @@
-"""Real Celery worker processes for the fault drills (issue 12).
+"""Real Celery worker processes for the fault drills.
 
 A drill that kills a worker, or runs several at once, needs workers that are processes of
 their own: `celery -A forecaster worker`, started with the environment the drill gives it,

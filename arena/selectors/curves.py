@@ -86,7 +86,7 @@ LLM_PALETTE = (
     "#f08a24",  # orange
     "#7b3fc4",  # purple
     "#3f8f29",  # green
-    "#b08900",  # ochre (magenta, next to red, was too close to slot 2 to tell apart)
+    "#b08900",  # ochre (magenta here, next to red, would be too close to slot 2 to tell apart)
     "#c2185b",  # magenta
     "#0f6e8c",  # petrol
     "#8d5a3c",  # brown

@@ -12,7 +12,7 @@ inclusive, on the row's natural day: a trade's execution, a position's opening, 
 slot, a decision's week start — an attempt goes with its decision), and `offline`.
 
 The bets dataset has one row per executed BUY, ordered by trade id, with exactly the columns of
-`BET_COLUMNS` — enough to recompute the leaderboard's pooled Brier and win rate (issue 10):
+`BET_COLUMNS` — enough to recompute the leaderboard's pooled Brier and win rate:
 
 - `model`: the model's stable id (`BenchmarkModel.internal_id`); `cohort`: the cohort number;
   `market_id`: Polymarket's id of the market.

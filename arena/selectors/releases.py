@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef, QuerySet
 
 from arena.models import Cohort, DataRelease, Position, SystemEvent
-from arena.services.marking import agents_to_mark
+from arena.selectors.ticks import agents_to_mark
 
 # What a release's files are served as, by the end of their name.
 CONTENT_TYPES = {

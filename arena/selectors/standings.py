@@ -34,7 +34,7 @@ from arena.models import (
     Trade,
 )
 from arena.selectors import models as model_stats
-from arena.services.marking import position_mark, positions_value_by_agent
+from arena.valuation import position_mark, positions_value_by_agent
 from scoring.aggregates import mean_brier, win_rate
 
 METRIC_DEFINITIONS = [
@@ -288,7 +288,7 @@ def boards(
 
 def on_outside_board(model: BenchmarkModel) -> bool:
     """Whether the model is ranked on the outside agents' board: an outside agent that staff
-    have not admitted to the main leaderboard (issue 13)."""
+    have not admitted to the main leaderboard."""
     return model.on_outside_board
 
 

@@ -50,10 +50,10 @@ from arena.models import (
 from arena.services.cohorts import cohort_start, cohort_week_start
 from arena.services.events import Kind, Level, event_record
 from arena.services.frozen import FrozenMarkets, run_prepare
-from arena.services.marking import position_mark
 from arena.services.schedule import cohort_missed_record
 from arena.services.trades import trade_buy, trade_reject, trade_sell
 from arena.services.window import outside_window
+from arena.valuation import position_mark
 from markets.sources import MarketSource
 
 logger = logging.getLogger(__name__)

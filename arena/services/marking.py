@@ -6,12 +6,10 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Avg, Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Avg, Count, QuerySet
 
-from agents.models import BenchmarkModel
 from arena import clock, money
 from arena.models import (
     Agent,
@@ -21,23 +19,14 @@ from arena.models import (
     SnapshotTick,
     Trade,
 )
+from arena.selectors.ticks import agents_to_mark, held_market_ids
 from arena.services.rollup import rollup_merge
+from arena.valuation import positions_value_by_agent
 from markets import services as market_services
 from markets.models import Market
 from markets.sources import MarketSource
 
 logger = logging.getLogger(__name__)
-
-
-def held_market_ids() -> set[str]:
-    """Return the Polymarket ids of every market in which an agent holds an open position
-    (a baseline's position outlives its completed cohort, and is marked all the same)."""
-    return set(
-        Position.objects.filter(status=Position.Status.OPEN)
-        .values_list("market__polymarket_id", flat=True)
-        .order_by()  # the model's default ordering would widen the DISTINCT to every row
-        .distinct()
-    )
 
 
 # ------------------------------------------------------------------ mark to market (002)
@@ -49,125 +38,6 @@ def snapshot_slot(now: datetime) -> datetime:
     """Return the 10-minute slot `now` falls in (UTC, floored)."""
     moment = now.astimezone(UTC)
     return moment.replace(minute=moment.minute - moment.minute % 10, second=0, microsecond=0)
-
-
-def _price_at(prices: list[Any], *, side: str, index: int, binary: bool) -> Decimal | None:
-    if binary:
-        if not prices or prices[0] is None:
-            return None
-        yes = Decimal(str(prices[0]))
-        return yes if index == 0 else Decimal(1) - yes
-    if index >= len(prices) or prices[index] is None:
-        return None
-    return Decimal(str(prices[index]))
-
-
-def position_mark(
-    *,
-    side: str,
-    index: int,
-    outcomes: list[Any],
-    prices: list[Any],
-    last_open_prices: list[Any],
-    closed: bool,
-    last_price: Decimal | None,
-    shares: Decimal,
-    cost_basis: Decimal,
-) -> Decimal:
-    """Return a position's side-correct valuation price.
-
-    YES: the YES price; NO: 1 − YES; an outcome: its own price. When the market has no
-    usable price — none reported, or closed and unresolved with a price at 0 — the
-    position keeps the price the market had when last open, else its last trade price, else
-    its average entry, rather than collapsing to zero (002).
-    """
-    price = _known_mark(
-        side=side, index=index, outcomes=outcomes, prices=prices,
-        last_open_prices=last_open_prices, closed=closed, last_price=last_price,
-    )  # fmt: skip
-    if price is not None:
-        return price
-    return cost_basis / shares if shares else Decimal(0)
-
-
-def position_value(
-    *,
-    side: str,
-    index: int,
-    outcomes: list[Any],
-    prices: list[Any],
-    last_open_prices: list[Any],
-    closed: bool,
-    last_price: Decimal | None,
-    shares: Decimal,
-    cost_basis: Decimal,
-) -> Decimal:
-    """Return a position's value: shares × `position_mark`; at its average entry, its cost
-    basis itself (shares × (cost ÷ shares), without the division's last-digit rounding)."""
-    price = _known_mark(
-        side=side, index=index, outcomes=outcomes, prices=prices,
-        last_open_prices=last_open_prices, closed=closed, last_price=last_price,
-    )  # fmt: skip
-    if price is not None:
-        return shares * price
-    return cost_basis if shares else Decimal(0)
-
-
-def _known_mark(
-    *,
-    side: str,
-    index: int,
-    outcomes: list[Any],
-    prices: list[Any],
-    last_open_prices: list[Any],
-    closed: bool,
-    last_price: Decimal | None,
-) -> Decimal | None:
-    """`position_mark` short of the average entry: None when the position falls to it."""
-    if not 0 <= index < len(outcomes):
-        return last_price  # an outcome the market no longer lists has no price of its own
-    binary = [str(o).lower() for o in outcomes] == ["yes", "no"]
-    # Usable or not is decided for the whole market, so both sides of a pair stay
-    # consistent: a closed, unresolved market with a missing or zero price has none (a
-    # zero would wipe a position out before the resolution says so).
-    usable = bool(prices) and not (
-        closed and any(p is None or Decimal(str(p)) == 0 for p in prices)
-    )
-    price = _price_at(prices, side=side, index=index, binary=binary) if usable else None
-    if price is not None:
-        return price
-    fallback = _price_at(last_open_prices, side=side, index=index, binary=binary)
-    if fallback is not None:
-        return fallback
-    return last_price
-
-
-def positions_value_by_agent(positions: QuerySet[Position]) -> dict[int, Decimal]:
-    """Return Σ shares × side-correct mark price per agent for `positions` (two queries:
-    the positions, then each of their markets once)."""
-    rows = list(
-        positions.order_by().values_list(
-            "agent_id", "market_id", "outcome_index", "side", "shares", "cost_basis", "last_price"
-        )
-    )
-    markets = {
-        pk: (outcomes, prices, last_open, closed)
-        for pk, outcomes, prices, last_open, closed in Market.objects.filter(
-            pk__in={row[1] for row in rows}
-        )
-        .order_by()
-        .values_list("pk", "outcomes", "outcome_prices", "last_open_prices", "closed")
-    }
-    values: dict[int, Decimal] = {}
-    for agent_id, market_id, index, side, shares, cost, last_price in rows:
-        outcomes, prices, last_open, closed = markets[market_id]
-        value = position_value(
-            side=side, index=index, outcomes=outcomes, prices=prices,
-            last_open_prices=last_open, closed=closed, last_price=last_price,
-            shares=shares, cost_basis=cost,
-        )  # fmt: skip
-        values[agent_id] = values.get(agent_id, Decimal(0)) + value
-    return values
 
 
 @dataclass
@@ -188,29 +58,6 @@ class TickReport:
         )
 
 
-def agents_to_mark() -> QuerySet[Agent]:
-    """Return the agents a tick marks: every agent of an active cohort, and every baseline
-    or outside agent of a completed cohort that still holds an open position (a long-dated
-    bet: the cohort completes without waiting for them) or whose last position closed after its
-    last snapshot (one more snapshot, so its curve ends at the settled value it is ranked by)."""
-    holding = Position.objects.filter(agent=OuterRef("pk"), status=Position.Status.OPEN)
-    closed_since = Position.objects.filter(
-        agent=OuterRef("pk"), closed_at__gte=OuterRef("last_snapshot_at")
-    )
-    last_snapshot_at = (
-        PortfolioSnapshot.objects.filter(agent=OuterRef("pk"))
-        .order_by("-snapshot_timestamp")
-        .values("snapshot_timestamp")[:1]
-    )
-    return Agent.objects.annotate(last_snapshot_at=Subquery(last_snapshot_at)).filter(
-        Q(cohort__status=Cohort.Status.ACTIVE)
-        | Q(
-            Exists(holding) | Exists(closed_since),
-            model__kind__in=(BenchmarkModel.Kind.BASELINE, BenchmarkModel.Kind.OUTSIDE),
-        )
-    )
-
-
 def portfolio_snapshots_write(*, agents: QuerySet[Agent], at: datetime, stale: bool = False) -> int:
     """Write one snapshot per agent of `agents` stamped `at`, valued at the stored prices,
     and merge them into the agents' hourly and daily rollups; return how many were written.
@@ -222,12 +69,12 @@ def portfolio_snapshots_write(*, agents: QuerySet[Agent], at: datetime, stale: b
     return len(written)
 
 
-# --------------------------------------------------- the valuation in SQL (position_mark's)
+# ------------------------------------- the valuation in SQL (arena.valuation's, in the database)
 
 
 def _price_at_sql(prices: str, *, index: str, binary: str) -> str:
-    """SQL of `_price_at` for outcome `index` in the JSON list `prices`: NULL where it gives
-    None (no element, or a JSON null)."""
+    """SQL of `valuation._price_at` for outcome `index` in the JSON list `prices`: NULL
+    where it gives None (no element, or a JSON null)."""
     if connection.vendor == "postgresql":
         first = f"({prices} ->> 0)::numeric"
         own = f"({prices} ->> {index})::numeric"
@@ -241,11 +88,11 @@ def _price_at_sql(prices: str, *, index: str, binary: str) -> str:
 
 
 def _marks_ctes(markets: str) -> str:
-    """SQL of two common table expressions: `held_markets`, what `_known_mark` decides once
-    per market (binary or not, prices usable or not) for the markets `markets` selects (a
-    query of market ids), and `marks`, the known mark of each of their outcomes, NULL where a
-    position falls to its last trade price or its entry. The JSON is read once per market
-    and outcome, not for every position."""
+    """SQL of two common table expressions: `held_markets`, what `valuation._known_mark`
+    decides once per market (binary or not, prices usable or not) for the markets `markets`
+    selects (a query of market ids), and `marks`, the known mark of each of their outcomes,
+    NULL where a position falls to its last trade price or its entry. The JSON is read once
+    per market and outcome, not for every position."""
     if connection.vendor == "postgresql":
         binary = (
             "(jsonb_array_length(m.outcomes) = 2 AND lower(m.outcomes ->> 0) = 'yes' "
@@ -274,7 +121,7 @@ def _marks_ctes(markets: str) -> str:
         )
         index = "o.key"  # an array element's key is its index, an integer
         outcomes = "JOIN json_each(m.outcomes) o"
-    # Usable or not is decided for the whole market, as position_mark decides it.
+    # Usable or not is decided for the whole market, as valuation.position_mark decides it.
     usable = f"({length} > 0 AND NOT (m.closed AND EXISTS ({unusable})))"
     price = _price_at_sql("m.outcome_prices", index=index, binary="m.is_binary")
     last_open = _price_at_sql("m.last_open_prices", index=index, binary="m.is_binary")
@@ -302,7 +149,7 @@ def _marks_ctes(markets: str) -> str:
 # hundred ids, rather than the positions themselves (a superset of those being marked).
 _HELD_MARKETS_SQL = f"SELECT market_id FROM {Position._meta.db_table} WHERE status = %s"  # nosec B608
 
-# `position_value` of position `h` at its outcome's known mark `k` (from `_marks_ctes`):
+# `valuation.position_value` of position `h` at its outcome's known mark `k` (from `_marks_ctes`):
 # exact (numeric) on PostgreSQL; on SQLite in floating point, as SQLite computes decimals.
 # A position on an outcome its market no longer lists has no mark: its last trade price.
 _VALUE_SQL = (
@@ -332,7 +179,7 @@ _MARK_JOIN = "LEFT JOIN marks k ON k.market_id = h.market_id AND k.outcome_index
 
 def position_values_sql(positions: QuerySet[Position]) -> dict[int, Decimal]:
     """Return each of `positions`' value as the snapshot write computes it in the database,
-    before the sum is rounded to the cent (for checking it against `position_value`)."""
+    before the sum is rounded to the cent (for checking it against `valuation.position_value`)."""
     held_sql, held_params = positions.order_by().values("id").query.sql_with_params()
     sql = f"""
         WITH {_marks_ctes(_HELD_MARKETS_SQL)}
@@ -355,9 +202,10 @@ _SCORED_BUYS = (
 
 def _snapshots_insert(*, agents: QuerySet[Agent], at: datetime, stale: bool) -> list[int]:
     """Write one snapshot per agent of `agents` stamped `at` in one INSERT … SELECT that
-    values the open positions in the database (`_value_sql`: position_mark's rules) and
-    reads cash, positions and Brier scores in one view of the books (one statement); return
-    the agents written (a snapshot already there for `at` is left as it is)."""
+    values the open positions in the database (`_VALUE_SQL`: `valuation.position_mark`'s
+    rules) and reads cash, positions and Brier scores in one view of the books (one
+    statement); return the agents written (a snapshot already there for `at` is left as it
+    is)."""
     agents_sql, agents_params = agents.order_by().values("id").query.sql_with_params()
     postgres = connection.vendor == "postgresql"
     # Positions are worth their sum, cents down (money.cents_down): exact on both databases.
@@ -420,7 +268,7 @@ def portfolio_snapshots_build(
     *, agents: QuerySet[Agent], at: datetime, stale: bool = False
 ) -> list[PortfolioSnapshot]:
     """Return (unsaved) one snapshot per agent of `agents` stamped `at`, valued at the stored
-    prices by `position_mark`, from a constant number of queries: the Python reference of
+    prices by `valuation.position_mark`, from a constant number of queries: the Python reference of
     the snapshot write (`_snapshots_insert` computes the same in the database)."""
     rows = list(agents.order_by().values_list("pk", "cash", "cohort__starting_balance"))
     agent_ids = [pk for pk, _, _ in rows]

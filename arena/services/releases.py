@@ -1,8 +1,8 @@
-"""Frozen weekly data releases (issue 10): once a completed cohort's data is final, its
+"""Frozen weekly data releases: once a completed cohort's data is final, its
 exports are published as the folder `RELEASES_ROOT/cohort-<n>-v<k>/`, which never changes.
 
 A cohort completes when its LLM agents' positions have settled, while its baselines may still
-hold open positions that the ticks keep marking (`arena.services.marking.agents_to_mark`). Its
+hold open positions that the ticks keep marking (`arena.selectors.ticks.agents_to_mark`). Its
 data is final — and only then published — when it is completed and none of its agents is
 still marked: every position settled, baselines included, and the final snapshot taken
 (`arena.selectors.releases.cohorts_final`).
@@ -327,39 +327,10 @@ def _publish(root: Path, cohort: Cohort, *, now: datetime) -> PublishOutcome:
         version = _next_version(root, cohort, previous)
         name = release_name(cohort_number=cohort.number, version=version)
         changes = release_changes(previous=previous, data_files=data_files)
-        citation = release_citation(
-            name=name,
-            cohort_number=cohort.number,
-            version=version,
-            published_at=now,
-            methodology=cohort.methodology_version,
-        )
-        _text_write(partial / SCHEMA, json.dumps(_schema(data_files), indent=2) + "\n")
-        _text_write(
-            partial / README,
-            _readme(
-                name=name,
-                cohort=cohort,
-                version=version,
-                published_at=now,
-                data_files=data_files,
-                changes=changes,
-                citation=citation,
-            ),
-        )
-        _text_write(
-            partial / CITATION,
-            _citation_cff(name=name, cohort=cohort, version=version, published_at=now),
-        )
-        record = {
-            "name": name,
-            "cohort": cohort.number,
-            "version": version,
-            "published_at": now.isoformat(),
-            "methodology_version": cohort.methodology_version,
-            "changes": changes,
-        }
-        _text_write(partial / RELEASE_RECORD, json.dumps(record, indent=2) + "\n")
+        _descriptions_write(
+            partial, cohort=cohort, name=name, version=version, published_at=now,
+            data_files=data_files, changes=changes,
+        )  # fmt: skip
         files = _files(partial, data_files)
         sums = "".join(f"{f['sha256']}  {f['name']}\n" for f in files)
         _text_write(partial / CHECKSUMS, sums)
@@ -397,6 +368,54 @@ def _publish(root: Path, cohort: Cohort, *, now: datetime) -> PublishOutcome:
         data={"release": name, "sha256": release.sha256, "bytes": release.total_bytes},
     )
     return PublishOutcome(cohort=cohort.number, status="published", release=release)
+
+
+def _descriptions_write(
+    folder: Path,
+    *,
+    cohort: Cohort,
+    name: str,
+    version: int,
+    published_at: datetime,
+    data_files: list[dict[str, Any]],
+    changes: str,
+) -> None:
+    """Write what describes the release's data files into `folder`: the schema, the README
+    (with the suggested citation), `CITATION.cff` and the release's own record, from which an
+    adoption rebuilds the release's row."""
+    citation = release_citation(
+        name=name,
+        cohort_number=cohort.number,
+        version=version,
+        published_at=published_at,
+        methodology=cohort.methodology_version,
+    )
+    _text_write(folder / SCHEMA, json.dumps(_schema(data_files), indent=2) + "\n")
+    _text_write(
+        folder / README,
+        _readme(
+            name=name,
+            cohort=cohort,
+            version=version,
+            published_at=published_at,
+            data_files=data_files,
+            changes=changes,
+            citation=citation,
+        ),
+    )
+    _text_write(
+        folder / CITATION,
+        _citation_cff(name=name, cohort=cohort, version=version, published_at=published_at),
+    )
+    record = {
+        "name": name,
+        "cohort": cohort.number,
+        "version": version,
+        "published_at": published_at.isoformat(),
+        "methodology_version": cohort.methodology_version,
+        "changes": changes,
+    }
+    _text_write(folder / RELEASE_RECORD, json.dumps(record, indent=2) + "\n")
 
 
 # --------------------------------------------------------------------------- the files

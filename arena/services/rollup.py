@@ -1,4 +1,4 @@
-"""Hourly and daily rollups of each agent's snapshots (issue 12), for the charts.
+"""Hourly and daily rollups of each agent's snapshots, for the charts.
 
 A rollup row sums up one agent's snapshots over one UTC hour or day: the first and last
 snapshot's times, the last snapshot's figures (a chart bucket's value is its last snapshot's),

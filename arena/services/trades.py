@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from decimal import Decimal
 
 from django.db import transaction
 
 from agents.types import (
     BetOrder,
+    MarketView,
     SellOrder,
 )
 from arena import clock, money
@@ -18,6 +20,7 @@ from arena.models import (
     Cohort,
     Decision,
     Position,
+    SnapshotMarket,
     Trade,
 )
 from arena.services.frozen import FrozenMarkets, outcome_index, side_price
@@ -115,18 +118,7 @@ def trade_buy(
     the market open; shares = amount / price (rounded down); one open position per market and
     side — a second bet adds shares and cost basis. Stores the bet's implied confidence.
     """
-    view = frozen.views.get(order.market_id)
-    row = frozen.rows.get(order.market_id)
-    if view is None or row is None:
-        raise TradeRejected(f"unknown market {order.market_id}: not in this run's snapshot")
-    amount = money.cents_down(order.amount)
-    if amount < money.MIN_BET:
-        raise TradeRejected(f"bet ${amount} is under the ${money.MIN_BET} minimum")
-    price = side_price(view, order.side)
-    if price is None:
-        raise TradeRejected(f"no price for {order.side} in market {order.market_id}")
-    if price <= 0 or price >= 1:
-        raise TradeRejected(f"price {price} of {order.side} leaves nothing to trade (0 or 1)")
+    view, row, amount, price = _buy_quote(order=order, frozen=frozen)
     now = clock.now()
     with transaction.atomic():
         _claim_check(decision)
@@ -153,29 +145,10 @@ def trade_buy(
         )
         if debited != 1:
             raise TradeRejected(f"bet ${amount} is more than the cash left")
-        position = (
-            Position.objects.select_for_update(of=("self",))
-            .filter(agent=agent, market=market, side=order.side, status=Position.Status.OPEN)
-            .order_by("pk")
-            .first()
-        )
-        if position:
-            Position.objects.filter(pk=position.pk).update(
-                shares=position.shares + shares,
-                cost_basis=position.cost_basis + amount,
-                last_price=price,
-            )
-        else:
-            position = Position.objects.create(
-                agent=agent,
-                market=market,
-                side=order.side,
-                outcome_index=outcome_index(view, order.side),
-                shares=shares,
-                cost_basis=amount,
-                last_price=price,
-                opened_at=now,
-            )
+        position = _position_add(
+            agent=agent, market=market, view=view, side=order.side,
+            shares=shares, amount=amount, price=price, now=now,
+        )  # fmt: skip
         return Trade.objects.create(
             decision=decision,
             agent=agent,
@@ -198,6 +171,67 @@ def trade_buy(
             ),
             created_at=now,
         )
+
+
+def _buy_quote(
+    *, order: BetOrder, frozen: FrozenMarkets
+) -> tuple[MarketView, SnapshotMarket, Decimal, Decimal]:
+    """Return the bet's market as the run froze it (its view and row), the amount (cents
+    down) and the side-correct price; raise TradeRejected when the market is not in the
+    snapshot, the amount is under the minimum or the price leaves nothing to trade. Nothing
+    here needs a lock: it reads the order and the frozen snapshot alone."""
+    view = frozen.views.get(order.market_id)
+    row = frozen.rows.get(order.market_id)
+    if view is None or row is None:
+        raise TradeRejected(f"unknown market {order.market_id}: not in this run's snapshot")
+    amount = money.cents_down(order.amount)
+    if amount < money.MIN_BET:
+        raise TradeRejected(f"bet ${amount} is under the ${money.MIN_BET} minimum")
+    price = side_price(view, order.side)
+    if price is None:
+        raise TradeRejected(f"no price for {order.side} in market {order.market_id}")
+    if price <= 0 or price >= 1:
+        raise TradeRejected(f"price {price} of {order.side} leaves nothing to trade (0 or 1)")
+    return view, row, amount, price
+
+
+def _position_add(
+    *,
+    agent: Agent,
+    market: Market,
+    view: MarketView,
+    side: str,
+    shares: Decimal,
+    amount: Decimal,
+    price: Decimal,
+    now: datetime,
+) -> Position:
+    """Add a buy to the agent's open position on the market's side (one per market and side:
+    a second bet adds shares and cost basis), or open that position; return it. Runs inside
+    the buy's transaction, under its locks."""
+    position = (
+        Position.objects.select_for_update(of=("self",))
+        .filter(agent=agent, market=market, side=side, status=Position.Status.OPEN)
+        .order_by("pk")
+        .first()
+    )
+    if position:
+        Position.objects.filter(pk=position.pk).update(
+            shares=position.shares + shares,
+            cost_basis=position.cost_basis + amount,
+            last_price=price,
+        )
+        return position
+    return Position.objects.create(
+        agent=agent,
+        market=market,
+        side=side,
+        outcome_index=outcome_index(view, side),
+        shares=shares,
+        cost_basis=amount,
+        last_price=price,
+        opened_at=now,
+    )
 
 
 def trade_sell(
@@ -234,19 +268,8 @@ def trade_sell(
         price = side_price(view, position.side) if view else None
         if price is None:
             raise TradeRejected(f"no price for {position.side} in market {market.polymarket_id}")
-        fraction = order.percentage / Decimal(100)
-        full = order.percentage >= 100
-        shares_sold = position.shares if full else money.shares_down(position.shares * fraction)
-        if shares_sold <= 0:
-            raise TradeRejected("sell of 0 shares")
-        proceeds = money.cents_down(shares_sold * price)
-        released = (
-            position.cost_basis
-            if full
-            else min(
-                money.cents_up(position.cost_basis * shares_sold / position.shares),
-                position.cost_basis,
-            )
+        shares_sold, proceeds, released = _sale_figures(
+            position=position, percentage=order.percentage, price=price
         )
         realized = proceeds - released
         agent = Agent.objects.select_for_update(of=("self",)).get(pk=decision.agent_id)
@@ -282,3 +305,27 @@ def trade_sell(
             realized_pnl=realized,
             created_at=now,
         )
+
+
+def _sale_figures(
+    *, position: Position, percentage: Decimal, price: Decimal
+) -> tuple[Decimal, Decimal, Decimal]:
+    """Return the shares a sale of `percentage` of `position` sells (rounded down; 100% sells
+    them all), its proceeds at `price` (cents down) and the cost basis it releases (in
+    proportion, rounded up but never past the whole, so realized P/L never gains a cent);
+    raise TradeRejected when it sells no share."""
+    fraction = percentage / Decimal(100)
+    full = percentage >= 100
+    shares_sold = position.shares if full else money.shares_down(position.shares * fraction)
+    if shares_sold <= 0:
+        raise TradeRejected("sell of 0 shares")
+    proceeds = money.cents_down(shares_sold * price)
+    released = (
+        position.cost_basis
+        if full
+        else min(
+            money.cents_up(position.cost_basis * shares_sold / position.shares),
+            position.cost_basis,
+        )
+    )
+    return shares_sold, proceeds, released

@@ -538,7 +538,7 @@ def test_unreadable_retry_after_header_is_ignored(header: str | None) -> None:
     assert _parse_retry_after(header) is None
 
 
-# --- hostile bodies (issue "Engine integrity"): a Completion or a typed error, nothing else ---
+# --- hostile bodies: a Completion or a typed error, nothing else ---------------------------
 
 
 def _with_usage(**usage: str) -> Reply:

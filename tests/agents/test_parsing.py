@@ -308,7 +308,7 @@ def test_invalid_excerpt_is_the_first_500_characters() -> None:
     assert invalid_excerpt("short") == "short"
 
 
-# --- bounds on numbers (issue "Engine integrity"): a hostile number is a parse error ------
+# --- bounds on numbers: a hostile number is a parse error, never a crash or a huge bet ---
 
 
 def parse_or_error(raw: str) -> ParsedDecision | DecisionParseError:

@@ -1,4 +1,4 @@
-"""Prompt caching through OpenRouter (issue 12): the breakpoint the client puts at the end of
+"""Prompt caching through OpenRouter: the breakpoint the client puts at the end of
 the run's shared prompt part, and the cache figures it reads from a response's usage.
 
 End to end against the 127.0.0.1 replay server. The usage objects are real (OpenRouter answers

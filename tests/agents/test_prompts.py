@@ -259,7 +259,7 @@ def test_real_500_market_prompt_is_at_most_half_the_original_size_per_market() -
     assert len(section) / 500 <= MAX_CHARS_PER_MARKET == ORIGINAL_CHARS_PER_MARKET // 2
 
 
-# --- v2: the shared part first (issue 12), v1 kept for stored decisions ----------------------
+# --- v2: the shared part first (a cacheable prefix), v1 kept for stored decisions -----------
 
 OTHER_AGENT = replace(
     SMALL,
@@ -312,7 +312,7 @@ def test_v1_still_renders_as_it_did_for_decisions_stored_under_it() -> None:
     assert messages[1]["content"].startswith(V1_SMALL + "\n\nYOUR PREVIOUS RESPONSE WAS INVALID")
 
 
-# SMALL's user prompt as v1 rendered it before v2 existed (the portfolio first).
+# SMALL's user prompt as v1 renders it (the portfolio first), as its stored decisions hold it.
 V1_SMALL = (
     "DECISION\nDate: 2026-02-01 00:05 UTC. Decision week starting 2026-02-01, cohort 3.\n\n"
     "PORTFOLIO\nCash: $8,800.00\nMaximum bet (25% of cash): $2,200.00\n"

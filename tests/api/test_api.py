@@ -1,4 +1,4 @@
-"""Issue 10, the JSON API at /api/v1/ (first slice): read-only endpoints that answer with the
+"""The JSON API at /api/v1/: read-only endpoints that answer with the
 figures of the pages' own selectors, money as decimal strings, stable ids, one error envelope
 for every 4xx, docs served without network, and a constant number of queries per list.
 """

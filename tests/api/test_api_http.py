@@ -1,4 +1,4 @@
-"""Issue 10, the API's HTTP hygiene: ETag with 304 on GETs, per-client rate limiting with 429
+"""The API's HTTP hygiene: ETag with 304 on GETs, per-client rate limiting with 429
 and `Retry-After` in the error envelope, CORS open for reading, and the envelope for the
 unknown paths and wrong methods Django answers itself; the HTML site keeps its own behaviour.
 """

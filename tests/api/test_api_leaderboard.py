@@ -1,4 +1,4 @@
-"""Issue 10, the API's leaderboard: ranked by a metric (brier, return, win_rate,
+"""The API's leaderboard: ranked by a metric (brier, return, win_rate,
 resolved_bets), over every cohort or only the completed ones, baselines in or out; the chosen
 filters echoed. Each metric ranks in its own direction (a lower Brier is better; a higher
 return, win rate or number of resolved bets is better), rows without the figure last, offline

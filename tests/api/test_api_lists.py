@@ -1,4 +1,4 @@
-"""Issue 10, the API's lists: every trade (executed and rejected), the resolutions, the market
+"""The API's lists: every trade (executed and rejected), the resolutions, the market
 catalogue with the bets on each market, a market's price history while held, and an agent's
 positions and trades, each paginated in a stable order (a maximum page size) and filtered;
 an agent's own answer bounds its trades. Filters naming nothing known are a 422, a backwards

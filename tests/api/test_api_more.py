@@ -1,4 +1,4 @@
-"""Issue 10, the JSON API's second slice: an agent with its positions and trades, decisions
+"""More of the JSON API: an agent with its positions and trades, decisions
 (filtered, paginated) with prompts, attempts and raw responses, a market with its holders,
 trades and scored bets, and the system's status. Every figure is the selector's figure (the
 pages' own), every hostile parameter a 4xx in the envelope, every list a constant number of

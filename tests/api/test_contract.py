@@ -1,4 +1,4 @@
-"""Issue 10's contract run: the API keeps the promises its own OpenAPI schema makes.
+"""The API's contract run: the API keeps the promises its own OpenAPI schema makes.
 
 Schemathesis reads `/api/v1/openapi.json` as served and, for every operation in it (so a new
 endpoint is covered the day it is mounted), sends generated requests through the real WSGI
@@ -104,7 +104,7 @@ def load_schema() -> Any:
 schema = load_schema()
 # An operation schemathesis cannot read fails in the contract run; these tests take the rest.
 OPERATIONS = {r.ok().label: r.ok() for r in schema.get_all_operations() if isinstance(r, Ok)}
-# The outside agents' operations (issue 13) answer only a token's holder: asked without one
+# The outside agents' operations answer only a token's holder: asked without one
 # they answer 401 (in the contract run, too); tests/api/test_outside_api.py asks with one.
 PUBLIC_OPERATIONS = {label: op for label, op in OPERATIONS.items() if "/outside/" not in label}
 

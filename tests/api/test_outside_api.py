@@ -1,4 +1,4 @@
-"""Outside agents through the HTTP API (issue 13): an outside team's agent reads the prompt the
+"""Outside agents through the HTTP API: an outside team's agent reads the prompt the
 lineup gets and submits one decision in the window; every refusal is a clear 4xx in the
 envelope, and recorded; a token acts for its own agent only and never shows up anywhere.
 

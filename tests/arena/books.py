@@ -1,4 +1,4 @@
-"""The books every drill and catalogue ends by checking (issue 12, "after each drill"):
+"""The books every drill and catalogue ends by checking:
 for every agent, cash + the cost basis of its open positions − the realized P/L of all its
 positions is its cohort's starting balance, to the cent, with cash never below 0; and no market
 marked resolved keeps an open position. Summed in Python from the stored Decimals (SQLite

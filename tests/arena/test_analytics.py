@@ -1,4 +1,4 @@
-"""The analytics beyond v1 (issue 11), read from the database: every figure recomputed here by
+"""The analytics beyond v1, read from the database: every figure recomputed here by
 hand from the world's bets, as anyone would from the bets export.
 
 The world: three cohorts, each deciding in a run of its own week whose top of the market (the

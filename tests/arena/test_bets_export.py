@@ -1,4 +1,4 @@
-"""The bets export (issue 10 "Exports"): one row per executed BUY with exactly the columns
+"""The bets export: one row per executed BUY with exactly the columns
 `trade_id, model, cohort, decision_id, market_id, side, amount, implied_confidence,
 market_price, status, brier`, so anyone can recompute the leaderboard from it.
 

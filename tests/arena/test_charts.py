@@ -1,4 +1,4 @@
-"""Value charts (issue 9): the ranges of 002 (10M to ALL), downsampled in the database with the
+"""Value charts: the ranges of 002 (10M to ALL), downsampled in the database with the
 original's buckets to at most ~1,000 points a series, windows ending at the agents' latest
 snapshot, one fixed colour per model whatever its rank, and the page's chart: range links,
 the series as escaped JSON, a text summary.

@@ -1,4 +1,4 @@
-"""A property across whole cohorts (issue 5; 001 §2.4): whatever the agents bet and sell,
+"""A property across whole cohorts (001 §2.4): whatever the agents bet and sell,
 however prices move and markets resolve or are cancelled,
 
 - at every snapshot, total value = cash + positions value, and the positions value is the

@@ -1,5 +1,5 @@
 """When a cohort completes, and that every bet is scored (002 "Cohorts remain active until all
-open positions resolve", "Brier score"; issue 5).
+open positions resolve", "Brier score").
 
 A cohort completes only once every agent has decided in its first week (or is bankrupt) and
 no LLM agent holds an open position: not in the middle of its first decision run, and never

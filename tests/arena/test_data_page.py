@@ -1,4 +1,4 @@
-"""Issue 10, "Downloadable from the site (a Data page)": what the exports are, the live
+"""The Data page, where the data is downloadable from the site: what the exports are, the live
 streaming downloads (every cohort or one), the API docs, and the frozen weekly releases — one
 entry per cohort (its latest version), newest cohort first, 20 cohorts a page, with their
 files, sizes, row counts, SHA-256, citation and changes — whose files are served from

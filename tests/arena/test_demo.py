@@ -1,4 +1,4 @@
-"""The embedded demo (issue 5, "Done when"): two simulated weeks of the real engine over the
+"""The embedded demo: two simulated weeks of the real engine over the
 recorded markets produce cohorts with value curves over time, resolved markets with Brier
 scores, a cancelled market refunded and a completed cohort — all rows written by the engine
 (decisions with their attempts, trades, settlements, ticks), none inserted by hand.
@@ -77,7 +77,7 @@ def test_one_cohort_a_week_each_deciding_through_the_engine(report: DemoReport) 
 
 
 def test_the_demo_outside_team_takes_part_through_the_outside_path(report: DemoReport) -> None:
-    """Issue 13 in the demo: an outside team (labelled, on its own board) gets an agent in
+    """Outside agents in the demo: an outside team (labelled, on its own board) gets an agent in
     every cohort and answers each week through the outside agents' submission service, ten
     minutes into the window; no week of it goes without a submission."""
     team = BenchmarkModel.objects.get(internal_id=DEMO_OUTSIDE_TEAM)

@@ -371,7 +371,7 @@ def test_an_order_that_breaks_is_recorded_as_rejected_and_the_next_order_execute
     assert agent.cash == STARTING_BALANCE - Decimal("100")
 
 
-# ------------------------------------------- hostile replies once fatal, now recorded
+# ------------------------------------------- hostile replies are recorded, never fatal
 
 
 def run_one(cohort: Cohort, answers: dict[str, list[Reply]], reply: Reply) -> Decision:

@@ -1,4 +1,4 @@
-"""The bulk exports (issue 10): every dataset's columns and cells, the bounds, the files and
+"""The bulk exports: every dataset's columns and cells, the bounds, the files and
 their manifest, the downloads over HTTP and their manifest, Parquet read back."""
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def test_snapshot_rows_are_the_portfolio_snapshots_in_id_order(worlds: Worlds) -
 
 
 def test_every_dataset_but_bets_says_which_kind_of_model_each_row_is() -> None:
-    """Outside agents are labelled in the exports too (issue 13): `model_kind` (llm, baseline
+    """Outside agents are labelled in the exports too: `model_kind` (llm, baseline
     or outside) follows `model`; the bets export keeps its fixed columns."""
     for name, dataset in DATASETS.items():
         names = list(dataset.column_names)

@@ -1,4 +1,4 @@
-"""Fault drills (issue 12), through the real clients against local servers:
+"""Fault drills, through the real clients against local servers:
 
 - Polymarket's Gamma API answering HTML error pages (a proxy's 502) for a week: the weekly run
   freezes the catalogue as it stands and says why, every agent still decides, the ticks keep

@@ -1,4 +1,4 @@
-"""The hostile catalogue (issue "Engine integrity"): whatever a model or OpenRouter sends back,
+"""The hostile catalogue: whatever a model or OpenRouter sends back,
 the weekly decision (002 "Decision run", "Retryable failures") ends in a recorded state and the
 books balance.
 

@@ -1,4 +1,4 @@
-"""Issue 9, "Pages to add": the methodology, status and about pages.
+"""The methodology, status and about pages.
 
 The methodology page renders docs/methodology.md and shows the running version's prompt
 templates verbatim; the status page shows each job's last run with its outcome, the next

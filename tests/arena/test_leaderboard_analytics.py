@@ -1,11 +1,11 @@
-"""Issue 11, "Where it shows": the leaderboard's analytics view.
+"""The leaderboard's analytics view.
 
 `/?view=analytics` shows, beside the v1 rows and in their order, each row's resolved bets,
 Alpha with its 95% interval across cohorts, coverage-adjusted Alpha, the Brier skill scores,
 the difficulty-adjusted Brier, Brier with its interval, p and Beat%; "not significant" where
 an interval crosses its reference; the references as labelled pseudo-models, never ranked; a
-power note on the two best models. The v1 view (the default) is exactly what it was. The
-methodology page gives every formula with its source.
+power note on the two best models. The v1 view (the default) shows none of them: its columns
+and order are v1's. The methodology page gives every formula with its source.
 
 The worlds are written directly: each cohort's run shows two binary markets at frozen prices,
 each model's agent bets on them, and every bet is already resolved and scored.

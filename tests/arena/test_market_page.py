@@ -1,4 +1,4 @@
-"""A market's page (issue 9 "Market page"): which agents hold which side at what entry, every
+"""A market's page: which agents hold which side at what entry, every
 trade on it, its price history while held (from the frozen run prices), each bet's Brier
 after resolution, and a market past its close date that has not resolved says "closed,
 awaiting resolution" — here and in the catalogue.

@@ -1,4 +1,4 @@
-"""The model page's analytics (issue 11): reliability diagram, Murphy bars, Alpha over cohorts,
+"""The model page's analytics: reliability diagram, Murphy bars, Alpha over cohorts,
 the headline figures and the per-category table, beside the v1 figures.
 
 The world: gpt-5.1 answered through OpenRouter in two cohorts, and its offline stand-in in a

@@ -1,4 +1,4 @@
-"""Model pages and the finished leaderboard (issue 9 "Models", "Leaderboard").
+"""Model pages and the finished leaderboard.
 
 One lineup model, gpt-5.1, played two cohorts answered through OpenRouter and a third
 answered by its offline stand-in; every figure below is computed by hand from the fixture:

@@ -1,4 +1,4 @@
-"""Money invariants (STYLE §8, issue 4): for any sequence of bets and sells, valid or not, cash
+"""Money invariants (STYLE §8): for any sequence of bets and sells, valid or not, cash
 never goes negative, the ledger reconciles to the cent with the starting $10,000, and rounding
 never creates cash.
 

@@ -1,4 +1,4 @@
-"""Outside agents (issue 13), through the services: an outside team's agent joins each cohort
+"""Outside agents, through the services: an outside team's agent joins each cohort
 like a lineup model, reads the very prompt the lineup gets, and decides through the same
 parser (with the same one retry) and the same execution; a missing submission is a HOLD."""
 
@@ -26,9 +26,9 @@ from arena.models import (
 )
 from arena.selectors import standings
 from arena.selectors.models import usage_by_key
+from arena.selectors.ticks import agents_to_mark
 from arena.services.cohorts import cohort_start, cohorts_completable
 from arena.services.decisions import agents_due, decision_retry, decisions_run_all
-from arena.services.marking import agents_to_mark
 from arena.services.outside import (
     outside_admission_set,
     outside_decision_submit,

@@ -1,4 +1,4 @@
-"""The first pages (issue 5): leaderboard, cohorts, cohort, agent and decision pages, over data
+"""The main pages: leaderboard, cohorts, cohort, agent and decision pages, over data
 the engine produced by running the embedded demo for two simulated weeks; every value
 escaped; a constant number of queries as the data grows.
 

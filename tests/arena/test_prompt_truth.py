@@ -77,8 +77,8 @@ def set_cash(agent: Agent, cash: Decimal) -> None:
 def test_the_prompts_maximum_bet_is_what_executes(
     agent: Agent, decision: Decision, frozen: FrozenMarkets, binary: MarketView
 ) -> None:
-    """25% of $1,000.06 is $250.015. Rounded half-even the prompt used to show $250.02, a bet
-    the engine rejected; the one rule floors it: the prompt shows $250.01, a bet of exactly
+    """25% of $1,000.06 is $250.015. Rounded half-even the prompt would show $250.02, a bet
+    the engine rejects; the one rule floors it: the prompt shows $250.01, a bet of exactly
     that executes and implies full confidence, and a cent more is over the maximum."""
     set_cash(agent, Decimal("1000.06"))
 

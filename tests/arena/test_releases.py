@@ -1,4 +1,4 @@
-"""Issue 10, weekly data releases: when a cohort completes, a frozen, versioned release of its
+"""Weekly data releases: when a cohort completes, a frozen, versioned release of its
 data — the exports, a schema description, checksums, a suggested citation — is published and
 never changes afterwards; a later correction becomes a new release that says what changed.
 

@@ -1,4 +1,4 @@
-"""The cost of a weekly run (issue 12): decisions sent through the real OpenRouter client to the
+"""The cost of a weekly run: decisions sent through the real OpenRouter client to the
 local replay server carry a prompt-cache breakpoint where their provider needs one, store the
 cached prompt tokens each answer reports, and the status page and API sum them per run.
 

@@ -1,4 +1,4 @@
-"""Schedule and infrastructure fault drills (issue 12), through real Redis, real Celery workers
+"""Schedule and infrastructure fault drills, through real Redis, real Celery workers
 (never eager), real `celery beat` processes and a real PostgreSQL connection drop:
 
 - the beat fires the same schedule twice, or two beats run at once: one cohort a week, one

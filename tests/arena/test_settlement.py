@@ -1,4 +1,4 @@
-"""Resolution and settlement against the replayed real Gamma records (issue 5; 001 §1, §2.3;
+"""Resolution and settlement against the replayed real Gamma records (001 §1, §2.3;
 002 "Resolution and settlement").
 
 Each test lists a real recorded market as it stood while it traded (the record itself, made
@@ -605,7 +605,7 @@ def test_cohort_completes_once_every_position_settled_then_gets_no_decision_or_s
 def test_a_completed_cohorts_value_curve_ends_at_its_final_value(
     gamma: Gamma, cohort: Cohort, yes_and_no: tuple[Agent, Agent, Agent]
 ) -> None:
-    """The cohort's final return is fixed at completion (issue 5), and the value curve must
+    """The cohort's final return is fixed at completion, and the value curve must
     end there: the last snapshot of each agent is its final, all-cash value — not the mark
     of the last tick before the settlement that completed the cohort."""
     yes_agent, no_agent, _ = yes_and_no

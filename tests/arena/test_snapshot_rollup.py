@@ -1,4 +1,4 @@
-"""Hourly and daily snapshot rollups (issue 12): the tick keeps them, a rebuild recomputes
+"""Hourly and daily snapshot rollups: the tick keeps them, a rebuild recomputes
 them, and the charts read them for long ranges with the same points as the snapshots give.
 
 The data is generated: weeks of 10-minute snapshots with missed ticks, odd seconds, a long

@@ -1,8 +1,8 @@
-"""The snapshot write values positions in the database (issue 12): its SQL valuation is
-`position_mark`'s, checked on an exhaustive table of cases — binary and multi-outcome
-markets, each side or outcome index (and one the market no longer lists), prices missing,
-null, zero, short or numeric, open or closed, with and without prices when last open, with
-and without a last trade price — and the snapshots it writes are those the Python reference
+"""The snapshot write values positions in the database: its SQL valuation is
+`arena.valuation.position_mark`'s, checked on an exhaustive table of cases — binary and
+multi-outcome markets, each side or outcome index (and one the market no longer lists), prices
+missing, null, zero, short or numeric, open or closed, with and without prices when last open,
+with and without a last trade price — and the snapshots it writes are those the Python reference
 (`portfolio_snapshots_build`) builds.
 
 PostgreSQL computes in numeric, exactly; SQLite, which stores decimals as floating point,
@@ -23,10 +23,10 @@ from agents.models import BenchmarkModel
 from arena.models import Agent, Cohort, PortfolioSnapshot, Position
 from arena.services.marking import (
     portfolio_snapshots_build,
-    position_value,
     position_values_sql,
     snapshots_take,
 )
+from arena.valuation import position_value
 from markets.models import Market
 from tests.arena.factories import AgentFactory, CohortFactory
 

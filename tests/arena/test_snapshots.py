@@ -1,4 +1,4 @@
-"""Mark-to-market every 10 minutes (issue 5; 001 §2.2 and §2.4; 002 "Portfolio snapshots").
+"""Mark-to-market every 10 minutes (001 §2.2 and §2.4; 002 "Portfolio snapshots").
 
 Valuation is checked on `position_mark` and through `snapshots_take` against figures worked
 out by hand here. The closed-market fallback and the price refresh run on the real recorded
@@ -25,7 +25,8 @@ from arena.models import (
     Position,
     SnapshotTick,
 )
-from arena.services.marking import position_mark, snapshot_slot, snapshots_take
+from arena.services.marking import snapshot_slot, snapshots_take
+from arena.valuation import position_mark
 from markets.models import Market
 from markets.parsing import parse_market
 from markets.services import markets_upsert

@@ -1,4 +1,4 @@
-"""Issue 12, "Security": a staff user without the superuser flag sees only what their group
+"""Staff permissions: a staff user without the superuser flag sees only what their group
 allows — no group sees nothing, Viewers read every arena, markets and agents page and run
 nothing, Operators also run the actions — and every action run is recorded with who ran it."""
 

@@ -1,4 +1,4 @@
-"""The Sunday boundary with the clock frozen (issue 5; 002 "Cohorts"): from Saturday 23:59:59
+"""The Sunday boundary with the clock frozen (002 "Cohorts"): from Saturday 23:59:59
 to Sunday 00:10:00 UTC, the scheduled services — cohort start at 00:00, the decision run at
 00:05, the 10-minute snapshot — produce exactly one cohort, one decision per agent, then one
 snapshot per agent; repeating any step changes nothing."""
@@ -115,7 +115,7 @@ def test_saturday_to_sunday_one_cohort_one_decision_per_agent_then_snapshots(
 def test_a_run_one_second_after_the_hour_and_a_late_first_run_keep_one_decision_a_week(
     db: None, time_machine: Any
 ) -> None:
-    # Issue 12's drill: the cohort starts at 00:00:00, the 00:05 run is delivered at 00:05:01,
+    # The schedule drill: the cohort starts at 00:00:00, the 00:05 run is delivered at 00:05:01,
     # then again at 00:40 (a late duplicate); and in the next week, the first run of the week
     # only starts at 00:40. Each week still has exactly one cohort and one decision per agent.
     lineup = BenchmarkModel.objects.filter(active=True).count()

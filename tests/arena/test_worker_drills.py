@@ -1,4 +1,4 @@
-"""Worker fault drills (issue 12): the weekly decision run on real Celery worker processes,
+"""Worker fault drills: the weekly decision run on real Celery worker processes,
 consuming from Redis and writing to the PostgreSQL test database, never eager.
 
 - A pool process SIGKILLed mid-decision: the task is delivered again with the same id

@@ -1,4 +1,4 @@
-"""Issue 9, "Mobile" and quality bars: a visitor's walk through the site in a real browser.
+"""Mobile and quality bars: a visitor's walk through the site in a real browser.
 
 Leaderboard → a model → a cohort (every chart range) → an agent → a decision → a market →
 methodology → status → about → data → a data release, at 1280×900 and at 390×844 (a

@@ -1,4 +1,5 @@
-"""Every page writes figures through one set of filters (issue 9, Formatting)."""
+"""Every page writes figures through one set of filters, so a figure of each kind reads the
+same on every page."""
 
 from decimal import Decimal
 

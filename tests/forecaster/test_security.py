@@ -1,4 +1,4 @@
-"""Security (issue 12): headers and a Content-Security-Policy that runs only the site's own
+"""Security: headers and a Content-Security-Policy that runs only the site's own
 scripts, the admin for staff only behind a rate-limited sign-in, CSRF on, and secrets that
 never reach a prompt, a page, the API, an export, a log or an error page.
 

@@ -1,4 +1,4 @@
-"""Issue 12, hostile input: hostile market records are refused with a reason or stored safely,
+"""Hostile input: hostile market records are refused with a reason or stored safely,
 and what is stored renders escaped; hostile parameters on the market pages and API get a 4xx
 or a valid page, never a 500.
 
