@@ -1,4 +1,4 @@
-"""Issue 12, "Security": a staff user without the superuser flag sees only what their group
+"""Staff permissions: a staff user without the superuser flag sees only what their group
 allows — no group sees nothing, Viewers read every arena, markets and agents page and run
 nothing, Operators also run the actions — and every action run is recorded with who ran it."""
 
@@ -18,9 +18,9 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 
 from agents.models import BenchmarkModel
-from arena.admin import STAFF_ACTION
 from arena.models import Cohort, DataRelease, Decision, SystemEvent
 from arena.services.cohorts import cohort_week_start
+from arena.services.events import STAFF_ACTION
 from markets.models import Market
 from markets.parsing import parse_market
 from markets.services import markets_upsert
