@@ -1,4 +1,4 @@
-"""Issue 9, "Admin": a staff user inspects everything stored and operates the system through
+"""The admin: a staff user inspects everything stored and operates the system through
 actions that call services. Read-only pages offer no Save and no delete; every page renders
 with hostile text escaped and issues the same queries whatever the data size; each action
 shows what it did, and a failure says why and changes nothing."""

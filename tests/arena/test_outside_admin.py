@@ -1,4 +1,4 @@
-"""Staff register outside agents in the admin (issue 13): a token is issued shown once and
+"""Staff register outside agents in the admin: a token is issued shown once and
 stored hashed, revoked, and an agent admitted to the main leaderboard; each change is recorded
 with who made it, and the token never shows again on any page."""
 
