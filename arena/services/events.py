@@ -51,3 +51,36 @@ def event_record(
     except Exception:
         logger.exception("could not record the %s event: %s", kind, message)
         return None
+
+
+# The kind of the event every staff action in the admin records.
+STAFF_ACTION = Kind.STAFF_ACTION
+
+
+def staff_action_record(
+    *,
+    actor_id: int | None,
+    actor_username: str,
+    action: str,
+    summary: str,
+    failed: bool = False,
+    data: dict[str, Any] | None = None,
+    cohort_id: int | None = None,
+) -> SystemEvent | None:
+    """Record that a staff member ran `action` in the admin; return the event, or None.
+
+    One STAFF_ACTION event, a warning when the run `failed` and info otherwise, whose data
+    names who ran it (`actor`: username and id), the action and `data`, linked to `cohort_id`
+    when there is one. Like every event it never raises (`event_record`).
+    """
+    return event_record(
+        kind=STAFF_ACTION,
+        level=Level.WARNING if failed else Level.INFO,
+        message=f"{actor_username} ran {action} in the admin: {summary}",
+        data={
+            "actor": {"username": actor_username, "id": actor_id},
+            "action": action,
+            **(data or {}),
+        },
+        cohort_id=cohort_id,
+    )

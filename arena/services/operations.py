@@ -158,6 +158,24 @@ def market_resolution_check(
     return report
 
 
+def markets_resolution_check(
+    *, polymarket_ids: Iterable[str], source: MarketSource | None = None
+) -> OperationReport:
+    """Check each market's resolution now (`market_resolution_check`), in the order given, and
+    report them together. A market whose check raises is reported with its reason and the
+    others go on. A repeat is safe: a settled market is not settled twice."""
+    report = OperationReport()
+    for polymarket_id in polymarket_ids:
+        try:
+            one = market_resolution_check(polymarket_id=polymarket_id, source=source)
+        except Exception as exc:  # one market's failure must not hide the others' results
+            report.failed.append(f"market {polymarket_id}: check failed: {error_text(exc)}")
+            continue
+        report.done += one.done
+        report.failed += one.failed
+    return report
+
+
 # ------------------------------------------------------------------------------ the audit
 
 
