@@ -36,10 +36,9 @@ from arena.outside_schemas import (
 from arena.schemas import ErrorEnvelope
 from arena.selectors import outside as selectors
 from arena.services import outside as services
-from arena.services.cohorts import cohort_week_start
 from arena.services.decisions import portfolio_view
 from arena.services.frozen import FrozenMarkets
-from arena.services.window import outside_window
+from arena.weeks import cohort_week_start, outside_window
 
 
 class OutsideBearer(HttpBearer):

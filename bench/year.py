@@ -95,7 +95,7 @@ def year_bounds(weeks: int) -> tuple[datetime, datetime]:
     from django.utils import timezone
 
     from arena.models import Cohort
-    from arena.services.cohorts import cohort_week_start
+    from arena.weeks import cohort_week_start
 
     first = Cohort.objects.order_by("number").first()
     if first is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -47,13 +47,13 @@ from arena.models import (
     SystemEvent,
     Trade,
 )
-from arena.services.cohorts import cohort_start, cohort_week_start
+from arena.services.cohorts import cohort_start
 from arena.services.events import Kind, Level, event_record
 from arena.services.frozen import FrozenMarkets, run_prepare
 from arena.services.marking import position_mark
 from arena.services.schedule import cohort_missed_record
 from arena.services.trades import trade_buy, trade_reject, trade_sell
-from arena.services.window import outside_window
+from arena.weeks import COHORT_START_GRACE, RUN_GRACE, cohort_week_start, outside_window, week_opens
 from markets.sources import MarketSource
 
 logger = logging.getLogger(__name__)
@@ -75,14 +75,6 @@ WEEK_LOCK_KEY = 0x46A_0000_0000
 
 class WorkerLostRepeatedly(Exception):
     """The decision's task lost its worker WORKER_LOSSES_MAX times in a row."""
-
-
-# How long a run may still be working through its agents (each task's hard limit is 16 min):
-# within it, a retry run leaves the agents it has not reached yet alone.
-RUN_GRACE = timedelta(hours=3)
-
-# How long after Sunday 00:00 UTC a decision run still starts the week's missing cohort.
-COHORT_START_GRACE = timedelta(days=1)
 
 
 # -------------------------------------------------------------------------------- context
@@ -1112,9 +1104,7 @@ def run_open(
     started mid-week behind the operators' backs (`manage.py start_cohort` does that)."""
     now = now or clock.now()
     week_start = cohort_week_start(now)
-    if now - datetime(week_start.year, week_start.month, week_start.day, tzinfo=UTC) < (
-        COHORT_START_GRACE
-    ):
+    if now - week_opens(week_start) < COHORT_START_GRACE:
         cohort_start(week_start=week_start, now=now)
     else:
         cohort_missed_record(week_start=week_start)  # said once, on the status page too

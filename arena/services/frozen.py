@@ -18,8 +18,8 @@ from arena.models import (
     DecisionRun,
     SnapshotMarket,
 )
-from arena.services.cohorts import cohort_week_start
 from arena.services.marking import held_market_ids
+from arena.weeks import cohort_week_start
 from markets import services as market_services
 from markets.models import Market
 from markets.sources import MarketSource, market_source

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -22,6 +22,7 @@ from arena.models import (
     Trade,
 )
 from arena.services.rollup import rollup_merge
+from arena.weeks import snapshot_slot
 from markets import services as market_services
 from markets.models import Market
 from markets.sources import MarketSource
@@ -41,14 +42,6 @@ def held_market_ids() -> set[str]:
 
 
 # ------------------------------------------------------------------ mark to market (002)
-
-SNAPSHOT_SLOT = timedelta(minutes=10)
-
-
-def snapshot_slot(now: datetime) -> datetime:
-    """Return the 10-minute slot `now` falls in (UTC, floored)."""
-    moment = now.astimezone(UTC)
-    return moment.replace(minute=moment.minute - moment.minute % 10, second=0, microsecond=0)
 
 
 def _price_at(prices: list[Any], *, side: str, index: int, binary: bool) -> Decimal | None:

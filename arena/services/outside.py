@@ -48,10 +48,9 @@ from arena.models import (
     SystemEvent,
 )
 from arena.services import decisions as engine
-from arena.services.cohorts import cohort_week_start
 from arena.services.events import Kind, Level, event_record
 from arena.services.frozen import FrozenMarkets
-from arena.services.window import outside_window
+from arena.weeks import cohort_week_start, outside_window
 
 logger = logging.getLogger(__name__)
 

@@ -751,7 +751,8 @@ def test_the_hourly_retry_leaves_the_agents_a_running_run_has_not_reached(
     """Every agent of a week decides on the one frozen snapshot of its run: a retry run while
     the 00:05 run is still working serves only what was sent for retry, never the agents the
     first run has not reached — until that run is past RUN_GRACE, when its chain is dead."""
-    from arena.services.decisions import RUN_GRACE, run_finish, run_open
+    from arena.services.decisions import run_finish, run_open
+    from arena.weeks import RUN_GRACE
 
     def answer(model: BenchmarkModel, context: Any) -> str:
         if model.internal_id == FAILING_MODEL:

@@ -20,7 +20,7 @@ from django.urls import reverse
 from agents.models import BenchmarkModel
 from arena.admin import STAFF_ACTION
 from arena.models import Cohort, DataRelease, Decision, SystemEvent
-from arena.services.cohorts import cohort_week_start
+from arena.weeks import cohort_week_start
 from markets.models import Market
 from markets.parsing import parse_market
 from markets.services import markets_upsert
