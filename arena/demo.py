@@ -19,10 +19,11 @@ from arena import clock
 from arena.exceptions import OutsideRefused
 from arena.models import Decision
 from arena.services.cohorts import cohort_start
-from arena.services.decisions import decision_context, decisions_run_all
+from arena.services.decisions.context import decision_context
+from arena.services.decisions.outside import outside_decision_submit, outside_decisions_close
+from arena.services.decisions.run import decisions_run_all
 from arena.services.frozen import FrozenMarkets
 from arena.services.marking import snapshots_take
-from arena.services.outside import outside_decision_submit, outside_decisions_close
 from arena.services.releases import releases_publish_due
 from arena.services.settlement import resolutions_check
 from arena.weeks import cohort_week_start, outside_window, week_opens

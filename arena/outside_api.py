@@ -36,7 +36,12 @@ from arena.outside_schemas import (
 from arena.schemas import ErrorEnvelope
 from arena.selectors import outside as selectors
 from arena.services import outside as services
-from arena.services.decisions import portfolio_view
+from arena.services.decisions.context import portfolio_view
+from arena.services.decisions.outside import (
+    outside_decision_submit,
+    outside_messages,
+    round_attempts,
+)
 from arena.services.frozen import FrozenMarkets
 from arena.weeks import cohort_week_start, outside_window
 
@@ -166,7 +171,7 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
     portfolio = portfolio_view(
         agent=agent, frozen=frozen, positions=selectors.outside_open_positions(agent=agent)
     )
-    attempts = services.round_attempts(decision)
+    attempts = round_attempts(decision)
     awaiting = decision.status == Decision.Status.AWAITING
     left = settings.DECISION_PARSE_RETRIES + 1 - len(attempts) if awaiting else 0
     opened = awaiting and opens <= clock.now() < closes
@@ -184,7 +189,7 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
         frozen_at=decision.run.started_at,
         messages=[
             OutsideMessageOut(**message)
-            for message in services.outside_messages(decision=decision, attempts=attempts)
+            for message in outside_messages(decision=decision, attempts=attempts)
         ],
         portfolio=OutsidePortfolioContextOut(
             cash=format(portfolio.cash, "f"),
@@ -281,7 +286,7 @@ def submit(
     if len(raw) > limit:
         raise too_large
     body = raw.decode("utf-8", errors="replace")
-    taken = services.outside_decision_submit(agent=agent, body=body)
+    taken = outside_decision_submit(agent=agent, body=body)
     decision = taken.decision
     # An engine failure (outcome set) is answered like an executed one: the decision's status
     # and error say what became of it (retryable: a retry run opens a new prompt).

@@ -152,7 +152,7 @@ def generate(weeks: int, *, seed: int = SEED, season_weeks: int = SEASON_WEEKS) 
     from arena import clock
     from arena.models import Decision, SnapshotTick
     from arena.services.cohorts import cohort_start
-    from arena.services.decisions import decisions_run_all
+    from arena.services.decisions.run import decisions_run_all
     from arena.services.marking import snapshots_take
     from arena.services.releases import releases_publish_due
     from arena.services.settlement import resolutions_check

@@ -19,7 +19,7 @@ import pytest
 
 from agents.types import SellOrder
 from arena.models import Agent, Cohort, Decision, PortfolioSnapshot, Position, Trade
-from arena.services.decisions import agents_due, decisions_run_all
+from arena.services.decisions.run import agents_due, decisions_run_all
 from arena.services.marking import snapshots_take
 from arena.services.settlement import markets_to_check, resolutions_check
 from arena.services.trades import trade_sell

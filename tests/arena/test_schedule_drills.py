@@ -51,7 +51,7 @@ from arena.models import (
     Trade,
 )
 from arena.services.cohorts import cohort_start
-from arena.services.decisions import run_open
+from arena.services.decisions.run import run_open
 from arena.services.marking import snapshots_take
 from arena.services.settlement import resolutions_check
 from arena.weeks import COHORT_START_GRACE, cohort_week_start

@@ -20,7 +20,7 @@ from arena.models import (
     Trade,
 )
 from arena.services.cohorts import cohort_start
-from arena.services.decisions import decisions_run_all
+from arena.services.decisions.run import decisions_run_all
 from arena.services.marking import snapshots_take
 from arena.weeks import cohort_week_start
 from markets.sources import RecordedSource
