@@ -154,18 +154,20 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
     decision = selectors.outside_decision(agent=agent, week_start=week_start)
     if decision is not None and decision.status in Decision.DECIDED and not decision.system_prompt:
         # Decided without a prompt: a bankrupt agent is asked nothing (002).
-        refusal = OutsideRefused(409, "already_decided", decision.error or "Decided: no prompt.")
-        refusal.record = False  # type: ignore[attr-defined]  # a read, not a submission
-        raise refusal
+        raise OutsideRefused(
+            409,
+            "already_decided",
+            decision.error or "Decided: no prompt.",
+            record=False,  # a read, not a submission
+        )
     if decision is None or decision.run is None or not decision.system_prompt:
-        refusal = OutsideRefused(
+        raise OutsideRefused(
             409,
             "not_open",
             f"The prompt for the week of {week_start:%Y-%m-%d} is not ready: the week's run "
             "has not reached this agent yet. Try again in a minute.",
+            record=False,  # polling is expected
         )
-        refusal.record = False  # type: ignore[attr-defined]  # polling is expected
-        raise refusal
     opens, closes = outside_window(week_start)
     frozen = FrozenMarkets.load(decision.run)
     portfolio = portfolio_view(

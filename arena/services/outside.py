@@ -115,17 +115,12 @@ def outside_token_authenticate(*, token: str, now: datetime | None = None) -> Ou
     if row is None or not hmac.compare_digest(row.digest, _digest(token)):
         raise OutsideRefused(401, "invalid_token", "The API token is not valid.")
     if row.revoked_at is not None:
-        raise _with(OutsideRefused(401, "token_revoked", "The API token was revoked."), row)
+        raise OutsideRefused(401, "token_revoked", "The API token was revoked.", token=row)
     if row.expires_at <= now:
-        raise _with(OutsideRefused(401, "token_expired", "The API token has expired."), row)
+        raise OutsideRefused(401, "token_expired", "The API token has expired.", token=row)
     if row.last_used_at is None or row.last_used_at < now - timedelta(minutes=1):
         OutsideAgentToken.objects.filter(pk=row.pk).update(last_used_at=now)
     return row
-
-
-def _with(refusal: OutsideRefused, token: OutsideAgentToken) -> OutsideRefused:
-    refusal.token = token  # type: ignore[attr-defined]
-    return refusal
 
 
 def outside_rate_count(*, token: OutsideAgentToken) -> None:
@@ -150,17 +145,17 @@ def outside_rate_count(*, token: OutsideAgentToken) -> None:
         return
     if count > settings.OUTSIDE_API_RATE_LIMIT:
         wait = max(1, int((number + 1) * window - now + 0.999))
-        refusal = OutsideRefused(
+        raise OutsideRefused(
             429,
             "rate_limited",
             f"Too many requests with this token: at most {settings.OUTSIDE_API_RATE_LIMIT} "
             f"per {window} s; try again in {wait} seconds.",
+            token=token,
+            retry_after=wait,
+            # Only the first request over the limit in a window is recorded: a client
+            # hammering the API must not fill the operations record.
+            record=count == settings.OUTSIDE_API_RATE_LIMIT + 1,
         )
-        refusal.retry_after = wait  # type: ignore[attr-defined]
-        # Only the first request over the limit in a window is recorded: a client hammering
-        # the API must not fill the operations record.
-        refusal.record = count == settings.OUTSIDE_API_RATE_LIMIT + 1  # type: ignore[attr-defined]
-        raise _with(refusal, token)
 
 
 # A refused submission's body is kept with the refusal, up to this many characters (the
@@ -180,7 +175,7 @@ def outside_refusal_record(
     """Record a refused request: what was refused and why, the token by its prefix only, and
     a refused submission's body (clipped, with its size and SHA-256). A client's refused
     tokens (401) are recorded once per rate window, so that they cannot flood the record."""
-    if not getattr(refusal, "record", True):
+    if not refusal.record:
         return
     if refusal.status == 401 and (
         SystemEvent.objects.filter(
@@ -192,7 +187,7 @@ def outside_refusal_record(
         ).exists()
     ):
         return
-    agent: Agent | None = getattr(refusal, "agent", None)
+    agent = refusal.agent
     sent = {}
     if body is not None:
         sent = {
@@ -208,7 +203,7 @@ def outside_refusal_record(
         message=f"{method} {path} refused ({refusal.status} {refusal.code}): {refusal.message}",
         agent_id=agent.pk if agent else None,
         cohort_id=agent.cohort_id if agent else None,
-        decision_id=getattr(refusal, "decision_id", None),
+        decision_id=refusal.decision_id,
         data={
             "status": refusal.status,
             "code": refusal.code,
@@ -234,12 +229,10 @@ def outside_agent_in_cohort(*, token: OutsideAgentToken, cohort_number: int) -> 
         .first()
     )
     if agent is None:
-        raise _with(
-            OutsideRefused(
-                403,
-                "not_in_cohort",
-                f"{token.model.display_name} has no agent in cohort {cohort_number}.",
-            ),
-            token,
+        raise OutsideRefused(
+            403,
+            "not_in_cohort",
+            f"{token.model.display_name} has no agent in cohort {cohort_number}.",
+            token=token,
         )
     return agent

@@ -93,10 +93,9 @@ class Submission:
 def _refusal(
     status: int, code: str, message: str, *, agent: Agent, decision: Decision | None = None
 ) -> OutsideRefused:
-    refusal = OutsideRefused(status, code, message)
-    refusal.agent = agent  # type: ignore[attr-defined]
-    refusal.decision_id = decision.pk if decision else None  # type: ignore[attr-defined]
-    return refusal
+    return OutsideRefused(
+        status, code, message, agent=agent, decision_id=decision.pk if decision else None
+    )
 
 
 def outside_decision_submit(*, agent: Agent, body: str, now: datetime | None = None) -> Submission:
