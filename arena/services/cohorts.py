@@ -88,8 +88,8 @@ def cohorts_completable() -> QuerySet[Cohort]:
     llm_open = Position.objects.filter(
         agent__cohort=OuterRef("pk"),
         status=Position.Status.OPEN,
-        # Outside agents, like the baselines, must not change what the LLMs experience
-        # (issue 13): a long-dated bet of theirs would keep the lineup deciding for weeks.
+        # Outside agents, like the baselines, must not change what the LLMs experience: a
+        # long-dated bet of theirs would keep the lineup deciding for weeks.
         agent__model__kind=BenchmarkModel.Kind.LLM,
     )
     return (
