@@ -89,7 +89,7 @@ def build_retry_messages(
 def retry_section(*, invalid_response: str, error: str, version: str = PROMPT_VERSION) -> str:
     """Return the part a retry adds after the user prompt: the validation `error` and the
     first MAX_INVALID_EXCERPT characters of `invalid_response`. An outside agent's
-    resubmission is asked with the same words (arena/services/outside.py)."""
+    resubmission is asked with the same words (arena/services/decisions/outside.py)."""
     return _render(
         "retry.txt",
         version,

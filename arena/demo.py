@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, time, timedelta
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
@@ -18,14 +18,15 @@ from agents.offline import offline_agent_reply
 from arena import clock
 from arena.exceptions import OutsideRefused
 from arena.models import Decision
-from arena.services.cohorts import cohort_start, cohort_week_start
-from arena.services.decisions import decision_context, decisions_run_all
+from arena.services.cohorts import cohort_start
+from arena.services.decisions.context import decision_context
+from arena.services.decisions.outside import outside_decision_submit, outside_decisions_close
+from arena.services.decisions.run import decisions_run_all
 from arena.services.frozen import FrozenMarkets
 from arena.services.marking import snapshots_take
-from arena.services.outside import outside_decision_submit, outside_decisions_close
 from arena.services.releases import releases_publish_due
 from arena.services.settlement import resolutions_check
-from arena.services.window import outside_window
+from arena.weeks import cohort_week_start, outside_window, week_opens
 from markets.demo import SimulatedSource
 
 logger = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ def demo_run(
     if weeks < 1:
         raise ValueError("the demo needs at least one week")
     until = until or timezone.now()
-    last_sunday = datetime.combine(cohort_week_start(until), time(0), UTC)
+    last_sunday = week_opens(cohort_week_start(until))
     start = last_sunday - timedelta(weeks=weeks - 1)
     source = SimulatedSource(start=start, last_sunday=last_sunday, seed=seed)
     demo_outside_team()

@@ -1,5 +1,12 @@
 """Domain errors of the arena."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from arena.models import Agent, OutsideAgentToken
+
 
 class TradeRejected(Exception):
     """An order that cannot execute; the message is the reason recorded on the trade."""
@@ -16,10 +23,36 @@ class ClaimLost(Exception):
 
 class OutsideRefused(Exception):
     """An outside agent's API request refused: `status` (a 4xx), a snake_case `code` and the
-    message sent back. The refusal is recorded (arena/services/outside.py)."""
+    message sent back. The refusal is recorded (`outside_refusal_record` in
+    arena/services/outside.py) with what is known of the request:
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    - `token`: the token row the request was made with, once it was read (else None);
+    - `agent` and `decision_id`: the token's agent in the cohort named, and its decision of
+      the week, for a refused submission;
+    - `retry_after`: seconds until the rate window ends, sent back as `Retry-After` (a 429;
+      None for every other refusal);
+    - `record`: False for a refusal not worth recording (a prompt read before it is ready,
+      every request past the first over the rate limit in a window).
+    """
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        token: OutsideAgentToken | None = None,
+        agent: Agent | None = None,
+        decision_id: int | None = None,
+        retry_after: int | None = None,
+        record: bool = True,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.token = token
+        self.agent = agent
+        self.decision_id = decision_id
+        self.retry_after = retry_after
+        self.record = record

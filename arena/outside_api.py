@@ -36,10 +36,14 @@ from arena.outside_schemas import (
 from arena.schemas import ErrorEnvelope
 from arena.selectors import outside as selectors
 from arena.services import outside as services
-from arena.services.cohorts import cohort_week_start
-from arena.services.decisions import portfolio_view
+from arena.services.decisions.context import portfolio_view
+from arena.services.decisions.outside import (
+    outside_decision_submit,
+    outside_messages,
+    round_attempts,
+)
 from arena.services.frozen import FrozenMarkets
-from arena.services.window import outside_window
+from arena.weeks import cohort_week_start, outside_window
 
 
 class OutsideBearer(HttpBearer):
@@ -150,24 +154,26 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
     decision = selectors.outside_decision(agent=agent, week_start=week_start)
     if decision is not None and decision.status in Decision.DECIDED and not decision.system_prompt:
         # Decided without a prompt: a bankrupt agent is asked nothing (002).
-        refusal = OutsideRefused(409, "already_decided", decision.error or "Decided: no prompt.")
-        refusal.record = False  # type: ignore[attr-defined]  # a read, not a submission
-        raise refusal
+        raise OutsideRefused(
+            409,
+            "already_decided",
+            decision.error or "Decided: no prompt.",
+            record=False,  # a read, not a submission
+        )
     if decision is None or decision.run is None or not decision.system_prompt:
-        refusal = OutsideRefused(
+        raise OutsideRefused(
             409,
             "not_open",
             f"The prompt for the week of {week_start:%Y-%m-%d} is not ready: the week's run "
             "has not reached this agent yet. Try again in a minute.",
+            record=False,  # polling is expected
         )
-        refusal.record = False  # type: ignore[attr-defined]  # polling is expected
-        raise refusal
     opens, closes = outside_window(week_start)
     frozen = FrozenMarkets.load(decision.run)
     portfolio = portfolio_view(
         agent=agent, frozen=frozen, positions=selectors.outside_open_positions(agent=agent)
     )
-    attempts = services.round_attempts(decision)
+    attempts = round_attempts(decision)
     awaiting = decision.status == Decision.Status.AWAITING
     left = settings.DECISION_PARSE_RETRIES + 1 - len(attempts) if awaiting else 0
     opened = awaiting and opens <= clock.now() < closes
@@ -185,7 +191,7 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
         frozen_at=decision.run.started_at,
         messages=[
             OutsideMessageOut(**message)
-            for message in services.outside_messages(decision=decision, attempts=attempts)
+            for message in outside_messages(decision=decision, attempts=attempts)
         ],
         portfolio=OutsidePortfolioContextOut(
             cash=format(portfolio.cash, "f"),
@@ -282,7 +288,7 @@ def submit(
     if len(raw) > limit:
         raise too_large
     body = raw.decode("utf-8", errors="replace")
-    taken = services.outside_decision_submit(agent=agent, body=body)
+    taken = outside_decision_submit(agent=agent, body=body)
     decision = taken.decision
     # An engine failure (outcome set) is answered like an executed one: the decision's status
     # and error say what became of it (retryable: a retry run opens a new prompt).

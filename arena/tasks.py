@@ -9,9 +9,9 @@ from django.db import transaction
 
 from arena.models import Agent, DecisionRun
 from arena.services.cohorts import cohort_start
-from arena.services.decisions import decision_run, run_finish, run_open
+from arena.services.decisions.outside import outside_decisions_close
+from arena.services.decisions.run import decision_run, run_finish, run_open
 from arena.services.marking import snapshots_take
-from arena.services.outside import outside_decisions_close
 from arena.services.releases import releases_publish_due
 from arena.services.settlement import resolutions_check
 

@@ -123,9 +123,11 @@ def child() -> dict[str, Any]:
     from agents.prompts import build_messages
     from agents.types import DecisionContext
     from arena.models import Agent, Decision, Position, SnapshotMarket, Trade
-    from arena.services.cohorts import cohort_start, cohort_week_start
-    from arena.services.decisions import decision_run, portfolio_view
+    from arena.services.cohorts import cohort_start
+    from arena.services.decisions.context import portfolio_view
+    from arena.services.decisions.run import decision_run
     from arena.services.frozen import _FROZEN_CACHE, FrozenMarkets, run_prepare
+    from arena.weeks import cohort_week_start
     from markets.sources import RecordedSource, demo_records
     from tests.replay import ReplayServer, Reply
 

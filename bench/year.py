@@ -95,7 +95,7 @@ def year_bounds(weeks: int) -> tuple[datetime, datetime]:
     from django.utils import timezone
 
     from arena.models import Cohort
-    from arena.services.cohorts import cohort_week_start
+    from arena.weeks import cohort_week_start
 
     first = Cohort.objects.order_by("number").first()
     if first is not None:
@@ -152,7 +152,7 @@ def generate(weeks: int, *, seed: int = SEED, season_weeks: int = SEASON_WEEKS) 
     from arena import clock
     from arena.models import Decision, SnapshotTick
     from arena.services.cohorts import cohort_start
-    from arena.services.decisions import decisions_run_all
+    from arena.services.decisions.run import decisions_run_all
     from arena.services.marking import snapshots_take
     from arena.services.releases import releases_publish_due
     from arena.services.settlement import resolutions_check

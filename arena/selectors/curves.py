@@ -41,9 +41,9 @@ from django.db import connection
 from agents.models import BenchmarkModel
 from arena.models import Agent, AgentSnapshotRollup, PortfolioSnapshot
 from arena.selectors.standings import offline_agent_ids
+from arena.weeks import SNAPSHOT_SLOT
 
 MAX_POINTS = 1000
-SLOT = timedelta(minutes=10)  # the snapshot interval: a bucket this wide keeps every snapshot
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
 BUCKET_ORIGIN = datetime(1970, 1, 4, tzinfo=UTC)  # buckets are counted from this Sunday
@@ -202,7 +202,8 @@ def _downsampled(*, agent_ids: list[int], window: Range) -> dict[int, Points]:
         raw = {agent_id: known for agent_id, known in ends.items() if agent_id not in rolled}
     if raw:
         query = None
-        if bucket > SLOT:  # buckets wider than a slot: one index probe per bucket beats a scan
+        # A bucket wider than a snapshot slot: one index probe per bucket beats a scan.
+        if bucket > SNAPSHOT_SLOT:
             query = _probe_sql(raw, bucket, start)
         if query is None:
             query = _bucket_sql(list(raw), bucket, start)
@@ -219,7 +220,7 @@ def _rollup_resolution(bucket: timedelta, span: timedelta) -> str | None:
     snapshots: the rollup serves when the window holds more than MAX_POINTS slots per series
     and its buckets are whole hours (days) — which, counted from the same Sunday, are unions
     of rollup hours (days), so a bucket's last snapshot is its last rollup row's."""
-    if span <= SLOT * MAX_POINTS or bucket % HOUR:
+    if span <= SNAPSHOT_SLOT * MAX_POINTS or bucket % HOUR:
         return None
     if bucket % DAY == timedelta(0):
         return AgentSnapshotRollup.Resolution.DAY

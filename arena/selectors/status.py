@@ -29,8 +29,7 @@ from arena.models import (
     SnapshotTick,
     SystemEvent,
 )
-from arena.services.cohorts import cohort_week_start
-from arena.services.decisions import COHORT_START_GRACE
+from arena.weeks import COHORT_START_GRACE, cohort_week_start, week_opens
 from markets.models import MarketSyncRun
 
 RECENT_EVENTS = 50
@@ -288,8 +287,7 @@ def missed_cohort(*, now: datetime, jobs: list[ScheduledJob]) -> MissedCohort | 
     (COHORT_START_GRACE) while the arena runs weekly: an earlier cohort exists, or the weekly
     start is scheduled (`jobs`, as read). One query, none on the cohort's first day."""
     week = cohort_week_start(now)
-    sunday = datetime(week.year, week.month, week.day, tzinfo=UTC)
-    if now - sunday < COHORT_START_GRACE:
+    if now - week_opens(week) < COHORT_START_GRACE:
         return None
     cohorts = Cohort.objects.aggregate(
         this_week=Count("pk", filter=Q(week_start=week)),

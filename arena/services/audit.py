@@ -13,7 +13,7 @@ from arena.models import (
     Decision,
     DeterminismCheck,
 )
-from arena.services.decisions import parsed_json
+from arena.services.decisions.lifecycle import parsed_json
 from arena.services.frozen import FrozenMarkets
 
 logger = logging.getLogger(__name__)

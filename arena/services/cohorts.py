@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime
 
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, Max, OuterRef, QuerySet
@@ -19,6 +19,7 @@ from arena.models import (
 )
 from arena.services.events import Kind, event_record
 from arena.services.marking import portfolio_snapshots_write
+from arena.weeks import cohort_week_start, week_opens
 
 logger = logging.getLogger(__name__)
 
@@ -26,13 +27,6 @@ COHORT_NUMBER_TRIES = 20
 
 
 # ---------------------------------------------------------------------------------- cohorts
-
-
-def cohort_week_start(now: datetime | None = None) -> date:
-    """Return the Sunday (UTC) of the week containing `now`: the cohort's week start."""
-    moment = (now or clock.now()).astimezone(UTC)
-    day = moment.date()
-    return day - timedelta(days=(day.weekday() + 1) % 7)
 
 
 def cohort_start(
@@ -45,7 +39,7 @@ def cohort_start(
     week_start = week_start or cohort_week_start(now)
     if week_start.weekday() != 6:
         raise ValueError(f"{week_start} is not a Sunday: cohorts start on Sunday 00:00 UTC")
-    started_at = datetime(week_start.year, week_start.month, week_start.day, tzinfo=UTC)
+    started_at = week_opens(week_start)
     # Two starts for different weeks can read the same max(number); the loser's INSERT then
     # fails on the unique number and it tries again with the new max. A failure on the week
     # means another start of this very week won: its cohort is returned.
@@ -94,8 +88,8 @@ def cohorts_completable() -> QuerySet[Cohort]:
     llm_open = Position.objects.filter(
         agent__cohort=OuterRef("pk"),
         status=Position.Status.OPEN,
-        # Outside agents, like the baselines, must not change what the LLMs experience
-        # (issue 13): a long-dated bet of theirs would keep the lineup deciding for weeks.
+        # Outside agents, like the baselines, must not change what the LLMs experience: a
+        # long-dated bet of theirs would keep the lineup deciding for weeks.
         agent__model__kind=BenchmarkModel.Kind.LLM,
     )
     return (

@@ -19,7 +19,7 @@ from arena.models import (
     SnapshotMarket,
 )
 from arena.selectors.ticks import held_market_ids
-from arena.services.cohorts import cohort_week_start
+from arena.weeks import cohort_week_start
 from markets import services as market_services
 from markets.models import Market
 from markets.sources import MarketSource, market_source

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 
 from django.db import connection, transaction
@@ -22,6 +22,7 @@ from arena.models import (
 from arena.selectors.ticks import agents_to_mark, held_market_ids
 from arena.services.rollup import rollup_merge
 from arena.valuation import positions_value_by_agent
+from arena.weeks import snapshot_slot
 from markets import services as market_services
 from markets.models import Market
 from markets.sources import MarketSource
@@ -30,14 +31,6 @@ logger = logging.getLogger(__name__)
 
 
 # ------------------------------------------------------------------ mark to market (002)
-
-SNAPSHOT_SLOT = timedelta(minutes=10)
-
-
-def snapshot_slot(now: datetime) -> datetime:
-    """Return the 10-minute slot `now` falls in (UTC, floored)."""
-    moment = now.astimezone(UTC)
-    return moment.replace(minute=moment.minute - moment.minute % 10, second=0, microsecond=0)
 
 
 @dataclass

@@ -19,7 +19,7 @@ from arena.exceptions import DecisionNotRetryable
 from arena.models import Decision
 from arena.services.audit import determinism_check, determinism_sample
 from arena.services.cohorts import cohorts_complete
-from arena.services.decisions import decision_retry
+from arena.services.decisions.run import decision_retry
 from arena.services.events import Kind, Level, event_record
 from arena.services.settlement import market_settle, market_settlement_event_record
 from markets import services as market_services

@@ -22,13 +22,10 @@ from django.test import Client
 from agents.models import BenchmarkModel
 from arena.models import Agent, Cohort, Decision, OutsideAgentToken, SystemEvent, Trade
 from arena.services.cohorts import cohort_start
-from arena.services.decisions import decisions_run_all
+from arena.services.decisions.outside import outside_decisions_close
+from arena.services.decisions.run import decisions_run_all
 from arena.services.marking import snapshots_take
-from arena.services.outside import (
-    outside_admission_set,
-    outside_decisions_close,
-    outside_token_issue,
-)
+from arena.services.outside import outside_admission_set, outside_token_issue
 from markets.sources import RecordedSource
 from tests.api.helpers import API, assert_envelope
 from tests.arena.conftest import COHORT_AT, RUN_AT, WEEK, snapshot_cache_clear

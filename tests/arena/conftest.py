@@ -15,7 +15,7 @@ from agents.types import MarketView
 from arena.models import Agent, Cohort, Decision, DecisionRun, SnapshotMarket, SystemEvent
 from arena.services import frozen as frozen_services
 from arena.services.cohorts import cohort_start
-from arena.services.decisions import decision_claim
+from arena.services.decisions.lifecycle import decision_claim
 from arena.services.frozen import FrozenMarkets, run_prepare
 from markets.models import Market, MarketSyncRun
 from markets.sources import RecordedSource

@@ -36,7 +36,7 @@ from arena.models import (
     SnapshotTick,
     SystemEvent,
 )
-from arena.services.cohorts import cohort_week_start
+from arena.weeks import cohort_week_start
 from markets.models import Market, MarketSyncRun
 from markets.parsing import parse_market
 from markets.services import markets_upsert

@@ -29,7 +29,7 @@ from arena.exports import bets_filename, bets_stream
 from arena.models import Agent, Cohort, Decision, Trade
 from arena.selectors import standings
 from arena.selectors.exports import BET_COLUMNS, BetRow, bet_rows
-from arena.services.decisions import decision_execute
+from arena.services.decisions.lifecycle import decision_execute
 from arena.services.frozen import FrozenMarkets, side_price
 from markets.models import Market
 from scoring.aggregates import mean_brier

@@ -12,7 +12,8 @@ from django.db import IntegrityError, transaction
 
 from agents.models import BenchmarkModel
 from arena.models import Agent, Cohort
-from arena.services.cohorts import cohort_start, cohort_week_start
+from arena.services.cohorts import cohort_start
+from arena.weeks import cohort_week_start
 
 LLM_LINEUP = {
     "gpt-5.1",

@@ -19,10 +19,11 @@ import pytest
 
 from agents.types import SellOrder
 from arena.models import Agent, Cohort, Decision, PortfolioSnapshot, Position, Trade
-from arena.services.decisions import agents_due, decisions_run_all
-from arena.services.marking import snapshot_slot, snapshots_take
+from arena.services.decisions.run import agents_due, decisions_run_all
+from arena.services.marking import snapshots_take
 from arena.services.settlement import markets_to_check, resolutions_check
 from arena.services.trades import trade_sell
+from arena.weeks import snapshot_slot
 from markets.models import Market
 from tests.arena.conftest import RUN_AT, WEEK
 from tests.arena.test_settlement import (

@@ -24,7 +24,7 @@ from agents.types import BetOrder, MarketView
 from arena.exceptions import TradeRejected
 from arena.models import Agent, Cohort, Decision, Position, Trade
 from arena.services.cohorts import cohort_start
-from arena.services.decisions import RunReport, decisions_run_all
+from arena.services.decisions.run import RunReport, decisions_run_all
 from arena.services.frozen import FrozenMarkets
 from arena.services.settlement import market_settle
 from arena.services.trades import trade_buy
@@ -319,13 +319,13 @@ def test_a_connection_lost_during_one_agents_decision_does_not_stop_the_run(
     """The database drops the connection while the second agent waits on its model (a
     restart, an idle kill): that decision is left for a reclaim, and every later agent still
     decides."""
-    from arena.services import decisions as decisions_module
+    from arena.services.decisions import lifecycle, responders
 
     settings.MARKET_UNIVERSE_SIZE = 40  # type: ignore[attr-defined]
     asked: list[str] = []
     hold = '{"action": "HOLD", "reasoning": "Nothing to do."}'
 
-    def respond(*, model: object, kind: str, **kw: object) -> decisions_module.Reply:
+    def respond(*, model: object, kind: str, **kw: object) -> lifecycle.Reply:
         asked.append(str(model))
         if len(asked) == 2:
             with connection.cursor() as cursor:
@@ -333,9 +333,9 @@ def test_a_connection_lost_during_one_agents_decision_does_not_stop_the_run(
                     cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
                 except Exception:  # the server closes the connection under the statement
                     pass
-        return decisions_module.Reply(text=hold, raw=hold, responder=kind, requested_model="m")
+        return lifecycle.Reply(text=hold, raw=hold, responder=kind, requested_model="m")
 
-    monkeypatch.setattr(decisions_module, "_respond", respond)
+    monkeypatch.setattr(responders, "respond", respond)
 
     report = decisions_run_all(now=RUN_AT, source=RecordedSource())
 
@@ -355,7 +355,7 @@ def test_a_snapshot_is_never_torn_by_a_settlement_committing_during_the_tick() -
     wholly in — the cash paid out and the position gone, nothing counted twice."""
     from arena.models import PortfolioSnapshot
     from arena.services import marking
-    from arena.services.decisions import decision_claim
+    from arena.services.decisions.lifecycle import decision_claim
     from arena.services.frozen import run_prepare
 
     cohort, _ = cohort_start(week_start=WEEK, now=COHORT_AT)
@@ -439,7 +439,8 @@ def test_closing_a_past_weeks_decision_waits_for_a_trade_in_flight() -> None:
     """Expiry locks the decision before it reads whether an order executed: a bet committing
     meanwhile makes it DONE with its trade, never a skipped HOLD beside an executed bet."""
     from agents.types import ParsedDecision
-    from arena.services.decisions import decision_claim, decisions_expire, parsed_json
+    from arena.services.decisions.lifecycle import decision_claim, parsed_json
+    from arena.services.decisions.run import decisions_expire
     from arena.services.frozen import run_prepare
 
     cohort, _ = cohort_start(week_start=WEEK, now=COHORT_AT)

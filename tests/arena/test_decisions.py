@@ -16,14 +16,9 @@ from agents.offline import offline_agent_reply
 from agents.prompts import PROMPT_VERSION, build_messages, system_prompt
 from agents.types import DecisionContext, MarketView
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, DecisionRun, Position, Trade
-from arena.services.decisions import (
-    DecisionOutcome,
-    agent_is_bankrupt,
-    decision_claim,
-    decision_run,
-    decisions_run_all,
-    portfolio_view,
-)
+from arena.services.decisions.context import portfolio_view
+from arena.services.decisions.lifecycle import DecisionOutcome, decision_claim
+from arena.services.decisions.run import agent_is_bankrupt, decision_run, decisions_run_all
 from arena.services.frozen import FrozenMarkets
 from markets.models import Market
 from markets.sources import RecordedSource

@@ -32,15 +32,13 @@ from arena.models import (
     Trade,
 )
 from arena.services.cohorts import cohort_start
-from arena.services.decisions import (
+from arena.services.decisions.lifecycle import (
     CLAIM_TTL,
     decision_claim,
     decision_execute,
-    decision_retry,
-    decision_run,
-    decisions_run_all,
     parsed_json,
 )
+from arena.services.decisions.run import decision_retry, decision_run, decisions_run_all
 from arena.services.frozen import FrozenMarkets, run_prepare
 from arena.services.trades import trade_buy
 from markets.sources import RecordedSource
@@ -295,7 +293,7 @@ def test_an_order_is_executed_once_even_if_two_workers_hold_the_same_claim(
 def test_an_unexpected_failure_in_one_decision_is_recorded_and_the_run_goes_on(
     cohort: Cohort, answers: dict[str, list[Reply]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from arena.services import decisions as decisions_module
+    from arena.services.decisions import responders
 
     real_parse = parse_decision
 
@@ -304,7 +302,7 @@ def test_an_unexpected_failure_in_one_decision_is_recorded_and_the_run_goes_on(
             raise RuntimeError("a defect nobody foresaw")
         return real_parse(text, **kw)
 
-    monkeypatch.setattr(decisions_module, "parse_decision", parse_or_break)
+    monkeypatch.setattr(responders, "parse_decision", parse_or_break)
     answers[model_id(FAILING_MODEL)] = [Reply(body=completion("BREAK THE ENGINE"))]
 
     report = decisions_run_all(now=run_time(1), source=RecordedSource())
@@ -331,7 +329,7 @@ def test_an_unexpected_failure_in_one_decision_is_recorded_and_the_run_goes_on(
     assert DecisionRun.objects.get(pk=report.run_id).finished_at is not None
 
     # The next run retries it, and it goes through.
-    monkeypatch.setattr(decisions_module, "parse_decision", real_parse)
+    monkeypatch.setattr(responders, "parse_decision", real_parse)
     answers[model_id(FAILING_MODEL)] = [Reply(body=completion(HOLD))]
     decisions_run_all(now=run_time(1, hours=1), source=RecordedSource())
     broken.refresh_from_db()
@@ -342,7 +340,7 @@ def test_an_unexpected_failure_in_one_decision_is_recorded_and_the_run_goes_on(
 def test_an_order_that_breaks_is_recorded_as_rejected_and_the_next_order_executes(
     cohort: Cohort, answers: dict[str, list[Reply]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from arena.services import decisions as decisions_module
+    from arena.services.decisions import lifecycle
 
     run = run_prepare(now=run_time(1), source=RecordedSource())
     views = [v for v in FrozenMarkets.load(run).universe if v.is_binary and v.yes_price][:2]
@@ -353,7 +351,7 @@ def test_an_order_that_breaks_is_recorded_as_rejected_and_the_next_order_execute
             raise ZeroDivisionError("a defect in the first order")
         return real_buy(order=order, **kw)
 
-    monkeypatch.setattr(decisions_module, "trade_buy", buy_or_break)
+    monkeypatch.setattr(lifecycle, "trade_buy", buy_or_break)
     bets = [{"market_id": v.market_id, "side": "YES", "amount": 100} for v in views]
     answer = json.dumps({"action": "BET", "bets": bets, "reasoning": "Two small bets."})
     answers[model_id(FAILING_MODEL)] = [Reply(body=completion(answer))]
@@ -467,12 +465,12 @@ def test_the_decision_page_shows_an_engine_failure_and_where_it_happened(
     monkeypatch: pytest.MonkeyPatch,
     client: Any,
 ) -> None:
-    from arena.services import decisions as decisions_module
+    from arena.services.decisions import responders
 
     def parse_breaks(text: str, **kw: Any) -> ParsedDecision:
         raise RuntimeError("<b>a defect</b>")
 
-    monkeypatch.setattr(decisions_module, "parse_decision", parse_breaks)
+    monkeypatch.setattr(responders, "parse_decision", parse_breaks)
     run = run_prepare(now=run_time(1), source=RecordedSource())
     outcome = decision_run(agent_id=agent_of(cohort).pk, run_id=run.pk, now=run_time(1))
 
@@ -519,13 +517,13 @@ def scripted(monkeypatch: pytest.MonkeyPatch, answer: Callable[[BenchmarkModel, 
     """Answer for every model from a script, in the engine's own responder slot: what the
     model says is `answer(model, context)`, and the script may act while the model 'thinks'
     (a test of timing, not of the client, which has its own replay tests)."""
-    from arena.services import decisions as decisions_module
+    from arena.services.decisions import lifecycle, responders
 
     def respond(*, model: BenchmarkModel, kind: str, context: Any, **kw: Any) -> Any:
         text = answer(model, context)
-        return decisions_module.Reply(text=text, raw=text, responder=kind, requested_model="m")
+        return lifecycle.Reply(text=text, raw=text, responder=kind, requested_model="m")
 
-    monkeypatch.setattr(decisions_module, "_respond", respond)
+    monkeypatch.setattr(responders, "respond", respond)
 
 
 def bet_on(market_id: str, amount: str = "1000") -> str:
@@ -751,7 +749,8 @@ def test_the_hourly_retry_leaves_the_agents_a_running_run_has_not_reached(
     """Every agent of a week decides on the one frozen snapshot of its run: a retry run while
     the 00:05 run is still working serves only what was sent for retry, never the agents the
     first run has not reached — until that run is past RUN_GRACE, when its chain is dead."""
-    from arena.services.decisions import RUN_GRACE, run_finish, run_open
+    from arena.services.decisions.run import run_finish, run_open
+    from arena.weeks import RUN_GRACE
 
     def answer(model: BenchmarkModel, context: Any) -> str:
         if model.internal_id == FAILING_MODEL:
@@ -804,7 +803,7 @@ def test_a_fresh_claim_never_resumes_the_answer_of_a_round_sent_for_retry(
 def test_an_agent_paid_out_since_its_cash_was_read_is_never_marked_bankrupt(
     cohort: Cohort,
 ) -> None:
-    from arena.services.decisions import agent_is_bankrupt
+    from arena.services.decisions.run import agent_is_bankrupt
 
     agent = agent_of(cohort)
     stale = Agent.objects.get(pk=agent.pk)
@@ -821,7 +820,7 @@ def test_a_worker_that_lost_its_claim_records_no_rejection(
 ) -> None:
     """A rejected order is part of the ledger the live claim writes: a slow worker's failing
     order must not pre-empt the order the claim holder will execute."""
-    from arena.services import decisions as decisions_module
+    from arena.services.decisions import lifecycle
 
     run = run_prepare(now=run_time(1), source=RecordedSource())
     frozen = FrozenMarkets.load(run)
@@ -841,9 +840,9 @@ def test_a_worker_that_lost_its_claim_records_no_rejection(
     def breaks(**kw: Any) -> Trade:
         raise RuntimeError("transient")
 
-    monkeypatch.setattr(decisions_module, "trade_buy", breaks)
+    monkeypatch.setattr(lifecycle, "trade_buy", breaks)
     late = decision_execute(decision=slow, parsed=answer, frozen=frozen)
-    monkeypatch.setattr(decisions_module, "trade_buy", trade_buy)
+    monkeypatch.setattr(lifecycle, "trade_buy", trade_buy)
 
     assert late.claim_lost
     assert not Trade.objects.filter(decision=slow).exists()

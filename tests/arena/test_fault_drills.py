@@ -18,7 +18,7 @@ from typing import Any
 from agents.models import BenchmarkModel
 from arena.models import Agent, Decision, DecisionRun, PortfolioSnapshot
 from arena.services.cohorts import cohort_start
-from arena.services.decisions import decisions_run_all
+from arena.services.decisions.run import decisions_run_all
 from arena.services.marking import snapshots_take
 from markets.models import Market
 from markets.sources import GammaSource, RecordedSource

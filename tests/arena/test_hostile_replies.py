@@ -37,7 +37,8 @@ from hypothesis import strategies as st
 from agents.types import MarketView
 from arena import money
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, Position
-from arena.services.decisions import CLAIM_TTL, decision_claim, decision_retry, decision_run
+from arena.services.decisions.lifecycle import CLAIM_TTL, decision_claim
+from arena.services.decisions.run import decision_retry, decision_run
 from arena.services.frozen import FrozenMarkets, outcome_index, run_prepare, side_price
 from markets.models import Market
 from markets.services import markets_refresh, markets_sync_top

@@ -28,7 +28,7 @@ from arena import clock
 from arena.models import Agent, Cohort, Decision, DecisionRun, Position, SnapshotMarket, Trade
 from arena.selectors import markets as market_selectors
 from arena.selectors.markets import market_page
-from arena.services.decisions import decision_claim
+from arena.services.decisions.lifecycle import decision_claim
 from arena.services.frozen import FrozenMarkets
 from arena.services.settlement import market_settle
 from arena.services.trades import trade_buy, trade_reject, trade_sell

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from agents.types import BetOrder, MarketView, ParsedDecision, SellOrder
 from arena.models import STARTING_BALANCE, Agent, Cohort, Decision, DecisionRun, Position, Trade
-from arena.services.decisions import decision_claim, decision_execute
+from arena.services.decisions.lifecycle import decision_claim, decision_execute
 from arena.services.frozen import FrozenMarkets
 from markets.models import Market
 from tests.arena.conftest import RUN_AT

@@ -28,11 +28,10 @@ from arena.selectors import standings
 from arena.selectors.models import usage_by_key
 from arena.selectors.ticks import agents_to_mark
 from arena.services.cohorts import cohort_start, cohorts_completable
-from arena.services.decisions import agents_due, decision_retry, decisions_run_all
+from arena.services.decisions.outside import outside_decision_submit, outside_decisions_close
+from arena.services.decisions.run import agents_due, decision_retry, decisions_run_all
 from arena.services.outside import (
     outside_admission_set,
-    outside_decision_submit,
-    outside_decisions_close,
     outside_token_authenticate,
     outside_token_issue,
     outside_token_revoke,

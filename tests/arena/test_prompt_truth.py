@@ -22,7 +22,8 @@ from agents.types import BetOrder, DecisionContext, MarketView
 from arena.exceptions import TradeRejected
 from arena.models import Agent, Cohort, Decision, DecisionRun, PortfolioSnapshot, Trade
 from arena.money import MIN_BET, cents_down
-from arena.services.decisions import decision_claim, portfolio_view
+from arena.services.decisions.context import portfolio_view
+from arena.services.decisions.lifecycle import decision_claim
 from arena.services.frozen import FrozenMarkets
 from arena.services.marking import snapshots_take
 from arena.services.trades import trade_buy

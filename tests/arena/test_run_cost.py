@@ -21,7 +21,7 @@ from django.urls import reverse
 from agents.prompts import PROMPT_VERSION, build_messages, shared_prefix
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, DecisionRun
 from arena.selectors.status import run_costs
-from arena.services.decisions import decision_run
+from arena.services.decisions.run import decision_run
 from arena.services.frozen import FrozenMarkets
 from forecaster.templatetags.figures import ratio_percent, usd_cost
 from tests.arena.conftest import RUN_AT

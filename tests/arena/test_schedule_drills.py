@@ -50,10 +50,11 @@ from arena.models import (
     SystemEvent,
     Trade,
 )
-from arena.services.cohorts import cohort_start, cohort_week_start
-from arena.services.decisions import COHORT_START_GRACE, run_open
+from arena.services.cohorts import cohort_start
+from arena.services.decisions.run import run_open
 from arena.services.marking import snapshots_take
 from arena.services.settlement import resolutions_check
+from arena.weeks import COHORT_START_GRACE, cohort_week_start
 from markets.models import Market
 from markets.sources import RecordedSource
 from tests.arena.books import assert_books_balance

@@ -29,7 +29,8 @@ from arena.models import (
     ResolutionCheck,
     Trade,
 )
-from arena.services.decisions import decision_claim, decision_run, decisions_run_all
+from arena.services.decisions.lifecycle import decision_claim
+from arena.services.decisions.run import decision_run, decisions_run_all
 from arena.services.frozen import FrozenMarkets, run_prepare
 from arena.services.marking import snapshots_take
 from arena.services.settlement import ResolutionReport, market_settle, resolutions_check

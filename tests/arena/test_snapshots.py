@@ -25,8 +25,9 @@ from arena.models import (
     Position,
     SnapshotTick,
 )
-from arena.services.marking import snapshot_slot, snapshots_take
+from arena.services.marking import snapshots_take
 from arena.valuation import position_mark
+from arena.weeks import snapshot_slot
 from markets.models import Market
 from markets.parsing import parse_market
 from markets.services import markets_upsert

@@ -19,8 +19,8 @@ from django.urls import reverse
 
 from agents.models import BenchmarkModel
 from arena.models import Cohort, DataRelease, Decision, SystemEvent
-from arena.services.cohorts import cohort_week_start
 from arena.services.events import STAFF_ACTION
+from arena.weeks import cohort_week_start
 from markets.models import Market
 from markets.parsing import parse_market
 from markets.services import markets_upsert

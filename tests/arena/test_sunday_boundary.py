@@ -19,9 +19,10 @@ from arena.models import (
     SnapshotTick,
     Trade,
 )
-from arena.services.cohorts import cohort_start, cohort_week_start
-from arena.services.decisions import decisions_run_all
+from arena.services.cohorts import cohort_start
+from arena.services.decisions.run import decisions_run_all
 from arena.services.marking import snapshots_take
+from arena.weeks import cohort_week_start
 from markets.sources import RecordedSource
 from tests.arena.books import assert_books_balance
 

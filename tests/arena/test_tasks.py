@@ -57,7 +57,7 @@ def test_a_decision_task_that_breaks_does_not_stop_the_chain(
     """A failed link would stop a Celery chain and leave every later agent undecided; the
     decision task reports the failure instead of raising, and the chain goes on."""
     import arena.tasks as tasks_module
-    from arena.services.decisions import decision_run
+    from arena.services.decisions.run import decision_run
 
     settings.MARKET_SOURCE = "demo"
     settings.OPENROUTER_API_KEY = ""

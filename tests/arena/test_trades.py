@@ -14,7 +14,7 @@ import pytest
 from agents.types import BetOrder, MarketView, SellOrder
 from arena.exceptions import TradeRejected
 from arena.models import Agent, Cohort, Decision, DecisionRun, Position, Trade
-from arena.services.decisions import DecisionOutcome, decision_execute
+from arena.services.decisions.lifecycle import DecisionOutcome, decision_execute
 from arena.services.frozen import FrozenMarkets
 from arena.services.trades import trade_buy, trade_sell
 from markets.models import Market

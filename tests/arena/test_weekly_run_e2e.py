@@ -11,7 +11,7 @@ import pytest
 
 from arena.models import Decision, DecisionRun, PortfolioSnapshot, SnapshotMarket, Trade
 from arena.services.cohorts import cohort_start
-from arena.services.decisions import decisions_run_all
+from arena.services.decisions.run import decisions_run_all
 from arena.services.marking import snapshots_take
 from tests.markets.conftest import TOP_500, by_id_handler, gamma_json
 from tests.replay import GAMMA_RECORDINGS, OPENROUTER_RECORDINGS, ReplayServer, Reply, Request

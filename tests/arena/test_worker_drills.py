@@ -31,7 +31,8 @@ from celery.result import AsyncResult
 
 from arena.models import Cohort, Decision, DecisionRun, SystemEvent, Trade
 from arena.services.cohorts import cohort_start
-from arena.services.decisions import WORKER_LOSSES_MAX, decision_claim, decision_run
+from arena.services.decisions.lifecycle import decision_claim
+from arena.services.decisions.run import WORKER_LOSSES_MAX, decision_run
 from arena.tasks import run_decisions
 from forecaster.celery import app as celery_app
 from tests.arena.books import assert_books_balance
@@ -111,7 +112,7 @@ def test_a_task_that_loses_its_worker_again_and_again_is_sent_for_retry_not_loop
     at the WORKER_LOSSES_MAX-th delivery of the same task after a loss the decision is sent
     for retry (RETRYABLE, with the reason) instead of asking the model once more; the hourly
     retry run asks again with a new task."""
-    import arena.services.decisions as decisions
+    from arena.services.decisions import responders
 
     agent = cohort.agents.get(model__internal_id="gpt-5.1")
     left = decision_claim(agent=agent, week_start=WEEK, now=RUN_AT)
@@ -121,7 +122,7 @@ def test_a_task_that_loses_its_worker_again_and_again_is_sent_for_retry_not_loop
     def worker_dies(*args: object, **kwargs: object) -> None:
         raise _WorkerKilled
 
-    monkeypatch.setattr(decisions, "_respond", worker_dies)
+    monkeypatch.setattr(responders, "respond", worker_dies)
     for minute in range(1, WORKER_LOSSES_MAX):
         now = RUN_AT + timedelta(minutes=minute)
         with pytest.raises(_WorkerKilled):

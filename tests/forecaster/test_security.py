@@ -29,7 +29,7 @@ from django.utils import timezone
 from agents.clients import REDACTED, OpenRouterClient, OpenRouterError
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, SystemEvent
 from arena.services.cohorts import cohort_start
-from arena.services.decisions import decision_run
+from arena.services.decisions.run import decision_run
 from arena.services.frozen import run_prepare
 from markets.sources import RecordedSource
 from tests.arena.conftest import COHORT_AT, RUN_AT, WEEK

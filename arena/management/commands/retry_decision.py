@@ -3,7 +3,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from arena.exceptions import DecisionNotRetryable
-from arena.services.decisions import decision_retry
+from arena.services.decisions.run import decision_retry
 
 
 class Command(BaseCommand):

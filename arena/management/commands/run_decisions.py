@@ -3,7 +3,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from arena.models import Cohort
-from arena.services.decisions import decisions_run_all
+from arena.services.decisions.run import decisions_run_all
 
 
 class Command(BaseCommand):

@@ -1,0 +1,624 @@
+"""A decision's lifecycle, whichever way its answer arrives: claim, attempts, the stored
+answer, execution, finish.
+
+Every agent's decision is a unit of its own: whatever fails inside one is recorded on that
+decision (and the attempt it happened in) and the caller goes on to the next agent. A valid
+answer is stored before any of its orders executes (`answer_store`), and each order executes
+at most once (a unique trade per decision, try and order index), so a claim reclaimed after
+a crash resumes the stored answer instead of asking again. An answer still invalid after its
+last try is a default HOLD (`answer_hold`). A lineup model's answer (responders.py) and an
+outside team's submission (outside.py) go through these same steps.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Max, QuerySet, Sum
+
+from agents.types import BetOrder, ParsedDecision, SellOrder
+from arena import clock
+from arena.evidence import clipped, error_text, storable_json, storable_text, traceback_summary
+from arena.exceptions import ClaimLost, TradeRejected
+from arena.models import Agent, Decision, DecisionAttempt, DecisionRun, Trade
+from arena.services.events import Kind, Level, event_record
+from arena.services.frozen import FrozenMarkets
+from arena.services.trades import trade_buy, trade_reject, trade_sell
+
+logger = logging.getLogger(__name__)
+
+# A claim older than this belongs to a worker that died; the row may be claimed again.
+CLAIM_TTL = timedelta(minutes=30)
+# What a slow worker reports when its claim was taken over: it wrote nothing more.
+CLAIM_LOST = "claim lost"
+# Why a RUNNING claim was taken over (see decision_claim_for).
+REDELIVERED = "redelivered"
+DEAD_CLAIM = "dead claim"
+
+
+@dataclass
+class Reply:
+    """An answer as it is stored on its attempt, whatever answered: OpenRouter, an offline
+    agent, a baseline (responders.py) or an outside team's submission (outside.py)."""
+
+    text: str
+    raw: str
+    responder: str
+    requested_model: str
+    response_model: str = ""
+    provider: str = ""
+    finish_reason: str = ""
+    used_reasoning: bool = False
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost: Decimal | None = None
+    latency_ms: int | None = None
+    cached_prompt_tokens: int | None = None
+    cache_write_tokens: int | None = None
+
+
+@dataclass
+class DecisionOutcome:
+    """What became of one decision in a run: its status (or why it was not run) and the
+    orders executed and rejected, with the reasons."""
+
+    decision_id: int | None
+    status: str
+    executed: int = 0
+    rejected: int = 0
+    notes: list[str] = field(default_factory=list)
+    claim_lost: bool = False
+
+
+@dataclass
+class Progress:
+    """How far one decision got, so that a failure is recorded where it happened."""
+
+    decision: Decision | None = None
+    run_id: int | None = None
+    messages: list[dict[str, str]] = field(default_factory=list)
+    attempt_started: datetime | None = None
+    attempt_id: int | None = None
+    reply: Reply | None = None
+    responder: str = ""  # who answers the attempt under way (a Decision.Responder)
+
+
+def decision_claim_for(
+    *, agent: Agent, week_start: date, now: datetime, holder: str = "", redelivered: bool = False
+) -> tuple[Decision, str] | None:
+    """Claim the agent's decision row for the week for `holder` (the Celery task id, or ""
+    outside a task); return (decision, reclaimed) or None.
+
+    `reclaimed` says whose claim was taken over: REDELIVERED when the row was RUNNING under
+    this same holder and this delivery is a `redelivered` one — the broker put the message
+    back because the worker running it was lost (rejected on worker loss, or past the
+    visibility timeout), so the earlier delivery is dead — or DEAD_CLAIM when it was RUNNING
+    under a claim older than CLAIM_TTL; "" for a fresh claim. A second copy of the same task
+    that is not a redelivery (a chain link sent twice by a predecessor that ran twice) leaves
+    a live claim alone. Each claim is a conditional UPDATE, so of two concurrent claimers
+    exactly one gets row count 1.
+    """
+    try:
+        with transaction.atomic():
+            decision, _ = Decision.objects.get_or_create(
+                agent=agent, cohort_id=agent.cohort_id, week_start=week_start
+            )
+    except IntegrityError:
+        decision = Decision.objects.get(
+            agent=agent, cohort_id=agent.cohort_id, week_start=week_start
+        )
+    claim = {
+        "status": Decision.Status.RUNNING,
+        "claimed_at": now,
+        "claimed_by": holder,
+        "tries": F("tries") + 1,
+    }
+    reclaimed = ""
+    # A fresh claim (PENDING or RETRYABLE) starts a new round: the previous round's answer
+    # is cleared in the claim itself, so no reclaim can ever resume a round sent for retry
+    # (that answer stays on its attempt rows and trades).
+    claimed = Decision.objects.filter(pk=decision.pk, status__in=Decision.CLAIMABLE).update(
+        **claim, parsed=None, parsed_try=None
+    )
+    if claimed != 1 and holder and redelivered:
+        # The same task delivered again (its worker was killed): resume at once, not after
+        # CLAIM_TTL, which would leave the rest of its cohort's chain waiting behind it.
+        claimed = Decision.objects.filter(
+            pk=decision.pk, status=Decision.Status.RUNNING, claimed_by=holder
+        ).update(**claim)
+        reclaimed = REDELIVERED
+    if claimed != 1:
+        claimed = Decision.objects.filter(
+            pk=decision.pk, status=Decision.Status.RUNNING, claimed_at__lt=now - CLAIM_TTL
+        ).update(**claim)
+        reclaimed = DEAD_CLAIM
+    if claimed != 1:
+        return None
+    decision.refresh_from_db()
+    return decision, reclaimed
+
+
+def decision_claim(*, agent: Agent, week_start: date, now: datetime) -> Decision | None:
+    """Claim the agent's decision row for the week, creating it if needed.
+
+    Return the claimed decision, or None when another run holds it or it is final. A row
+    RUNNING under a claim older than CLAIM_TTL (a dead worker) is claimed again.
+    """
+    claim = decision_claim_for(agent=agent, week_start=week_start, now=now)
+    return claim[0] if claim else None
+
+
+def under_claim(decision: Decision) -> QuerySet[Decision]:
+    """The decision's row while `decision` still holds its claim: RUNNING under the claim
+    (`tries`) it was read with. Every write of a decision goes through it."""
+    return Decision.objects.filter(
+        pk=decision.pk, status=Decision.Status.RUNNING, tries=decision.tries
+    )
+
+
+def round_executed(decision: Decision) -> bool:
+    """Whether an order of the decision's stored answer (its round, `parsed_try`) executed."""
+    return (
+        decision.parsed_try is not None
+        and Trade.objects.filter(
+            decision=decision, try_number=decision.parsed_try, status=Trade.Status.EXECUTED
+        ).exists()
+    )
+
+
+def attempt_record(
+    *,
+    decision: Decision,
+    run_id: int | None,
+    messages: list[dict[str, str]],
+    reply: Reply | None,
+    api_error: str,
+    parse_error: str,
+    started_at: datetime,
+    parsed: ParsedDecision | None = None,
+    error_body: str = "",
+    error: str = "",
+    trace: str = "",
+    responder: str = "",
+) -> DecisionAttempt:
+    """Store one attempt whole. Text from the model or provider is made storable (NUL and
+    lone surrogates escaped) and provider strings are clipped to their columns. `error` and
+    `trace` record an unexpected failure while the attempt was handled; `responder` says who
+    was asked when there is no `reply`."""
+    number = (decision.attempts.aggregate(n=Max("number"))["n"] or 0) + 1
+    with transaction.atomic():
+        return DecisionAttempt.objects.create(
+            decision=decision,
+            number=number,
+            run_id=run_id,
+            responder=reply.responder if reply else responder,
+            requested_model=clipped(
+                reply.requested_model if reply else decision.agent.model.openrouter_id, 200
+            ),
+            request_messages=storable_json(messages),
+            raw_response=storable_text(reply.raw) if reply else storable_text(error_body),
+            response_text=storable_text(reply.text) if reply else "",
+            used_reasoning=reply.used_reasoning if reply else False,
+            response_model=clipped(reply.response_model if reply else "", 200),
+            upstream_provider=clipped(reply.provider if reply else "", 100),
+            finish_reason=clipped(reply.finish_reason if reply else "", 32),
+            prompt_tokens=_token_count(reply.prompt_tokens) if reply else None,
+            cached_prompt_tokens=_token_count(reply.cached_prompt_tokens) if reply else None,
+            cache_write_tokens=_token_count(reply.cache_write_tokens) if reply else None,
+            completion_tokens=_token_count(reply.completion_tokens) if reply else None,
+            reasoning_tokens=_token_count(reply.reasoning_tokens) if reply else None,
+            cost_usd=_cost(reply.cost) if reply else None,
+            latency_ms=reply.latency_ms if reply else None,
+            api_error=storable_text(api_error),
+            parse_error=storable_text(parse_error),
+            parsed=storable_json(parsed_json(parsed)) if parsed else None,
+            error=error,
+            traceback=trace,
+            valid=reply is not None and not api_error and not parse_error and not error,
+            started_at=started_at,
+        )
+
+
+_MAX_COUNT = 2_147_483_647  # a PositiveIntegerField
+
+
+_MAX_COST = Decimal("999999.999999")  # Decimal(12, 6)
+
+
+def _token_count(value: Any) -> int | None:
+    """A provider's token count as stored: a plain int in range, else unknown (None)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_COUNT:
+        return value
+    return None
+
+
+def _cost(value: Any) -> Decimal | None:
+    """A provider's cost in USD as stored: finite, not negative, fits the column; else None."""
+    if not isinstance(value, Decimal) or not value.is_finite() or not 0 <= value <= _MAX_COST:
+        return None
+    return value.quantize(Decimal("0.000001"))
+
+
+def parsed_json(parsed: ParsedDecision) -> dict[str, Any]:
+    """Return the parsed answer as a decision stores it (amounts as strings: exact)."""
+    return {
+        "action": parsed.action,
+        "reasoning": parsed.reasoning,
+        "bets": [
+            {"market_id": b.market_id, "side": b.side, "amount": str(b.amount)} for b in parsed.bets
+        ],
+        "sells": [
+            {"position_id": s.position_id, "percentage": str(s.percentage)} for s in parsed.sells
+        ],
+    }
+
+
+def parsed_from_json(stored: dict[str, Any]) -> ParsedDecision:
+    """Return the ParsedDecision a decision stored (the inverse of parsed_json)."""
+    return ParsedDecision(
+        action=stored["action"],
+        reasoning=stored.get("reasoning", ""),
+        bets=tuple(
+            BetOrder(market_id=b["market_id"], side=b["side"], amount=Decimal(b["amount"]))
+            for b in stored.get("bets", [])
+        ),
+        sells=tuple(
+            SellOrder(position_id=s["position_id"], percentage=Decimal(s["percentage"]))
+            for s in stored.get("sells", [])
+        ),
+    )
+
+
+def answer_store(
+    *,
+    decision: Decision,
+    progress: Progress,
+    run_id: int | None,
+    messages: list[dict[str, str]],
+    reply: Reply,
+    parsed: ParsedDecision,
+    started_at: datetime,
+) -> bool:
+    """Store a valid answer before any of its orders executes: the attempt it came in and,
+    under the decision's live claim, the parsed answer with its round (`parsed_try`).
+
+    A reclaim after a crash resumes these orders (each at most once) and never asks again.
+    Return False when the claim was taken over while the answer was awaited: the decision is
+    someone else's now and none of its orders may be executed here (the attempt is kept).
+    """
+    with transaction.atomic():
+        progress.attempt_id = attempt_record(
+            decision=decision, run_id=run_id, messages=messages, reply=reply,
+            api_error="", parse_error="", started_at=started_at, parsed=parsed,
+        ).pk  # fmt: skip
+        stored = under_claim(decision).update(
+            parsed=storable_json(parsed_json(parsed)),
+            parsed_try=decision.tries,
+            action=parsed.action,
+            reasoning=storable_text(parsed.reasoning),
+        )
+    if stored != 1:
+        return False
+    decision.parsed_try = decision.tries
+    return True
+
+
+# How a default HOLD after a parse failure is worded, by who answered: what could not be
+# parsed, what the tries are counted in, and what the event calls the answer.
+_HOLD_WORDS = {
+    False: ("response", "attempts", "answer"),
+    True: ("submission", "submissions", "submission"),
+}
+
+
+def answer_hold(
+    *, decision: Decision, reply: Reply | None, parse_error: str, tries: int, submitted: bool
+) -> bool:
+    """Finish a decision whose answer was still invalid after its last try (002: retries,
+    then HOLD): DONE, a default HOLD marked `parse_failed`, with the last parse error, and a
+    warning event. `tries` answers were parsed; `submitted` says they were an outside team's
+    submissions rather than a lineup model's responses (only the wording differs).
+
+    Return False, having written nothing, when the claim was taken over meanwhile.
+    """
+    what, counted, called = _HOLD_WORDS[submitted]
+    finished = decision_finish(
+        decision=decision,
+        status=Decision.Status.DONE,
+        error=f"invalid after {tries} {counted}: {parse_error}",
+        reply=reply,
+        parsed=ParsedDecision(
+            action="HOLD",
+            reasoning=f"[system default] HOLD: the {what} could not be parsed ({parse_error})",
+        ),
+        parse_failed=True,
+    )
+    if not finished:
+        return False
+    decision_failure_event(
+        decision=decision,
+        message=f"invalid {called} after {tries} attempts, default HOLD: {parse_error}",
+        level=Level.WARNING,
+    )
+    return True
+
+
+def decision_finish(
+    *,
+    decision: Decision,
+    status: str,
+    error: str,
+    reply: Reply | None,
+    parsed: ParsedDecision | None = None,
+    parse_failed: bool = False,
+) -> bool:
+    """Finish the decision under this executor's claim; return False (and write nothing)
+    when the claim was taken over meanwhile."""
+    totals = decision.attempts.aggregate(
+        prompt=Sum("prompt_tokens"),
+        cached=Sum("cached_prompt_tokens"),
+        cache_write=Sum("cache_write_tokens"),
+        completion=Sum("completion_tokens"),
+        cost=Sum("cost_usd"),
+        latency=Sum("latency_ms"),
+    )
+    fields: dict[str, Any] = {
+        "status": status,
+        "error": storable_text(error),
+        "action": parsed.action if parsed else "",
+        "reasoning": storable_text(parsed.reasoning) if parsed else "",
+        "parsed": storable_json(parsed_json(parsed)) if parsed else None,
+        "parse_failed": parse_failed,
+        # Each attempt's figure fits its column; a sum of them may not: then it is unknown.
+        "prompt_tokens": _token_count(totals["prompt"]),
+        "cached_prompt_tokens": _token_count(totals["cached"]),
+        "cache_write_tokens": _token_count(totals["cache_write"]),
+        "completion_tokens": _token_count(totals["completion"]),
+        "cost_usd": _cost(totals["cost"]),
+        "latency_ms": _token_count(totals["latency"]),
+        "finished_at": clock.now(),
+    }
+    if reply is not None:  # a resumed decision keeps the reply it was answered with
+        fields["response_model"] = clipped(reply.response_model if reply else "", 200)
+        fields["upstream_provider"] = clipped(reply.provider if reply else "", 100)
+    with transaction.atomic():
+        finished = under_claim(decision).update(**fields)
+    return finished == 1
+
+
+def decision_conclude(
+    *,
+    decision: Decision,
+    parsed: ParsedDecision,
+    outcome: DecisionOutcome,
+    reply: Reply | None,
+) -> DecisionOutcome:
+    """Finish a decision whose answer was executed: DONE, or RETRYABLE when it was a BET or
+    SELL of which no order executed in this round (002)."""
+    if outcome.claim_lost:
+        outcome.status = CLAIM_LOST
+        return outcome
+    no_trade = parsed.action != "HOLD" and not round_executed(decision)
+    status = Decision.Status.RETRYABLE if no_trade else Decision.Status.DONE
+    error = "no trade of this BET/SELL executed: " + "; ".join(outcome.notes) if no_trade else ""
+    if not decision_finish(
+        decision=decision, status=status, error=error, reply=reply, parsed=parsed
+    ):
+        outcome.status = CLAIM_LOST
+        return outcome
+    if no_trade:
+        decision_failure_event(decision=decision, message=error, level=Level.WARNING)
+    outcome.status = status
+    return outcome
+
+
+def decision_failure_event(*, decision: Decision, message: str, level: str) -> None:
+    """Record a `decision_failed` event for the decision, at `level`."""
+    event_record(
+        kind=Kind.DECISION_FAILED,
+        level=level,
+        message=f"decision {decision.pk} ({decision.agent}): {message}",
+        cohort_id=decision.cohort_id,
+        agent_id=decision.agent_id,
+        decision_id=decision.pk,
+        run_id=decision.run_id,
+    )
+
+
+def decision_resume(*, decision: Decision, progress: Progress) -> DecisionOutcome:
+    """Execute the orders of a reclaimed decision's stored answer that had not executed when
+    its worker died, at the prices of the run it was answered in; then finish it."""
+    parsed = parsed_from_json(decision.parsed or {})
+    run = DecisionRun.objects.get(pk=decision.run_id or 0)
+    progress.run_id = run.pk
+    outcome = decision_execute(decision=decision, parsed=parsed, frozen=FrozenMarkets.load(run))
+    return decision_conclude(decision=decision, parsed=parsed, outcome=outcome, reply=None)
+
+
+def decision_fail(*, agent_id: int, progress: Progress, exc: Exception) -> DecisionOutcome:
+    """Record an unexpected failure on the decision and its attempt; return the outcome.
+
+    The decision ends RETRYABLE, or DONE when orders of its answer had already executed
+    (its trades stand and the answer that explains them is stored). Recording is itself
+    guarded: if even that fails, the row stays RUNNING and is reclaimed after CLAIM_TTL.
+    """
+    error = error_text(exc)
+    trace = traceback_summary(exc)
+    logger.error("decision of agent %s failed: %s\n%s", agent_id, error, trace)
+    decision = progress.decision
+    status = "failed"
+    if decision is not None:
+        try:
+            status = _failure_record(decision=decision, progress=progress, error=error, trace=trace)
+        except Exception:
+            logger.exception("could not record the failure of decision %s", decision.pk)
+    try:
+        agent = Agent.objects.filter(pk=agent_id).values_list("pk", "cohort_id").first()
+    except Exception:  # the database itself may be what failed
+        agent = None
+    event_record(
+        kind=Kind.DECISION_FAILED,
+        level=Level.ERROR,
+        message=(
+            f"decision {decision.pk if decision else '(unclaimed)'} of agent {agent_id} "
+            f"failed unexpectedly: {error}"
+        ),
+        cohort_id=agent[1] if agent else None,
+        agent_id=agent[0] if agent else None,
+        decision_id=decision.pk if decision else None,
+        run_id=progress.run_id,
+        data={"traceback": trace},
+    )
+    return DecisionOutcome(decision.pk if decision else None, status, notes=[error])
+
+
+def _failure_record(*, decision: Decision, progress: Progress, error: str, trace: str) -> str:
+    with transaction.atomic():
+        if progress.attempt_id is not None:
+            DecisionAttempt.objects.filter(pk=progress.attempt_id).update(
+                error=error, traceback=trace
+            )
+        elif progress.attempt_started is not None:
+            # The attempt was not stored (it failed before, or storing it failed): keep one
+            # with what is known, so the decision page shows where it broke.
+            _failed_attempt_record(decision=decision, progress=progress, error=error, trace=trace)
+        executed = round_executed(decision)
+        status = Decision.Status.DONE if executed else Decision.Status.RETRYABLE
+        under_claim(decision).update(
+            status=status,
+            error=f"unexpected failure: {error}",
+            traceback=trace,
+            finished_at=clock.now(),
+        )
+    return status
+
+
+def _failed_attempt_record(
+    *, decision: Decision, progress: Progress, error: str, trace: str
+) -> None:
+    def record(reply: Reply | None) -> None:
+        attempt_record(
+            decision=decision,
+            run_id=progress.run_id,
+            messages=progress.messages,
+            reply=reply,
+            api_error="",
+            parse_error="",
+            started_at=progress.attempt_started or clock.now(),
+            error=error,
+            trace=trace,
+            responder=progress.responder,
+        )
+
+    try:
+        record(progress.reply)
+    except Exception:  # the reply itself is what cannot be stored: keep the rest
+        record(None)
+
+
+def decision_execute(
+    *,
+    decision: Decision,
+    parsed: ParsedDecision,
+    frozen: FrozenMarkets,
+    try_number: int | None = None,
+) -> DecisionOutcome:
+    """Execute the decision's orders in order, one transaction per trade, each at most once.
+
+    Each bet is checked against 25% of the cash at that moment, so a later bet can fail after
+    earlier ones spent. Trades carry `try_number` (default: the try whose answer the decision
+    stored, else the current try); an order of that try already executed or rejected is
+    skipped, which makes a repeat — a reclaim after a crash — execute only what is left.
+    An order's unexpected failure is recorded as a rejected trade and the others go on.
+    """
+    outcome = DecisionOutcome(decision.pk, "")
+    if try_number is None:
+        try_number = decision.parsed_try if decision.parsed_try is not None else decision.tries
+    orders: list[BetOrder | SellOrder] = (
+        list(parsed.bets)
+        if parsed.action == "BET"
+        else list(parsed.sells)
+        if parsed.action == "SELL"
+        else []
+    )
+    done = set(
+        Trade.objects.filter(decision=decision, try_number=try_number).values_list(
+            "order_index", flat=True
+        )
+    )
+    for index, order in enumerate(orders):
+        if index in done:
+            continue
+        try:
+            if isinstance(order, BetOrder):
+                trade_buy(
+                    decision=decision,
+                    order=order,
+                    frozen=frozen,
+                    index=index,
+                    try_number=try_number,
+                )
+            else:
+                trade_sell(
+                    decision=decision,
+                    order=order,
+                    frozen=frozen,
+                    index=index,
+                    try_number=try_number,
+                )
+            outcome.executed += 1
+        except TradeRejected as exc:
+            outcome.notes.append(str(exc))
+            if not _reject(
+                decision=decision, order=order, reason=str(exc), index=index, try_number=try_number
+            ):
+                outcome.claim_lost = True
+                break
+            outcome.rejected += 1
+        except ClaimLost:
+            # A slow worker whose claim was taken over: the decision is someone else's now.
+            logger.warning("claim on decision %s lost: order %d not executed", decision.pk, index)
+            outcome.claim_lost = True
+            break
+        except IntegrityError:
+            # The same order of the same try was recorded elsewhere (two workers on one
+            # claim): it was handled once, there; nothing more to do here.
+            logger.warning("order %d of decision %s already recorded", index, decision.pk)
+        except Exception as exc:
+            reason = f"engine error: {error_text(exc)}"
+            logger.exception("order %d of decision %s failed", index, decision.pk)
+            outcome.notes.append(reason)
+            if not _reject(
+                decision=decision, order=order, reason=reason, index=index, try_number=try_number
+            ):
+                outcome.claim_lost = True
+                break
+            outcome.rejected += 1
+    return outcome
+
+
+def _reject(
+    *, decision: Decision, order: BetOrder | SellOrder, reason: str, index: int, try_number: int
+) -> bool:
+    """Record a rejected order; an order already recorded for this try is left as it is.
+    Return False when the claim was lost (nothing recorded)."""
+    try:
+        with transaction.atomic():
+            trade_reject(
+                decision=decision,
+                order=order,
+                reason=storable_text(reason),
+                index=index,
+                try_number=try_number,
+            )
+    except ClaimLost:
+        return False
+    except IntegrityError:
+        logger.warning("order %d of decision %s already recorded", index, decision.pk)
+    return True

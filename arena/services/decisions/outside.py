@@ -1,0 +1,309 @@
+"""An outside team's answer: its weekly submission through the API, and the window's close.
+
+An outside agent decides on exactly the lineup's terms. The run that freezes the week's
+snapshot stores its prompt — the same rendering a lineup model is sent — and leaves its
+decision AWAITING (`outside_decision_await`), going on to the next agent at once. Its
+submission, in the decision window, goes through the same parser with the same retries (the
+validation error goes back; a resubmission), and a valid one through the same lifecycle: it
+is stored before any order executes, and executed and finished as a model's answer is.
+Every submission is stored as a DecisionAttempt with its raw body. A window closed with
+nothing submitted is a HOLD marked "no submission" (`outside_decisions_close`).
+
+The team's tokens, the rate limit and the recording of refusals are in
+arena/services/outside.py; this module only takes what an authenticated agent submits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+
+from agents.exceptions import DecisionParseError
+from agents.parsing import parse_decision
+from agents.prompts import retry_section
+from agents.types import ParsedDecision
+from arena import clock
+from arena.evidence import storable_json
+from arena.exceptions import OutsideRefused
+from arena.models import Agent, Cohort, Decision, DecisionAttempt, DecisionRun
+from arena.services.decisions.lifecycle import (
+    CLAIM_LOST,
+    DecisionOutcome,
+    Progress,
+    Reply,
+    answer_hold,
+    answer_store,
+    attempt_record,
+    decision_conclude,
+    decision_execute,
+    decision_fail,
+    decision_failure_event,
+    parsed_json,
+    under_claim,
+)
+from arena.services.events import Level
+from arena.services.frozen import FrozenMarkets
+from arena.weeks import cohort_week_start, outside_window
+
+# The claim holder of a decision while a submission is being handled.
+SUBMISSION_HOLDER = "outside-api"
+NO_SUBMISSION = "no submission"
+
+
+def outside_messages(
+    *, decision: Decision, attempts: list[DecisionAttempt]
+) -> list[dict[str, str]]:
+    """The prompt as it stands for the decision's current round: the stored system and user
+    prompts and, after an invalid submission, the retry section a lineup model is sent (the
+    validation error and the start of the invalid body)."""
+    user = decision.user_prompt
+    last = attempts[-1] if attempts else None
+    if last is not None and last.parse_error:
+        retry = retry_section(
+            invalid_response=last.response_text,
+            error=last.parse_error,
+            version=decision.prompt_version,
+        )
+        user = f"{user}\n\n{retry}"
+    return [
+        {"role": "system", "content": decision.system_prompt},
+        {"role": "user", "content": user},
+    ]
+
+
+def round_attempts(decision: Decision) -> list[DecisionAttempt]:
+    """The submissions of the decision's current round (its run), in order."""
+    return list(decision.attempts.filter(run_id=decision.run_id).order_by("number"))
+
+
+@dataclass
+class Submission:
+    """What became of one submission."""
+
+    decision: Decision
+    valid: bool
+    error: str = ""
+    resubmissions_left: int = 0
+    outcome: DecisionOutcome | None = None
+
+
+def _refusal(
+    status: int, code: str, message: str, *, agent: Agent, decision: Decision | None = None
+) -> OutsideRefused:
+    return OutsideRefused(
+        status, code, message, agent=agent, decision_id=decision.pk if decision else None
+    )
+
+
+def outside_decision_submit(*, agent: Agent, body: str, now: datetime | None = None) -> Submission:
+    """Take the agent's submission for this week: parse it like a model's answer and execute
+    it like one. Raise OutsideRefused (409) outside the window, before the week's run has
+    opened the decision, for a cohort that completed, and after the week's final decision.
+
+    A malformed body is stored (an attempt with its parse error) and, while the retries
+    allow (DECISION_PARSE_RETRIES, like a model's), the decision awaits a resubmission;
+    still malformed → HOLD, `parse_failed`. Two submissions racing for one decision: one
+    claims it (a conditional UPDATE), the other is refused."""
+    now = now or clock.now()
+    week_start = cohort_week_start(now)
+    opens, closes = outside_window(week_start)
+    decision = Decision.objects.filter(agent=agent, week_start=week_start).first()
+    if agent.cohort.status != Cohort.Status.ACTIVE:
+        raise _refusal(
+            409,
+            "cohort_completed",
+            f"Cohort {agent.cohort.number} has completed: it takes no more decisions.",
+            agent=agent,
+            decision=decision,
+        )
+    if not opens <= now < closes:
+        raise _refusal(
+            409,
+            "outside_window",
+            f"Submissions for the week of {week_start:%Y-%m-%d} are taken from "
+            f"{opens:%Y-%m-%d %H:%M} to {closes:%H:%M} UTC; it is {now:%Y-%m-%d %H:%M:%S} UTC.",
+            agent=agent,
+            decision=decision,
+        )
+    if decision is not None and decision.status in Decision.DECIDED:
+        raise _refusal(
+            409,
+            "already_decided",
+            f"The decision for the week of {week_start:%Y-%m-%d} is final "
+            f"({decision.action or decision.status}): a second one is refused.",
+            agent=agent,
+            decision=decision,
+        )
+    if decision is None or decision.status != Decision.Status.AWAITING:
+        raise _refusal(
+            409,
+            "not_open",
+            "No decision awaits a submission now: the week's run has not reached this agent "
+            "yet, a submission is being handled, or a retry run will open a new prompt "
+            "(read the prompt endpoint until it shows status awaiting).",
+            agent=agent,
+            decision=decision,
+        )
+    with transaction.atomic():
+        claimed = Decision.objects.filter(pk=decision.pk, status=Decision.Status.AWAITING).update(
+            status=Decision.Status.RUNNING, claimed_at=now, claimed_by=SUBMISSION_HOLDER
+        )
+    if claimed != 1:
+        raise _refusal(
+            409,
+            "not_open",
+            "Another submission for this decision is being handled.",
+            agent=agent,
+            decision=decision,
+        )
+    decision.refresh_from_db()
+    progress = Progress(decision=decision, run_id=decision.run_id)
+    try:
+        return _submission_take(
+            decision=decision, agent=agent, body=body, now=now, progress=progress
+        )
+    except Exception as exc:  # recorded on the decision like a lineup agent's failure
+        outcome = decision_fail(agent_id=agent.pk, progress=progress, exc=exc)
+        decision.refresh_from_db()
+        return Submission(decision, valid=False, error=outcome.notes[0], outcome=outcome)
+
+
+def _submission_take(
+    *, decision: Decision, agent: Agent, body: str, now: datetime, progress: Progress
+) -> Submission:
+    """Parse the claimed decision's submission, then store and execute it as a model's
+    answer is (lifecycle.answer_store, decision_execute), or keep it as an invalid try."""
+    run = DecisionRun.objects.get(pk=decision.run_id or 0)
+    frozen = FrozenMarkets.load(run)
+    position_ids = {
+        str(pk) for pk in agent.positions.filter(status="open").values_list("pk", flat=True)
+    }
+    earlier = round_attempts(decision)
+    messages = outside_messages(decision=decision, attempts=earlier)
+    progress.messages, progress.attempt_started = messages, now
+    progress.responder = Decision.Responder.OUTSIDE
+    reply = Reply(
+        text=body,
+        raw=body,
+        responder=Decision.Responder.OUTSIDE,
+        requested_model=agent.model.internal_id,
+        response_model=agent.model.internal_id,
+    )
+    progress.reply = reply
+    try:
+        parsed = parse_decision(body, markets=frozen.views, position_ids=position_ids)
+    except DecisionParseError as exc:
+        progress.attempt_id = attempt_record(
+            decision=decision, run_id=run.pk, messages=messages, reply=reply,
+            api_error="", parse_error=exc.message, started_at=now,
+        ).pk  # fmt: skip
+        return _submission_invalid(
+            decision=decision, reply=reply, error=exc.message, earlier=len(earlier)
+        )
+    stored = answer_store(
+        decision=decision, progress=progress, run_id=run.pk, messages=messages,
+        reply=reply, parsed=parsed, started_at=now,
+    )  # fmt: skip
+    if stored:
+        outcome = decision_execute(decision=decision, parsed=parsed, frozen=frozen)
+        outcome = decision_conclude(decision=decision, parsed=parsed, outcome=outcome, reply=reply)
+    else:  # the claim was taken over meanwhile: none of its orders is executed here
+        outcome = DecisionOutcome(decision.pk, CLAIM_LOST, notes=["claim taken over"])
+    decision.refresh_from_db()
+    return Submission(decision, valid=True, outcome=outcome)
+
+
+def _submission_invalid(
+    *, decision: Decision, reply: Reply, error: str, earlier: int
+) -> Submission:
+    """After a malformed submission (stored, with its parse error) that followed `earlier`
+    ones this round: await a resubmission while the retries allow, else the default HOLD."""
+    left = settings.DECISION_PARSE_RETRIES - earlier
+    if left > 0:
+        with transaction.atomic():
+            reopened = under_claim(decision).update(status=Decision.Status.AWAITING)
+        decision.refresh_from_db()
+        if reopened != 1:  # the claim was taken over: no resubmission is awaited here
+            return Submission(decision, valid=False, error=error)
+        return Submission(decision, valid=False, error=error, resubmissions_left=left)
+    # Final either way: held here, or (the claim taken over) by whoever holds it now.
+    answer_hold(
+        decision=decision, reply=reply, parse_error=error, tries=earlier + 1, submitted=True
+    )
+    decision.refresh_from_db()
+    return Submission(decision, valid=False, error=error)
+
+
+def outside_decisions_close(*, now: datetime | None = None) -> list[int]:
+    """Close every outside decision still awaiting a submission once its window has closed:
+    a HOLD marked "no submission" — or, when a malformed submission was never resubmitted,
+    a HOLD marked as a parse failure, as a model's would be. Return the ids closed; a repeat
+    closes nothing. Run every five minutes (beat: close-outside-decisions)."""
+    now = now or clock.now()
+    closed = []
+    awaiting = Decision.objects.filter(status=Decision.Status.AWAITING).select_related(
+        "agent__model"
+    )
+    for decision in awaiting:
+        closes = outside_window(decision.week_start)[1]
+        if now < closes:
+            continue
+        attempts = round_attempts(decision)
+        last_error = attempts[-1].parse_error if attempts else ""
+        # An earlier round's submission (a BET that executed nothing, reopened by a retry)
+        # was a submission: the week is not "no submission".
+        submitted = decision.attempts.exists()
+        if last_error:
+            reasoning = f"[system default] HOLD: the submission could not be parsed ({last_error})"
+            error = f"invalid, not resubmitted before the window closed: {last_error}"
+        elif submitted:
+            reasoning = "[system default] HOLD: no order of the week's submission executed"
+            error = (
+                f"the window closed at {closes:%Y-%m-%d %H:%M} UTC with no order of the "
+                "week's submission executed"
+            )
+        else:
+            reasoning = "[system default] HOLD: no submission in the decision window"
+            error = f"{NO_SUBMISSION}: the window closed at {closes:%Y-%m-%d %H:%M} UTC"
+        hold = ParsedDecision(action="HOLD", reasoning=reasoning)
+        with transaction.atomic():
+            finished = Decision.objects.filter(
+                pk=decision.pk, status=Decision.Status.AWAITING
+            ).update(
+                status=Decision.Status.DONE,
+                action=Decision.Action.HOLD,
+                parsed=storable_json(parsed_json(hold)),
+                reasoning=reasoning,
+                error=error,
+                parse_failed=bool(last_error),
+                no_submission=not submitted,
+                finished_at=now,
+            )
+        if finished != 1:  # a submission claimed it meanwhile
+            continue
+        closed.append(decision.pk)
+        decision_failure_event(decision=decision, message=error, level=Level.WARNING)
+    return closed
+
+
+def outside_decision_await(*, decision: Decision, now: datetime) -> DecisionOutcome:
+    """Leave an outside agent's decision, its prompt stored, awaiting its submission.
+
+    An outside agent answers through the API (`outside_decision_submit`), not here: the run
+    goes on to the next agent at once, so no lineup agent ever waits on one. The submission
+    goes through the same parser and execution; a window closed with nothing submitted is a
+    HOLD "no submission" (`outside_decisions_close`)."""
+    with transaction.atomic():
+        awaiting = under_claim(decision).update(status=Decision.Status.AWAITING)
+    if awaiting != 1:
+        return DecisionOutcome(decision.pk, CLAIM_LOST, notes=["claim taken over"])
+    if now >= outside_window(decision.week_start)[1]:
+        # Reopened after its window (a retry of a BET that executed nothing): nobody can
+        # answer it any more, so it is closed at once, as the window's close would.
+        outside_decisions_close(now=now)
+        decision.refresh_from_db(fields=["status"])
+        return DecisionOutcome(decision.pk, decision.status)
+    return DecisionOutcome(decision.pk, Decision.Status.AWAITING)

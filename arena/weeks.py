@@ -1,0 +1,52 @@
+"""The arena's calendar: the cohort week, its grace periods, the outside agents' decision
+window, and the 10-minute snapshot slot.
+
+Pure arithmetic on moments and dates, read by every layer (services, selectors, the API, the
+demo), so that a rule about time is written once. Everything is in UTC.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+from django.conf import settings
+
+from arena import clock
+
+# How long after Sunday 00:00 UTC a decision run still starts the week's missing cohort.
+COHORT_START_GRACE = timedelta(days=1)
+
+# How long a run may still be working through its agents (each task's hard limit is 16 min):
+# within it, a retry run leaves the agents it has not reached yet alone.
+RUN_GRACE = timedelta(hours=3)
+
+# Portfolio snapshots are taken every ten minutes, one per agent and slot.
+SNAPSHOT_SLOT = timedelta(minutes=10)
+
+
+def cohort_week_start(now: datetime | None = None) -> date:
+    """Return the Sunday (UTC) of the week containing `now`: the cohort's week start."""
+    moment = (now or clock.now()).astimezone(UTC)
+    day = moment.date()
+    return day - timedelta(days=(day.weekday() + 1) % 7)
+
+
+def week_opens(week_start: date) -> datetime:
+    """Return the moment the week of `week_start` opens: that day's 00:00 UTC."""
+    return datetime(week_start.year, week_start.month, week_start.day, tzinfo=UTC)
+
+
+def outside_window(week_start: date) -> tuple[datetime, datetime]:
+    """Return (opens, closes) of the week's decision window, in UTC: a submission is taken
+    at `opens` <= now < `closes`. Minutes after Sunday 00:00 UTC, from the settings
+    OUTSIDE_WINDOW_OPENS_MINUTES and OUTSIDE_WINDOW_CLOSES_MINUTES (default 00:05–01:00)."""
+    sunday = week_opens(week_start)
+    opens = sunday + timedelta(minutes=settings.OUTSIDE_WINDOW_OPENS_MINUTES)
+    closes = sunday + timedelta(minutes=settings.OUTSIDE_WINDOW_CLOSES_MINUTES)
+    return opens, closes
+
+
+def snapshot_slot(now: datetime) -> datetime:
+    """Return the 10-minute slot `now` falls in (UTC, floored)."""
+    moment = now.astimezone(UTC)
+    return moment.replace(minute=moment.minute - moment.minute % 10, second=0, microsecond=0)
