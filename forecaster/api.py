@@ -22,9 +22,8 @@ from ninja.errors import HttpError, ValidationError
 from ninja.openapi.schema import OpenAPISchema
 from ninja.operation import Operation
 
-from arena.api import router as arena_router
+from arena.api.records_schemas import ErrorEnvelope
 from arena.exceptions import OutsideRefused
-from arena.schemas import ErrorEnvelope
 from arena.services.outside import outside_refusal_record
 from forecaster.http import error_body
 
@@ -212,7 +211,7 @@ def refuse_unknown_parameters(run: Run) -> Run:
 
 # ninja's "view" mode wraps `operation.run`, which reads the parameters: the check comes first.
 api.add_decorator(refuse_unknown_parameters, mode="view")
-api.add_router("/", arena_router)
-api.add_router("/exports/", "arena.exports.router")
-api.add_router("/analytics", "arena.analytics_api.router")
-api.add_router("/outside", "arena.outside_api.router")
+api.add_router("/", "arena.api.records.router")
+api.add_router("/exports/", "arena.api.exports.router")
+api.add_router("/analytics", "arena.api.analytics.router")
+api.add_router("/outside", "arena.api.outside.router")

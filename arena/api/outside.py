@@ -17,9 +17,7 @@ from ninja import Router
 from ninja.security import HttpBearer
 
 from arena import clock, money
-from arena.exceptions import OutsideRefused
-from arena.models import Agent, Decision, OutsideAgentToken, Position, Trade
-from arena.outside_schemas import (
+from arena.api.outside_schemas import (
     OutsideAgentOut,
     OutsideDecisionResultOut,
     OutsideMarketOut,
@@ -33,7 +31,9 @@ from arena.outside_schemas import (
     OutsideSubmissionOut,
     OutsideTradeOut,
 )
-from arena.schemas import ErrorEnvelope
+from arena.api.records_schemas import ErrorEnvelope
+from arena.exceptions import OutsideRefused
+from arena.models import Agent, Decision, OutsideAgentToken, Position, Trade
 from arena.selectors import outside as selectors
 from arena.services import outside as services
 from arena.services.cohorts import cohort_week_start
@@ -99,7 +99,12 @@ def _trade(trade: Trade) -> OutsideTradeOut:
     )
 
 
-@router.get("/me", response={200: OutsideMeOut, **REFUSALS}, summary="Who the token acts for")
+@router.get(
+    "/me",
+    response={200: OutsideMeOut, **REFUSALS},
+    summary="Who the token acts for",
+    operation_id="arena_outside_api_me",
+)
 def me(request: HttpRequest) -> OutsideMeOut:
     """The outside agent the token acts for, its agents (one per cohort it was entered in,
     with this week's decision status) and this week's decision window."""
@@ -137,6 +142,7 @@ def me(request: HttpRequest) -> OutsideMeOut:
     "/cohorts/{int:number}/prompt",
     response={200: OutsidePromptOut, **REFUSALS},
     summary="This week's prompt, as text and as JSON",
+    operation_id="arena_outside_api_prompt",
 )
 def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
     """The week's prompt for the token's agent in cohort `number`: the very messages a
@@ -257,6 +263,7 @@ SUBMISSION_BODY = {
     response={200: OutsideDecisionResultOut, 422: ErrorEnvelope, **REFUSALS},
     summary="Submit this week's decision",
     openapi_extra=SUBMISSION_BODY,
+    operation_id="arena_outside_api_submit",
 )
 def submit(
     request: HttpRequest, number: int
@@ -319,6 +326,7 @@ def _result(*, agent: Agent, decision: Decision) -> OutsideDecisionResultOut:
     "/cohorts/{int:number}/portfolio",
     response={200: OutsidePortfolioOut, **REFUSALS},
     summary="The agent's books: cash, positions, trades, latest snapshot",
+    operation_id="arena_outside_api_portfolio",
 )
 def portfolio(request: HttpRequest, number: int) -> OutsidePortfolioOut:
     """The token's agent in cohort `number`: cash, open positions at their last usable

@@ -1,4 +1,4 @@
-"""Schemas of the arena's JSON API (`arena/api.py`): every field listed explicitly.
+"""Schemas of the arena's JSON API (`arena/api/records.py`): every field listed explicitly.
 
 Money and returns are decimal strings (never floats), timestamps ISO 8601 in UTC, and every
 object is named by its stable id: a model by `internal_id`, a cohort by its number, an agent
@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from ninja import Schema
 from pydantic import WithJsonSchema
 
-from arena.analytics_schemas import LeaderboardAnalyticsFields, ReferenceOut
+from arena.api.analytics_schemas import LeaderboardAnalyticsFields, ReferenceOut
 
 # Returns are means of exact percents: four places keep every figure the pages show.
 RETURN_PLACES = Decimal("0.0001")
@@ -47,7 +47,7 @@ class ModelRowOut(Schema):
     display_name: str
     provider: str
     baseline: bool
-    outside: bool  # an outside team's agent (issue 13), deciding through the API
+    outside: bool  # an outside team's agent, deciding through the API
     # An outside agent staff admitted to the main leaderboard (ranked there, not on its own
     # board); false for every other row.
     admitted: bool
