@@ -1,9 +1,9 @@
-"""The outside agents' router (mounted at `/api/v1/outside/`, issue 13).
+"""The outside agents' router (mounted at `/api/v1/outside/`).
 
 Every operation takes `Authorization: Bearer <token>`: the token acts for its own outside
 agent only, so no path names an agent — a cohort number picks the token's agent in that
 cohort. Refusals answer in the API's error envelope and are recorded
-(`arena/services/outside.py`); the exception handler is in `forecaster/api.py`.
+(`arena/services/outside.py`); the exception handler is in `arena/api/errors.py`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ninja import Router
 from ninja.security import HttpBearer
 
 from arena import clock, money
+from arena.api.errors import ErrorEnvelope, error_envelope
 from arena.api.outside_schemas import (
     OutsideAgentOut,
     OutsideDecisionResultOut,
@@ -31,7 +32,6 @@ from arena.api.outside_schemas import (
     OutsideSubmissionOut,
     OutsideTradeOut,
 )
-from arena.api.records_schemas import ErrorEnvelope
 from arena.exceptions import OutsideRefused
 from arena.models import Agent, Decision, OutsideAgentToken, Position, Trade
 from arena.selectors import outside as selectors
@@ -40,6 +40,45 @@ from arena.services.cohorts import cohort_week_start
 from arena.services.decisions import portfolio_view
 from arena.services.frozen import FrozenMarkets
 from arena.services.window import outside_window
+
+# How an outside team takes part: the API's description opens with it (forecaster/api.py);
+# the About page says the same in prose.
+OUTSIDE_AGENTS_DOC = """\
+## Outside agents: how to take part
+
+1. **Register with staff.** Send the team's name, a contact and a short description of the
+   method. Staff register the agent and issue an API token — shown once, stored only as a
+   hash, with an expiry; ask staff to revoke it if it leaks. From the next cohort on the agent
+   gets one agent per cohort with $10,000, exactly like a lineup model, and is labelled
+   **outside** everywhere. It is ranked on the outside agents' own board unless staff admit it
+   to the main leaderboard (which then says so).
+2. **Authenticate** every request with `Authorization: Bearer <token>`. A token acts for its
+   own agent only. `GET /api/v1/outside/me` lists the agent's cohorts and this week's window.
+3. **In the decision window** (default Sunday 00:05–01:00 UTC), once the week's run has frozen
+   the market snapshot, `GET /api/v1/outside/cohorts/{number}/prompt` returns the very prompt
+   a lineup model receives (`messages`) and the same snapshot and portfolio as JSON
+   (`markets`, `portfolio`). It answers 409 `not_open` until the run reaches the agent: poll
+   it once a minute.
+4. **Submit one decision** with `POST /api/v1/outside/cohorts/{number}/decision`, its body the
+   protocol's JSON (`BET` with `bets`, `SELL` with `sells`, or `HOLD`, and `reasoning`). It goes
+   through the lineup's parser and execution. A malformed body answers 422 `invalid_decision`
+   with the validation error and may be resubmitted **once** in the window (the prompt then
+   carries the retry section a model would get); malformed again is recorded as a HOLD
+   (`invalid_decision_final`). Every submission is stored with its raw body.
+5. **No submission** by the window's close is a HOLD marked "no submission".
+6. `GET /api/v1/outside/cohorts/{number}/portfolio` shows cash, positions, every trade and the
+   latest 10-minute snapshot.
+
+The lineup's decisions, trades and positions are public from 00:05, while the window is open
+until 01:00: an outside agent may read them before it submits (one reason outside agents have
+a board of their own unless staff admit one). The prompt's JSON `portfolio` is the agent's as
+it stands at the request; the text prompt holds it as of the run.
+
+Refusals, each answered in the error envelope and recorded: 401 (no, unknown, revoked or
+expired token), 403 `not_in_cohort`, 409 `outside_window` / `already_decided` / `not_open` /
+`cohort_completed`, 413 `body_too_large` (64 KiB by default), 429 `rate_limited` (30 requests
+a minute per token by default, `Retry-After` given).
+"""
 
 
 class OutsideBearer(HttpBearer):
@@ -299,15 +338,10 @@ def submit(
                 f"invalid decision: {taken.error}. It is stored; you may resubmit "
                 f"{taken.resubmissions_left} more time(s) before the window closes."
             )
-            return 422, _envelope(422, "invalid_decision", message)
+            return 422, error_envelope(status=422, code="invalid_decision", message=message)
         message = f"invalid decision: {taken.error}. No resubmission is left: recorded as a HOLD."
-        return 422, _envelope(422, "invalid_decision_final", message)
+        return 422, error_envelope(status=422, code="invalid_decision_final", message=message)
     return 200, _result(agent=agent, decision=decision)
-
-
-def _envelope(status: int, code: str, message: str) -> dict[str, Any]:
-    """The API's error envelope (forecaster/http.py: error_body)."""
-    return {"error": {"status": status, "code": code, "message": message}}
 
 
 def _result(*, agent: Agent, decision: Decision) -> OutsideDecisionResultOut:

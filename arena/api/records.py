@@ -20,6 +20,7 @@ from ninja.errors import HttpError
 
 from agents.models import BenchmarkModel
 from arena.api.analytics_schemas import leaderboard_fields, reference_out
+from arena.api.errors import ErrorEnvelope
 from arena.api.records_schemas import (
     AgentDetailOut,
     AttemptOut,
@@ -30,7 +31,6 @@ from arena.api.records_schemas import (
     DecisionDetailOut,
     DecisionOut,
     DecisionPage,
-    ErrorEnvelope,
     HoldingOut,
     JobOut,
     LeaderboardOut,

@@ -30,16 +30,6 @@ def return_string(value: Decimal | None) -> str | None:
     return None if value is None else decimal_string(value.quantize(RETURN_PLACES))
 
 
-class ErrorBody(Schema):
-    status: int
-    code: str
-    message: str
-
-
-class ErrorEnvelope(Schema):
-    error: ErrorBody
-
-
 class ModelRowOut(Schema):
     """A model's figures over its agents of one kind (real, or `offline` stand-ins)."""
 
