@@ -8,6 +8,7 @@ cohort. Refusals answer in the API's error envelope and are recorded
 
 from __future__ import annotations
 
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -16,6 +17,7 @@ from django.http import HttpRequest
 from ninja import Router
 from ninja.security import HttpBearer
 
+from agents.types import MarketView, PortfolioView
 from arena import clock, money
 from arena.api.errors import ErrorEnvelope, error_envelope
 from arena.api.outside_schemas import (
@@ -33,7 +35,7 @@ from arena.api.outside_schemas import (
     OutsideTradeOut,
 )
 from arena.exceptions import OutsideRefused
-from arena.models import Agent, Decision, OutsideAgentToken, Position, Trade
+from arena.models import Agent, Decision, DecisionRun, OutsideAgentToken, Position, Trade
 from arena.selectors import outside as selectors
 from arena.services import outside as services
 from arena.services.cohorts import cohort_week_start
@@ -192,23 +194,9 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
     token = _token(request)
     agent = services.outside_agent_in_cohort(token=token, cohort_number=number)
     week_start = cohort_week_start(clock.now())
-    decision = selectors.outside_decision(agent=agent, week_start=week_start)
-    if decision is not None and decision.status in Decision.DECIDED and not decision.system_prompt:
-        # Decided without a prompt: a bankrupt agent is asked nothing (002).
-        refusal = OutsideRefused(409, "already_decided", decision.error or "Decided: no prompt.")
-        refusal.record = False  # type: ignore[attr-defined]  # a read, not a submission
-        raise refusal
-    if decision is None or decision.run is None or not decision.system_prompt:
-        refusal = OutsideRefused(
-            409,
-            "not_open",
-            f"The prompt for the week of {week_start:%Y-%m-%d} is not ready: the week's run "
-            "has not reached this agent yet. Try again in a minute.",
-        )
-        refusal.record = False  # type: ignore[attr-defined]  # polling is expected
-        raise refusal
+    decision, run = _prompted_decision(agent=agent, week_start=week_start)
     opens, closes = outside_window(week_start)
-    frozen = FrozenMarkets.load(decision.run)
+    frozen = FrozenMarkets.load(run)
     portfolio = portfolio_view(
         agent=agent, frozen=frozen, positions=selectors.outside_open_positions(agent=agent)
     )
@@ -227,44 +215,13 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
         submissions_left=max(0, left) if opened else 0,
         prompt_version=decision.prompt_version,
         run_id=decision.run_id,
-        frozen_at=decision.run.started_at,
+        frozen_at=run.started_at,
         messages=[
             OutsideMessageOut(**message)
             for message in services.outside_messages(decision=decision, attempts=attempts)
         ],
-        portfolio=OutsidePortfolioContextOut(
-            cash=format(portfolio.cash, "f"),
-            starting_balance=format(portfolio.starting_balance, "f"),
-            positions_value=format(portfolio.positions_value, "f"),
-            total_value=format(portfolio.total_value, "f"),
-            max_bet=format(portfolio.max_bet, "f"),
-            positions=[
-                OutsidePositionOut(
-                    position_id=p.position_id,
-                    market_id=p.market_id,
-                    question=p.question,
-                    side=p.side,
-                    shares=format(p.shares, "f"),
-                    avg_entry_price=format(p.avg_entry_price, "f"),
-                    current_price=_s(p.current_price),
-                    current_value=format(p.current_value, "f"),
-                    cost_basis=format(p.cost_basis, "f"),
-                )
-                for p in portfolio.positions
-            ],
-        ),
-        markets=[
-            OutsideMarketOut(
-                market_id=m.market_id,
-                question=m.question,
-                category=m.category,
-                outcomes=list(m.outcomes),
-                prices=[_s(p) for p in m.prices],
-                volume=format(m.volume, "f"),
-                close_date=m.close_date,
-            )
-            for m in frozen.universe
-        ],
+        portfolio=_portfolio_context(portfolio),
+        markets=[_market(m) for m in frozen.universe],
         submissions=[
             OutsideSubmissionOut(
                 number=a.number,
@@ -274,6 +231,66 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
             )
             for a in attempts
         ],
+    )
+
+
+def _prompted_decision(*, agent: Agent, week_start: date) -> tuple[Decision, DecisionRun]:
+    """Return the agent's decision of the week and the run that froze its prompt. Refuse
+    (409, not recorded: a read) a decision made without a prompt, and one whose prompt the
+    week's run has not written yet."""
+    decision = selectors.outside_decision(agent=agent, week_start=week_start)
+    if decision is not None and decision.status in Decision.DECIDED and not decision.system_prompt:
+        # Decided without a prompt: a bankrupt agent is asked nothing (002).
+        refusal = OutsideRefused(409, "already_decided", decision.error or "Decided: no prompt.")
+        refusal.record = False  # type: ignore[attr-defined]  # a read, not a submission
+        raise refusal
+    if decision is None or decision.run is None or not decision.system_prompt:
+        refusal = OutsideRefused(
+            409,
+            "not_open",
+            f"The prompt for the week of {week_start:%Y-%m-%d} is not ready: the week's run "
+            "has not reached this agent yet. Try again in a minute.",
+        )
+        refusal.record = False  # type: ignore[attr-defined]  # polling is expected
+        raise refusal
+    return decision, decision.run
+
+
+def _portfolio_context(portfolio: PortfolioView) -> OutsidePortfolioContextOut:
+    """The portfolio a lineup model's prompt states, as JSON: priced at the frozen snapshot."""
+    return OutsidePortfolioContextOut(
+        cash=format(portfolio.cash, "f"),
+        starting_balance=format(portfolio.starting_balance, "f"),
+        positions_value=format(portfolio.positions_value, "f"),
+        total_value=format(portfolio.total_value, "f"),
+        max_bet=format(portfolio.max_bet, "f"),
+        positions=[
+            OutsidePositionOut(
+                position_id=p.position_id,
+                market_id=p.market_id,
+                question=p.question,
+                side=p.side,
+                shares=format(p.shares, "f"),
+                avg_entry_price=format(p.avg_entry_price, "f"),
+                current_price=_s(p.current_price),
+                current_value=format(p.current_value, "f"),
+                cost_basis=format(p.cost_basis, "f"),
+            )
+            for p in portfolio.positions
+        ],
+    )
+
+
+def _market(market: MarketView) -> OutsideMarketOut:
+    """A market of the frozen snapshot, as the prompt lists it."""
+    return OutsideMarketOut(
+        market_id=market.market_id,
+        question=market.question,
+        category=market.category,
+        outcomes=list(market.outcomes),
+        prices=[_s(p) for p in market.prices],
+        volume=format(market.volume, "f"),
+        close_date=market.close_date,
     )
 
 

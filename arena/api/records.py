@@ -24,7 +24,6 @@ from arena.api.errors import ErrorEnvelope
 from arena.api.records_schemas import (
     AgentDetailOut,
     AttemptOut,
-    CheckOut,
     CohortDetailOut,
     CohortOut,
     CohortPage,
@@ -32,7 +31,6 @@ from arena.api.records_schemas import (
     DecisionOut,
     DecisionPage,
     HoldingOut,
-    JobOut,
     LeaderboardOut,
     LeaderboardRowOut,
     MarketDetailOut,
@@ -46,18 +44,15 @@ from arena.api.records_schemas import (
     PricePointOut,
     ResolutionOut,
     ResolutionPage,
-    RunCostOut,
-    RunOut,
     SeriesOut,
     StandingOut,
     StatusOut,
-    SyncOut,
-    TickOut,
     TradeOut,
     TradePage,
     TradeRowOut,
     decimal_string,
     return_string,
+    status_out,
 )
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, Position, Trade
 from arena.selectors import analytics, curves, markets, standings
@@ -761,83 +756,4 @@ def _holding(holding: markets.Holding) -> HoldingOut:
 def system_status(request: HttpRequest) -> StatusOut:
     """The last catalogue sync, decision run (with how its decisions ended), snapshot tick and
     resolution check, and the next run of every scheduled job."""
-    now = timezone.now()
-    found = status_selectors.system_status(now=now)
-    sync, run, tick, check = found.last_sync, found.last_run, found.last_tick, found.last_check
-    return StatusOut(
-        now=found.now,
-        last_sync=None
-        if sync is None
-        else SyncOut(
-            status=sync.status,
-            source=sync.source,
-            requested=sync.requested,
-            fetched=sync.fetched,
-            created=sync.created,
-            updated=sync.updated,
-            rejected=sync.rejected,
-            error=sync.error,
-            started_at=sync.started_at,
-            finished_at=sync.finished_at,
-            stale=found.sync.stale,
-        ),  # fmt: skip
-        last_run=None
-        if run is None
-        else RunOut(
-            id=run.run.pk,
-            week_start=run.run.week_start,
-            started_at=run.run.started_at,
-            finished_at=run.run.finished_at,
-            source=run.run.source,
-            decisions=run.decisions,
-            parse_failed=run.parse_failed,
-            by_status=dict(run.by_status),
-        ),  # fmt: skip
-        last_tick=None
-        if tick is None
-        else TickOut(
-            slot=tick.slot,
-            markets_refreshed=tick.markets_refreshed,
-            snapshots_written=tick.snapshots_written,
-            refresh_error=tick.refresh_error,
-            stale=found.tick.stale,
-        ),  # fmt: skip
-        last_check=None
-        if check is None
-        else CheckOut(
-            checked_at=check.checked_at,
-            markets_checked=check.markets_checked,
-            resolved=[str(i) for i in check.resolved],
-            cancelled=[str(i) for i in check.cancelled],
-            failed=[str(i) for i in check.failed],
-            completed_cohorts=[int(i) for i in check.completed_cohorts],
-            error=check.error,
-            ok=check.ok,
-        ),  # fmt: skip
-        jobs=[
-            JobOut(
-                name=job.name,
-                task=job.task,
-                schedule=job.schedule,
-                next_run_at=job.next_run_at,
-                last_run_at=job.last_run_at,
-                enabled=job.enabled,
-                installed=job.installed,
-            )  # fmt: skip
-            for job in found.jobs
-        ],
-        run_costs=[
-            RunCostOut(
-                run_id=cost.run.pk,
-                week_start=cost.run.week_start,
-                started_at=cost.run.started_at,
-                calls=cost.calls,
-                prompt_tokens=cost.prompt_tokens,
-                cached_prompt_tokens=cost.cached_prompt_tokens,
-                completion_tokens=cost.completion_tokens,
-                cached_share=return_string(cost.cached_share),
-                cost_usd=_optional(cost.cost_usd),
-            )  # fmt: skip
-            for cost in found.run_costs
-        ],
-    )
+    return status_out(status_selectors.system_status(now=timezone.now()))
