@@ -36,11 +36,24 @@ from arena.api.outside_schemas import (
 )
 from arena.exceptions import OutsideRefused
 from arena.models import Agent, Decision, DecisionRun, OutsideAgentToken, Position, Trade
-from arena.selectors import outside as selectors
-from arena.services import outside as services
+from arena.selectors.outside import (
+    outside_agents,
+    outside_decision,
+    outside_latest_snapshot,
+    outside_open_positions,
+    outside_trades,
+)
 from arena.services.cohorts import cohort_week_start
 from arena.services.decisions import portfolio_view
 from arena.services.frozen import FrozenMarkets
+from arena.services.outside import (
+    outside_agent_in_cohort,
+    outside_decision_submit,
+    outside_messages,
+    outside_rate_count,
+    outside_token_authenticate,
+    round_attempts,
+)
 from arena.services.window import outside_window
 
 # How an outside team takes part: the API's description opens with it (forecaster/api.py);
@@ -99,9 +112,9 @@ class OutsideBearer(HttpBearer):
         return self.authenticate(request, token.strip())
 
     def authenticate(self, request: HttpRequest, token: str) -> OutsideAgentToken:
-        row = services.outside_token_authenticate(token=token)
+        row = outside_token_authenticate(token=token)
         request.outside_token = row  # type: ignore[attr-defined]  # for the refusal record
-        services.outside_rate_count(token=row)
+        outside_rate_count(token=row)
         return row
 
 
@@ -153,7 +166,7 @@ def me(request: HttpRequest) -> OutsideMeOut:
     now = clock.now()
     week_start = cohort_week_start(now)
     opens, closes = outside_window(week_start)
-    agents = selectors.outside_agents(model_id=token.model_id, week_start=week_start)
+    agents = outside_agents(model_id=token.model_id, week_start=week_start)
     return OutsideMeOut(
         model=token.model.internal_id,
         display_name=token.model.display_name,
@@ -192,15 +205,15 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
     until the week's run has frozen the snapshot and reached the agent (poll after Sunday
     00:05 UTC)."""
     token = _token(request)
-    agent = services.outside_agent_in_cohort(token=token, cohort_number=number)
+    agent = outside_agent_in_cohort(token=token, cohort_number=number)
     week_start = cohort_week_start(clock.now())
     decision, run = _prompted_decision(agent=agent, week_start=week_start)
     opens, closes = outside_window(week_start)
     frozen = FrozenMarkets.load(run)
     portfolio = portfolio_view(
-        agent=agent, frozen=frozen, positions=selectors.outside_open_positions(agent=agent)
+        agent=agent, frozen=frozen, positions=outside_open_positions(agent=agent)
     )
-    attempts = services.round_attempts(decision)
+    attempts = round_attempts(decision)
     awaiting = decision.status == Decision.Status.AWAITING
     left = settings.DECISION_PARSE_RETRIES + 1 - len(attempts) if awaiting else 0
     opened = awaiting and opens <= clock.now() < closes
@@ -218,7 +231,7 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
         frozen_at=run.started_at,
         messages=[
             OutsideMessageOut(**message)
-            for message in services.outside_messages(decision=decision, attempts=attempts)
+            for message in outside_messages(decision=decision, attempts=attempts)
         ],
         portfolio=_portfolio_context(portfolio),
         markets=[_market(m) for m in frozen.universe],
@@ -238,7 +251,7 @@ def _prompted_decision(*, agent: Agent, week_start: date) -> tuple[Decision, Dec
     """Return the agent's decision of the week and the run that froze its prompt. Refuse
     (409, not recorded: a read) a decision made without a prompt, and one whose prompt the
     week's run has not written yet."""
-    decision = selectors.outside_decision(agent=agent, week_start=week_start)
+    decision = outside_decision(agent=agent, week_start=week_start)
     if decision is not None and decision.status in Decision.DECIDED and not decision.system_prompt:
         # Decided without a prompt: a bankrupt agent is asked nothing (002).
         refusal = OutsideRefused(409, "already_decided", decision.error or "Decided: no prompt.")
@@ -340,12 +353,12 @@ def submit(
     # The declared length is checked before anything is read; the body read is checked too.
     if not declared.isdigit() or int(declared) > limit:
         raise too_large
-    agent = services.outside_agent_in_cohort(token=token, cohort_number=number)
+    agent = outside_agent_in_cohort(token=token, cohort_number=number)
     raw = request.body
     if len(raw) > limit:
         raise too_large
     body = raw.decode("utf-8", errors="replace")
-    taken = services.outside_decision_submit(agent=agent, body=body)
+    taken = outside_decision_submit(agent=agent, body=body)
     decision = taken.decision
     # An engine failure (outcome set) is answered like an executed one: the decision's status
     # and error say what became of it (retryable: a retry run opens a new prompt).
@@ -362,7 +375,7 @@ def submit(
 
 
 def _result(*, agent: Agent, decision: Decision) -> OutsideDecisionResultOut:
-    trades = selectors.outside_trades(agent=agent).filter(decision=decision)
+    trades = outside_trades(agent=agent).filter(decision=decision)
     return OutsideDecisionResultOut(
         decision_id=decision.pk,
         week_start=decision.week_start,
@@ -383,15 +396,15 @@ def portfolio(request: HttpRequest, number: int) -> OutsidePortfolioOut:
     """The token's agent in cohort `number`: cash, open positions at their last usable
     price, every trade (executed or rejected, with the reason) and the latest 10-minute
     snapshot (`null` before the first)."""
-    agent = services.outside_agent_in_cohort(token=_token(request), cohort_number=number)
-    snapshot = selectors.outside_latest_snapshot(agent=agent)
+    agent = outside_agent_in_cohort(token=_token(request), cohort_number=number)
+    snapshot = outside_latest_snapshot(agent=agent)
     return OutsidePortfolioOut(
         cohort=agent.cohort.number,
         agent_id=agent.pk,
         status=agent.status,
         cash=format(agent.cash, "f"),
-        positions=[_position(p) for p in selectors.outside_open_positions(agent=agent)],
-        trades=[_trade(t) for t in selectors.outside_trades(agent=agent)],
+        positions=[_position(p) for p in outside_open_positions(agent=agent)],
+        trades=[_trade(t) for t in outside_trades(agent=agent)],
         latest_snapshot=None
         if snapshot is None
         else OutsideSnapshotOut(
