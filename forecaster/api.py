@@ -6,7 +6,8 @@ rate limit's 429 get the same envelope from `forecaster.http.ApiMiddleware`, whi
 ETag/304 and CORS to the API's answers. The OpenAPI schema declares those 4xx, envelope and all,
 on every operation (`declare_errors`), so a client (or the contract run in
 tests/api/test_contract.py) can hold every answer to the schema. A query parameter an
-operation does not take is a 422, never silently ignored.
+operation does not take is a 422, never silently ignored. The envelope's schema and the
+outside agents' refusals belong to the routers (`arena/api/errors.py`): registered here.
 """
 
 from __future__ import annotations
