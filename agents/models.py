@@ -13,7 +13,7 @@ class BenchmarkModel(models.Model):
     (a seeded random bettor, a market-follower) are lineup rows of kind BASELINE: they join
     cohorts and are shown, labelled, but never ranked among the LLMs. An outside agent (kind
     OUTSIDE) is another team's forecaster, registered by staff: it joins cohorts like the
-    lineup but decides through the API (arena/outside_api.py), is labelled "outside"
+    lineup but decides through the API (arena/api/outside.py), is labelled "outside"
     everywhere, and is ranked on its own board unless staff admit it to the main one.
     """
 

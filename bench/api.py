@@ -21,7 +21,7 @@ ninja, schemas, the ETag hash), DEBUG off and the API's rate limit off (`API_RAT
 - `GET /api/v1/leaderboard` (by Brier, by return, completed cohorts only) and
   `GET /api/v1/agents/{id}/series?range=…` for the year-long agent (ALL, 3M, 1M, 1W, 1D):
   3 warm-ups, `--requests` timed, then one more to count its queries. Budget: p95 < 100 ms.
-  The leaderboard's answer is kept until the data moves (arena/api.py): each is timed as
+  The leaderboard's answer is kept until the data moves (arena/api/records.py): each is timed as
   served (the budget) and recomputed (the cache emptied before each request; reported).
 - `GET /api/v1/exports/snapshots.csv?since=DAY`, DAY the latest UTC day from which at least
   `--export-rows` snapshots follow, in a child process of its own so that its peak RSS
@@ -404,7 +404,7 @@ def _print_export(figures: dict[str, Any]) -> None:
 def api_endpoints(agent_id: int) -> list[tuple[str, str, bool]]:
     """(label, path, recompute) of every request measured: the leaderboards served and
     recomputed, and the agent's value series at every range."""
-    # The leaderboard is kept until the data moves (arena/api.py): "served" is what requests
+    # The leaderboard is kept until the data moves (arena/api/records.py): "served" is what requests
     # get between changes (the budget), "recomputed" what the first one after a change costs.
     leaderboards = [
         ("leaderboard", "/api/v1/leaderboard"),

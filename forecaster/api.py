@@ -6,66 +6,28 @@ rate limit's 429 get the same envelope from `forecaster.http.ApiMiddleware`, whi
 ETag/304 and CORS to the API's answers. The OpenAPI schema declares those 4xx, envelope and all,
 on every operation (`declare_errors`), so a client (or the contract run in
 tests/api/test_contract.py) can hold every answer to the schema. A query parameter an
-operation does not take is a 422, never silently ignored.
+operation does not take is a 422, never silently ignored. The envelope's schema and the
+outside agents' refusals belong to the routers (`arena/api/errors.py`): registered here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
+from functools import partial, wraps
 from typing import Any
 
-from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from ninja import NinjaAPI
 from ninja.errors import HttpError, ValidationError
 from ninja.openapi.schema import OpenAPISchema
 from ninja.operation import Operation
 
-from arena.api import router as arena_router
+from arena.api.errors import ErrorEnvelope, outside_refused
+from arena.api.outside import OUTSIDE_AGENTS_DOC
 from arena.exceptions import OutsideRefused
-from arena.schemas import ErrorEnvelope
-from arena.services.outside import outside_refusal_record
 from forecaster.http import error_body
 
 ENVELOPE_REF = "#/components/schemas/ErrorEnvelope"
-# How an outside team takes part (issue 13); the About page says the same in prose.
-OUTSIDE_AGENTS_DOC = """\
-## Outside agents: how to take part
-
-1. **Register with staff.** Send the team's name, a contact and a short description of the
-   method. Staff register the agent and issue an API token — shown once, stored only as a
-   hash, with an expiry; ask staff to revoke it if it leaks. From the next cohort on the agent
-   gets one agent per cohort with $10,000, exactly like a lineup model, and is labelled
-   **outside** everywhere. It is ranked on the outside agents' own board unless staff admit it
-   to the main leaderboard (which then says so).
-2. **Authenticate** every request with `Authorization: Bearer <token>`. A token acts for its
-   own agent only. `GET /api/v1/outside/me` lists the agent's cohorts and this week's window.
-3. **In the decision window** (default Sunday 00:05–01:00 UTC), once the week's run has frozen
-   the market snapshot, `GET /api/v1/outside/cohorts/{number}/prompt` returns the very prompt
-   a lineup model receives (`messages`) and the same snapshot and portfolio as JSON
-   (`markets`, `portfolio`). It answers 409 `not_open` until the run reaches the agent: poll
-   it once a minute.
-4. **Submit one decision** with `POST /api/v1/outside/cohorts/{number}/decision`, its body the
-   protocol's JSON (`BET` with `bets`, `SELL` with `sells`, or `HOLD`, and `reasoning`). It goes
-   through the lineup's parser and execution. A malformed body answers 422 `invalid_decision`
-   with the validation error and may be resubmitted **once** in the window (the prompt then
-   carries the retry section a model would get); malformed again is recorded as a HOLD
-   (`invalid_decision_final`). Every submission is stored with its raw body.
-5. **No submission** by the window's close is a HOLD marked "no submission".
-6. `GET /api/v1/outside/cohorts/{number}/portfolio` shows cash, positions, every trade and the
-   latest 10-minute snapshot.
-
-The lineup's decisions, trades and positions are public from 00:05, while the window is open
-until 01:00: an outside agent may read them before it submits (one reason outside agents have
-a board of their own unless staff admit one). The prompt's JSON `portfolio` is the agent's as
-it stands at the request; the text prompt holds it as of the run.
-
-Refusals, each answered in the error envelope and recorded: 401 (no, unknown, revoked or
-expired token), 403 `not_in_cohort`, 409 `outside_window` / `already_decided` / `not_open` /
-`cohort_completed`, 413 `body_too_large` (64 KiB by default), 429 `rate_limited` (30 requests
-a minute per token by default, `Retry-After` given).
-"""
 # The 4xx any operation may answer, by what it takes: described once here, not per endpoint.
 RATE_LIMITED = "Too many requests from this client: wait `Retry-After` seconds."
 INVALID = (
@@ -145,34 +107,8 @@ def invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     return error_response(request, status=422, message="; ".join(problems) or "Invalid input.")
 
 
-def _submitted_body(request: HttpRequest, exc: OutsideRefused) -> bytes | None:
-    """A refused submission's body, to keep with the refusal; None for a read, a body over
-    the limit (never read) or one the request did not get as far as reading."""
-    if request.method != "POST" or exc.code == "body_too_large":
-        return None
-    declared = request.META.get("CONTENT_LENGTH") or "0"
-    if not declared.isdigit() or int(declared) > settings.OUTSIDE_API_MAX_BODY_BYTES:
-        return None
-    return request.body
-
-
-@api.exception_handler(OutsideRefused)
-def outside_refused(request: HttpRequest, exc: OutsideRefused) -> HttpResponse:
-    """An outside agent's request refused: recorded (the token by its prefix only), then
-    answered in the envelope with the refusal's own code."""
-    outside_refusal_record(
-        refusal=exc,
-        method=request.method or "",
-        path=request.path,
-        token=getattr(request, "outside_token", None) or getattr(exc, "token", None),
-        body=_submitted_body(request, exc),
-        client=request.META.get("REMOTE_ADDR", ""),
-    )
-    body = error_body(status=exc.status, message=exc.message, code=exc.code)
-    response = api.create_response(request, body, status=exc.status)
-    if hasattr(exc, "retry_after"):
-        response["Retry-After"] = str(exc.retry_after)
-    return response
+# An outside agent's refusal is recorded, then answered with its own code.
+api.add_exception_handler(OutsideRefused, partial(outside_refused, api=api))
 
 
 @api.exception_handler(HttpError)
@@ -212,7 +148,7 @@ def refuse_unknown_parameters(run: Run) -> Run:
 
 # ninja's "view" mode wraps `operation.run`, which reads the parameters: the check comes first.
 api.add_decorator(refuse_unknown_parameters, mode="view")
-api.add_router("/", arena_router)
-api.add_router("/exports/", "arena.exports.router")
-api.add_router("/analytics", "arena.analytics_api.router")
-api.add_router("/outside", "arena.outside_api.router")
+api.add_router("/", "arena.api.records.router")
+api.add_router("/exports/", "arena.api.exports.router")
+api.add_router("/analytics", "arena.api.analytics.router")
+api.add_router("/outside", "arena.api.outside.router")

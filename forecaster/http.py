@@ -32,7 +32,7 @@ from django.middleware.http import ConditionalGetMiddleware
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/v1/"
-OUTSIDE_PREFIX = f"{API_PREFIX}outside/"  # the outside agents' router (arena/outside_api.py)
+OUTSIDE_PREFIX = f"{API_PREFIX}outside/"  # the outside agents' router (arena/api/outside.py)
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
 CORS_HEADERS = {
     "Access-Control-Allow-Origin": "*",

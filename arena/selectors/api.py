@@ -1,4 +1,4 @@
-"""Reads only the JSON API needs (`arena/api.py`): lists across every agent, filtered.
+"""Reads only the JSON API needs (`arena/api/records.py`): lists across every agent, filtered.
 
 The pages list decisions per cohort or per agent (`standings.cohort_decisions`,
 `standings.agent_decisions`); the API lists them all, filtered and newest first, without the

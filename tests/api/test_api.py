@@ -15,8 +15,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from agents.models import BenchmarkModel
+from arena.api.records_schemas import RETURN_PLACES
 from arena.models import Agent, Cohort
-from arena.schemas import RETURN_PLACES
 from arena.selectors import curves, standings
 from tests.api.helpers import API, assert_envelope, get_json
 from tests.page_world import World, build_world

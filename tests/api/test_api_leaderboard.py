@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from arena.api.records_schemas import RETURN_PLACES, return_string
 from arena.models import Agent, Cohort, Decision, SnapshotTick, Trade
-from arena.schemas import RETURN_PLACES, return_string
 from arena.selectors import standings
 from tests.api.helpers import API, assert_envelope, get_json
 from tests.page_world import World, build_world

@@ -15,7 +15,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from arena.api import AGENT_TRADES_SHOWN
+from arena.api.records import AGENT_TRADES_SHOWN
 from arena.models import Agent, Decision, DecisionRun, ResolutionCheck, SnapshotTick, Trade
 from arena.selectors import api as api_selectors
 from arena.selectors import markets, standings

@@ -25,7 +25,7 @@ from django.urls import reverse
 
 from agents.models import BenchmarkModel
 from agents.types import MarketView
-from arena.exports import bets_filename, bets_stream
+from arena.api.exports import bets_filename, bets_stream
 from arena.models import Agent, Cohort, Decision, Trade
 from arena.selectors import standings
 from arena.selectors.exports import BET_COLUMNS, BetRow, bet_rows

@@ -19,7 +19,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from arena import exports as exports_router
+from arena.api import exports as exports_router
 from arena.models import (
     Decision,
     DecisionAttempt,

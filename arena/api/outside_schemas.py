@@ -1,4 +1,4 @@
-"""Schemas of the outside agents' API (`arena/outside_api.py`): every field listed explicitly.
+"""Schemas of the outside agents' API (`arena/api/outside.py`): every field listed explicitly.
 
 Money, prices and shares are decimal strings (never floats), timestamps ISO 8601 in UTC.
 """

@@ -1,4 +1,4 @@
-"""Schemas of the arena's JSON API (`arena/api.py`): every field listed explicitly.
+"""Schemas of the arena's JSON API (`arena/api/records.py`): every field listed explicitly.
 
 Money and returns are decimal strings (never floats), timestamps ISO 8601 in UTC, and every
 object is named by its stable id: a model by `internal_id`, a cohort by its number, an agent
@@ -14,7 +14,10 @@ from typing import Annotated, Any
 from ninja import Schema
 from pydantic import WithJsonSchema
 
-from arena.analytics_schemas import LeaderboardAnalyticsFields, ReferenceOut
+from arena.api.analytics_schemas import LeaderboardAnalyticsFields, ReferenceOut
+from arena.models import ResolutionCheck, SnapshotTick
+from arena.selectors.status import RunCost, RunOutcome, ScheduledJob, SystemStatus
+from markets.models import MarketSyncRun
 
 # Returns are means of exact percents: four places keep every figure the pages show.
 RETURN_PLACES = Decimal("0.0001")
@@ -30,16 +33,6 @@ def return_string(value: Decimal | None) -> str | None:
     return None if value is None else decimal_string(value.quantize(RETURN_PLACES))
 
 
-class ErrorBody(Schema):
-    status: int
-    code: str
-    message: str
-
-
-class ErrorEnvelope(Schema):
-    error: ErrorBody
-
-
 class ModelRowOut(Schema):
     """A model's figures over its agents of one kind (real, or `offline` stand-ins)."""
 
@@ -47,7 +40,7 @@ class ModelRowOut(Schema):
     display_name: str
     provider: str
     baseline: bool
-    outside: bool  # an outside team's agent (issue 13), deciding through the API
+    outside: bool  # an outside team's agent, deciding through the API
     # An outside agent staff admitted to the main leaderboard (ranked there, not on its own
     # board); false for every other row.
     admitted: bool
@@ -440,3 +433,96 @@ class StatusOut(Schema):
     last_check: CheckOut | None
     jobs: list[JobOut]
     run_costs: list[RunCostOut] = []  # the last few decision runs, newest first
+
+
+def status_out(found: SystemStatus) -> StatusOut:
+    """Return the system's status as the API answers it: each last run (None before the
+    first), every scheduled job and the last decision runs' costs."""
+    sync, run, tick, check = found.last_sync, found.last_run, found.last_tick, found.last_check
+    return StatusOut(
+        now=found.now,
+        last_sync=None if sync is None else _sync_out(sync, stale=found.sync.stale),
+        last_run=None if run is None else _run_out(run),
+        last_tick=None if tick is None else _tick_out(tick, stale=found.tick.stale),
+        last_check=None if check is None else _check_out(check),
+        jobs=[_job_out(job) for job in found.jobs],
+        run_costs=[_run_cost_out(cost) for cost in found.run_costs],
+    )
+
+
+def _sync_out(sync: MarketSyncRun, *, stale: bool) -> SyncOut:
+    return SyncOut(
+        status=sync.status,
+        source=sync.source,
+        requested=sync.requested,
+        fetched=sync.fetched,
+        created=sync.created,
+        updated=sync.updated,
+        rejected=sync.rejected,
+        error=sync.error,
+        started_at=sync.started_at,
+        finished_at=sync.finished_at,
+        stale=stale,
+    )
+
+
+def _run_out(run: RunOutcome) -> RunOut:
+    return RunOut(
+        id=run.run.pk,
+        week_start=run.run.week_start,
+        started_at=run.run.started_at,
+        finished_at=run.run.finished_at,
+        source=run.run.source,
+        decisions=run.decisions,
+        parse_failed=run.parse_failed,
+        by_status=dict(run.by_status),
+    )
+
+
+def _tick_out(tick: SnapshotTick, *, stale: bool) -> TickOut:
+    return TickOut(
+        slot=tick.slot,
+        markets_refreshed=tick.markets_refreshed,
+        snapshots_written=tick.snapshots_written,
+        refresh_error=tick.refresh_error,
+        stale=stale,
+    )
+
+
+def _check_out(check: ResolutionCheck) -> CheckOut:
+    return CheckOut(
+        checked_at=check.checked_at,
+        markets_checked=check.markets_checked,
+        resolved=[str(i) for i in check.resolved],
+        cancelled=[str(i) for i in check.cancelled],
+        failed=[str(i) for i in check.failed],
+        completed_cohorts=[int(i) for i in check.completed_cohorts],
+        error=check.error,
+        ok=check.ok,
+    )
+
+
+def _job_out(job: ScheduledJob) -> JobOut:
+    return JobOut(
+        name=job.name,
+        task=job.task,
+        schedule=job.schedule,
+        next_run_at=job.next_run_at,
+        last_run_at=job.last_run_at,
+        enabled=job.enabled,
+        installed=job.installed,
+    )
+
+
+def _run_cost_out(cost: RunCost) -> RunCostOut:
+    return RunCostOut(
+        run_id=cost.run.pk,
+        week_start=cost.run.week_start,
+        started_at=cost.run.started_at,
+        calls=cost.calls,
+        prompt_tokens=cost.prompt_tokens,
+        cached_prompt_tokens=cost.cached_prompt_tokens,
+        completion_tokens=cost.completion_tokens,
+        cached_share=return_string(cost.cached_share),
+        cost_usd=None if cost.cost_usd is None else decimal_string(cost.cost_usd),
+    )

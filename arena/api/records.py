@@ -1,7 +1,7 @@
 """The arena's read-only JSON API, mounted at /api/v1/ by `forecaster/api.py`.
 
 Each endpoint calls the selectors that serve the pages (`arena/selectors/`), so a figure here
-is the page's figure; this module only shapes them (`arena/schemas.py`).
+is the page's figure; this module only shapes them (`arena/api/records_schemas.py`).
 """
 
 from __future__ import annotations
@@ -19,21 +19,18 @@ from ninja import Path, Query, Router
 from ninja.errors import HttpError
 
 from agents.models import BenchmarkModel
-from arena.analytics_schemas import leaderboard_fields, reference_out
-from arena.models import Agent, Cohort, Decision, DecisionAttempt, Position, Trade
-from arena.schemas import (
+from arena.api.analytics_schemas import leaderboard_fields, reference_out
+from arena.api.errors import ErrorEnvelope
+from arena.api.records_schemas import (
     AgentDetailOut,
     AttemptOut,
-    CheckOut,
     CohortDetailOut,
     CohortOut,
     CohortPage,
     DecisionDetailOut,
     DecisionOut,
     DecisionPage,
-    ErrorEnvelope,
     HoldingOut,
-    JobOut,
     LeaderboardOut,
     LeaderboardRowOut,
     MarketDetailOut,
@@ -47,19 +44,17 @@ from arena.schemas import (
     PricePointOut,
     ResolutionOut,
     ResolutionPage,
-    RunCostOut,
-    RunOut,
     SeriesOut,
     StandingOut,
     StatusOut,
-    SyncOut,
-    TickOut,
     TradeOut,
     TradePage,
     TradeRowOut,
     decimal_string,
     return_string,
+    status_out,
 )
+from arena.models import Agent, Cohort, Decision, DecisionAttempt, Position, Trade
 from arena.selectors import analytics, curves, markets, standings
 from arena.selectors import api as api_selectors
 from arena.selectors import status as status_selectors
@@ -342,6 +337,7 @@ def _cohort(cohort: Cohort, schema: type[C], **more: Any) -> C:
     "/leaderboard",
     response=LeaderboardOut,
     summary="Leaderboard across cohorts",
+    operation_id="arena_api_leaderboard",
 )
 def leaderboard(
     request: HttpRequest,
@@ -356,9 +352,9 @@ def leaderboard(
     With `cohorts=completed` every figure comes from the agents of completed cohorts only.
     Each row also carries the analytics beyond v1 on the same bets (Alpha against the market
     price with its 95% interval across cohorts, Murphy terms, ...; `/api/v1/analytics` has
-    them in full); `references` are pseudo-models, never ranked. Outside agents (issue 13) are
-    on their own board, after the baselines with `outside=include`, unless staff admitted
-    one to the main ranking (its row says `outside: true, admitted: true`)."""
+    them in full); `references` are pseudo-models, never ranked. Outside agents are on their
+    own board, after the baselines with `outside=include`, unless staff admitted one to the
+    main ranking (its row says `outside: true, admitted: true`)."""
     # A year holds hundreds of agents: the answer is kept until the data may have changed
     # (the watermark moves: a trade, tick, sync, check or staff operation) or for a tick.
     key = f"api-leaderboard:{sort}:{cohorts}:{baselines}:{outside}:{data_watermark()}"
@@ -387,13 +383,23 @@ def leaderboard(
     return found
 
 
-@router.get("/models", response=list[ModelRowOut], summary="Every model of the lineup")
+@router.get(
+    "/models",
+    response=list[ModelRowOut],
+    summary="Every model of the lineup",
+    operation_id="arena_api_model_list",
+)
 def model_list(request: HttpRequest) -> list[ModelRowOut]:
     return [_model_row(row) for row in standings.model_rows()]
 
 
 # Stable ids may hold "/" or ":" (a provider-style id): the path converter keeps them.
-@router.get("/models/{path:internal_id}", response=ModelDetailOut, summary="One model")
+@router.get(
+    "/models/{path:internal_id}",
+    response=ModelDetailOut,
+    summary="One model",
+    operation_id="arena_api_model_detail",
+)
 def model_detail(request: HttpRequest, internal_id: str) -> ModelDetailOut:
     if "\x00" in internal_id:  # PostgreSQL refuses NUL in text; no id holds one
         raise Http404("No such model.")
@@ -414,7 +420,12 @@ def model_detail(request: HttpRequest, internal_id: str) -> ModelDetailOut:
     )
 
 
-@router.get("/cohorts", response=CohortPage, summary="Cohorts, newest first")
+@router.get(
+    "/cohorts",
+    response=CohortPage,
+    summary="Cohorts, newest first",
+    operation_id="arena_api_cohort_list",
+)
 def cohort_list(
     request: HttpRequest,
     page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
@@ -434,6 +445,7 @@ def cohort_list(
     "/cohorts/{number}",
     response=CohortDetailOut,
     summary="One cohort's standings",
+    operation_id="arena_api_cohort_detail",
 )
 def cohort_detail(request: HttpRequest, number: Id) -> CohortDetailOut:
     cohort = get_object_or_404(standings.cohort_list(), number=number)
@@ -445,6 +457,7 @@ def cohort_detail(request: HttpRequest, number: Id) -> CohortDetailOut:
     "/agents/{agent_id}/series",
     response=SeriesOut,
     summary="An agent's value series",
+    operation_id="arena_api_agent_series",
 )
 def agent_series(
     request: HttpRequest,
@@ -466,6 +479,7 @@ def agent_series(
     "/agents/{agent_id}",
     response=AgentDetailOut,
     summary="An agent, its positions and latest trades",
+    operation_id="arena_api_agent_detail",
 )
 def agent_detail(request: HttpRequest, agent_id: Id) -> AgentDetailOut:
     """The agent's standing now, every position (open ones marked to market: `price_now`,
@@ -490,6 +504,7 @@ def agent_detail(request: HttpRequest, agent_id: Id) -> AgentDetailOut:
     "/agents/{agent_id}/positions",
     response=PositionPage,
     summary="An agent's positions",
+    operation_id="arena_api_agent_position_list",
 )
 def agent_position_list(
     request: HttpRequest, agent_id: Id, page: Page = 1, page_size: PageSize = 20
@@ -510,6 +525,7 @@ def agent_position_list(
     "/agents/{agent_id}/trades",
     response=TradePage,
     summary="An agent's trades",
+    operation_id="arena_api_agent_trade_list",
 )
 def agent_trade_list(
     request: HttpRequest, agent_id: Id, page: Page = 1, page_size: PageSize = 20
@@ -519,7 +535,12 @@ def agent_trade_list(
     return _trade_page(api_selectors.trade_list(agent=agent), page, page_size)
 
 
-@router.get("/trades", response=TradePage, summary="Trades, newest first")
+@router.get(
+    "/trades",
+    response=TradePage,
+    summary="Trades, newest first",
+    operation_id="arena_api_trade_list",
+)
 def trade_list(
     request: HttpRequest,
     model: ModelId | None = None,
@@ -545,7 +566,12 @@ def trade_list(
     return _trade_page(trades, page, page_size)
 
 
-@router.get("/decisions", response=DecisionPage, summary="Decisions, newest week first")
+@router.get(
+    "/decisions",
+    response=DecisionPage,
+    summary="Decisions, newest week first",
+    operation_id="arena_api_decision_list",
+)
 def decision_list(
     request: HttpRequest,
     model: ModelId | None = None,
@@ -578,6 +604,7 @@ def decision_list(
     "/decisions/{decision_id}",
     response=DecisionDetailOut,
     summary="One decision",
+    operation_id="arena_api_decision_detail",
 )
 def decision_detail(request: HttpRequest, decision_id: Id) -> DecisionDetailOut:
     """The decision with its prompts, the decision it parsed, every attempt (raw responses
@@ -599,7 +626,12 @@ def decision_detail(request: HttpRequest, decision_id: Id) -> DecisionDetailOut:
     )
 
 
-@router.get("/markets", response=MarketPage, summary="The market catalogue")
+@router.get(
+    "/markets",
+    response=MarketPage,
+    summary="The market catalogue",
+    operation_id="arena_api_market_list",
+)
 def market_list(
     request: HttpRequest,
     q: SearchText = "",
@@ -631,6 +663,7 @@ def market_list(
     "/markets/{polymarket_id}",
     response=MarketDetailOut,
     summary="One market",
+    operation_id="arena_api_market_detail",
 )
 def market_detail(request: HttpRequest, polymarket_id: PolymarketId) -> MarketDetailOut:
     """The catalogue's facts, the market's status, its holders, trades and scored bets, and
@@ -659,6 +692,7 @@ def market_detail(request: HttpRequest, polymarket_id: PolymarketId) -> MarketDe
     "/resolutions",
     response={200: ResolutionPage, 400: ErrorEnvelope},
     summary="Markets resolved or cancelled, newest first",
+    operation_id="arena_api_resolution_list",
 )
 def resolution_list(
     request: HttpRequest,
@@ -717,87 +751,9 @@ def _holding(holding: markets.Holding) -> HoldingOut:
     "/status",
     response=StatusOut,
     summary="The system's last runs and next schedules",
+    operation_id="arena_api_system_status",
 )
 def system_status(request: HttpRequest) -> StatusOut:
     """The last catalogue sync, decision run (with how its decisions ended), snapshot tick and
     resolution check, and the next run of every scheduled job."""
-    now = timezone.now()
-    found = status_selectors.system_status(now=now)
-    sync, run, tick, check = found.last_sync, found.last_run, found.last_tick, found.last_check
-    return StatusOut(
-        now=found.now,
-        last_sync=None
-        if sync is None
-        else SyncOut(
-            status=sync.status,
-            source=sync.source,
-            requested=sync.requested,
-            fetched=sync.fetched,
-            created=sync.created,
-            updated=sync.updated,
-            rejected=sync.rejected,
-            error=sync.error,
-            started_at=sync.started_at,
-            finished_at=sync.finished_at,
-            stale=found.sync.stale,
-        ),  # fmt: skip
-        last_run=None
-        if run is None
-        else RunOut(
-            id=run.run.pk,
-            week_start=run.run.week_start,
-            started_at=run.run.started_at,
-            finished_at=run.run.finished_at,
-            source=run.run.source,
-            decisions=run.decisions,
-            parse_failed=run.parse_failed,
-            by_status=dict(run.by_status),
-        ),  # fmt: skip
-        last_tick=None
-        if tick is None
-        else TickOut(
-            slot=tick.slot,
-            markets_refreshed=tick.markets_refreshed,
-            snapshots_written=tick.snapshots_written,
-            refresh_error=tick.refresh_error,
-            stale=found.tick.stale,
-        ),  # fmt: skip
-        last_check=None
-        if check is None
-        else CheckOut(
-            checked_at=check.checked_at,
-            markets_checked=check.markets_checked,
-            resolved=[str(i) for i in check.resolved],
-            cancelled=[str(i) for i in check.cancelled],
-            failed=[str(i) for i in check.failed],
-            completed_cohorts=[int(i) for i in check.completed_cohorts],
-            error=check.error,
-            ok=check.ok,
-        ),  # fmt: skip
-        jobs=[
-            JobOut(
-                name=job.name,
-                task=job.task,
-                schedule=job.schedule,
-                next_run_at=job.next_run_at,
-                last_run_at=job.last_run_at,
-                enabled=job.enabled,
-                installed=job.installed,
-            )  # fmt: skip
-            for job in found.jobs
-        ],
-        run_costs=[
-            RunCostOut(
-                run_id=cost.run.pk,
-                week_start=cost.run.week_start,
-                started_at=cost.run.started_at,
-                calls=cost.calls,
-                prompt_tokens=cost.prompt_tokens,
-                cached_prompt_tokens=cost.cached_prompt_tokens,
-                completion_tokens=cost.completion_tokens,
-                cached_share=return_string(cost.cached_share),
-                cost_usd=_optional(cost.cost_usd),
-            )  # fmt: skip
-            for cost in found.run_costs
-        ],
-    )
+    return status_out(status_selectors.system_status(now=timezone.now()))

@@ -1,13 +1,14 @@
-"""The outside agents' router (mounted at `/api/v1/outside/`, issue 13).
+"""The outside agents' router (mounted at `/api/v1/outside/`).
 
 Every operation takes `Authorization: Bearer <token>`: the token acts for its own outside
 agent only, so no path names an agent — a cohort number picks the token's agent in that
 cohort. Refusals answer in the API's error envelope and are recorded
-(`arena/services/outside.py`); the exception handler is in `forecaster/api.py`.
+(`arena/services/outside.py`); the exception handler is in `arena/api/errors.py`.
 """
 
 from __future__ import annotations
 
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -16,10 +17,10 @@ from django.http import HttpRequest
 from ninja import Router
 from ninja.security import HttpBearer
 
+from agents.types import MarketView, PortfolioView
 from arena import clock, money
-from arena.exceptions import OutsideRefused
-from arena.models import Agent, Decision, OutsideAgentToken, Position, Trade
-from arena.outside_schemas import (
+from arena.api.errors import ErrorEnvelope, error_envelope
+from arena.api.outside_schemas import (
     OutsideAgentOut,
     OutsideDecisionResultOut,
     OutsideMarketOut,
@@ -33,9 +34,15 @@ from arena.outside_schemas import (
     OutsideSubmissionOut,
     OutsideTradeOut,
 )
-from arena.schemas import ErrorEnvelope
-from arena.selectors import outside as selectors
-from arena.services import outside as services
+from arena.exceptions import OutsideRefused
+from arena.models import Agent, Decision, DecisionRun, OutsideAgentToken, Position, Trade
+from arena.selectors.outside import (
+    outside_agents,
+    outside_decision,
+    outside_latest_snapshot,
+    outside_open_positions,
+    outside_trades,
+)
 from arena.services.decisions.context import portfolio_view
 from arena.services.decisions.outside import (
     outside_decision_submit,
@@ -43,7 +50,51 @@ from arena.services.decisions.outside import (
     round_attempts,
 )
 from arena.services.frozen import FrozenMarkets
+from arena.services.outside import (
+    outside_agent_in_cohort,
+    outside_rate_count,
+    outside_token_authenticate,
+)
 from arena.weeks import cohort_week_start, outside_window
+
+# How an outside team takes part: the API's description opens with it (forecaster/api.py);
+# the About page says the same in prose.
+OUTSIDE_AGENTS_DOC = """\
+## Outside agents: how to take part
+
+1. **Register with staff.** Send the team's name, a contact and a short description of the
+   method. Staff register the agent and issue an API token — shown once, stored only as a
+   hash, with an expiry; ask staff to revoke it if it leaks. From the next cohort on the agent
+   gets one agent per cohort with $10,000, exactly like a lineup model, and is labelled
+   **outside** everywhere. It is ranked on the outside agents' own board unless staff admit it
+   to the main leaderboard (which then says so).
+2. **Authenticate** every request with `Authorization: Bearer <token>`. A token acts for its
+   own agent only. `GET /api/v1/outside/me` lists the agent's cohorts and this week's window.
+3. **In the decision window** (default Sunday 00:05–01:00 UTC), once the week's run has frozen
+   the market snapshot, `GET /api/v1/outside/cohorts/{number}/prompt` returns the very prompt
+   a lineup model receives (`messages`) and the same snapshot and portfolio as JSON
+   (`markets`, `portfolio`). It answers 409 `not_open` until the run reaches the agent: poll
+   it once a minute.
+4. **Submit one decision** with `POST /api/v1/outside/cohorts/{number}/decision`, its body the
+   protocol's JSON (`BET` with `bets`, `SELL` with `sells`, or `HOLD`, and `reasoning`). It goes
+   through the lineup's parser and execution. A malformed body answers 422 `invalid_decision`
+   with the validation error and may be resubmitted **once** in the window (the prompt then
+   carries the retry section a model would get); malformed again is recorded as a HOLD
+   (`invalid_decision_final`). Every submission is stored with its raw body.
+5. **No submission** by the window's close is a HOLD marked "no submission".
+6. `GET /api/v1/outside/cohorts/{number}/portfolio` shows cash, positions, every trade and the
+   latest 10-minute snapshot.
+
+The lineup's decisions, trades and positions are public from 00:05, while the window is open
+until 01:00: an outside agent may read them before it submits (one reason outside agents have
+a board of their own unless staff admit one). The prompt's JSON `portfolio` is the agent's as
+it stands at the request; the text prompt holds it as of the run.
+
+Refusals, each answered in the error envelope and recorded: 401 (no, unknown, revoked or
+expired token), 403 `not_in_cohort`, 409 `outside_window` / `already_decided` / `not_open` /
+`cohort_completed`, 413 `body_too_large` (64 KiB by default), 429 `rate_limited` (30 requests
+a minute per token by default, `Retry-After` given).
+"""
 
 
 class OutsideBearer(HttpBearer):
@@ -62,9 +113,9 @@ class OutsideBearer(HttpBearer):
         return self.authenticate(request, token.strip())
 
     def authenticate(self, request: HttpRequest, token: str) -> OutsideAgentToken:
-        row = services.outside_token_authenticate(token=token)
+        row = outside_token_authenticate(token=token)
         request.outside_token = row  # type: ignore[attr-defined]  # for the refusal record
-        services.outside_rate_count(token=row)
+        outside_rate_count(token=row)
         return row
 
 
@@ -103,7 +154,12 @@ def _trade(trade: Trade) -> OutsideTradeOut:
     )
 
 
-@router.get("/me", response={200: OutsideMeOut, **REFUSALS}, summary="Who the token acts for")
+@router.get(
+    "/me",
+    response={200: OutsideMeOut, **REFUSALS},
+    summary="Who the token acts for",
+    operation_id="arena_outside_api_me",
+)
 def me(request: HttpRequest) -> OutsideMeOut:
     """The outside agent the token acts for, its agents (one per cohort it was entered in,
     with this week's decision status) and this week's decision window."""
@@ -111,7 +167,7 @@ def me(request: HttpRequest) -> OutsideMeOut:
     now = clock.now()
     week_start = cohort_week_start(now)
     opens, closes = outside_window(week_start)
-    agents = selectors.outside_agents(model_id=token.model_id, week_start=week_start)
+    agents = outside_agents(model_id=token.model_id, week_start=week_start)
     return OutsideMeOut(
         model=token.model.internal_id,
         display_name=token.model.display_name,
@@ -141,6 +197,7 @@ def me(request: HttpRequest) -> OutsideMeOut:
     "/cohorts/{int:number}/prompt",
     response={200: OutsidePromptOut, **REFUSALS},
     summary="This week's prompt, as text and as JSON",
+    operation_id="arena_outside_api_prompt",
 )
 def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
     """The week's prompt for the token's agent in cohort `number`: the very messages a
@@ -149,29 +206,13 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
     until the week's run has frozen the snapshot and reached the agent (poll after Sunday
     00:05 UTC)."""
     token = _token(request)
-    agent = services.outside_agent_in_cohort(token=token, cohort_number=number)
+    agent = outside_agent_in_cohort(token=token, cohort_number=number)
     week_start = cohort_week_start(clock.now())
-    decision = selectors.outside_decision(agent=agent, week_start=week_start)
-    if decision is not None and decision.status in Decision.DECIDED and not decision.system_prompt:
-        # Decided without a prompt: a bankrupt agent is asked nothing (002).
-        raise OutsideRefused(
-            409,
-            "already_decided",
-            decision.error or "Decided: no prompt.",
-            record=False,  # a read, not a submission
-        )
-    if decision is None or decision.run is None or not decision.system_prompt:
-        raise OutsideRefused(
-            409,
-            "not_open",
-            f"The prompt for the week of {week_start:%Y-%m-%d} is not ready: the week's run "
-            "has not reached this agent yet. Try again in a minute.",
-            record=False,  # polling is expected
-        )
+    decision, run = _prompted_decision(agent=agent, week_start=week_start)
     opens, closes = outside_window(week_start)
-    frozen = FrozenMarkets.load(decision.run)
+    frozen = FrozenMarkets.load(run)
     portfolio = portfolio_view(
-        agent=agent, frozen=frozen, positions=selectors.outside_open_positions(agent=agent)
+        agent=agent, frozen=frozen, positions=outside_open_positions(agent=agent)
     )
     attempts = round_attempts(decision)
     awaiting = decision.status == Decision.Status.AWAITING
@@ -188,44 +229,13 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
         submissions_left=max(0, left) if opened else 0,
         prompt_version=decision.prompt_version,
         run_id=decision.run_id,
-        frozen_at=decision.run.started_at,
+        frozen_at=run.started_at,
         messages=[
             OutsideMessageOut(**message)
             for message in outside_messages(decision=decision, attempts=attempts)
         ],
-        portfolio=OutsidePortfolioContextOut(
-            cash=format(portfolio.cash, "f"),
-            starting_balance=format(portfolio.starting_balance, "f"),
-            positions_value=format(portfolio.positions_value, "f"),
-            total_value=format(portfolio.total_value, "f"),
-            max_bet=format(portfolio.max_bet, "f"),
-            positions=[
-                OutsidePositionOut(
-                    position_id=p.position_id,
-                    market_id=p.market_id,
-                    question=p.question,
-                    side=p.side,
-                    shares=format(p.shares, "f"),
-                    avg_entry_price=format(p.avg_entry_price, "f"),
-                    current_price=_s(p.current_price),
-                    current_value=format(p.current_value, "f"),
-                    cost_basis=format(p.cost_basis, "f"),
-                )
-                for p in portfolio.positions
-            ],
-        ),
-        markets=[
-            OutsideMarketOut(
-                market_id=m.market_id,
-                question=m.question,
-                category=m.category,
-                outcomes=list(m.outcomes),
-                prices=[_s(p) for p in m.prices],
-                volume=format(m.volume, "f"),
-                close_date=m.close_date,
-            )
-            for m in frozen.universe
-        ],
+        portfolio=_portfolio_context(portfolio),
+        markets=[_market(m) for m in frozen.universe],
         submissions=[
             OutsideSubmissionOut(
                 number=a.number,
@@ -235,6 +245,68 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
             )
             for a in attempts
         ],
+    )
+
+
+def _prompted_decision(*, agent: Agent, week_start: date) -> tuple[Decision, DecisionRun]:
+    """Return the agent's decision of the week and the run that froze its prompt. Refuse
+    (409, not recorded: a read) a decision made without a prompt, and one whose prompt the
+    week's run has not written yet."""
+    decision = outside_decision(agent=agent, week_start=week_start)
+    if decision is not None and decision.status in Decision.DECIDED and not decision.system_prompt:
+        # Decided without a prompt: a bankrupt agent is asked nothing (002).
+        raise OutsideRefused(
+            409,
+            "already_decided",
+            decision.error or "Decided: no prompt.",
+            record=False,  # a read, not a submission
+        )
+    if decision is None or decision.run is None or not decision.system_prompt:
+        raise OutsideRefused(
+            409,
+            "not_open",
+            f"The prompt for the week of {week_start:%Y-%m-%d} is not ready: the week's run "
+            "has not reached this agent yet. Try again in a minute.",
+            record=False,  # polling is expected
+        )
+    return decision, decision.run
+
+
+def _portfolio_context(portfolio: PortfolioView) -> OutsidePortfolioContextOut:
+    """The portfolio a lineup model's prompt states, as JSON: priced at the frozen snapshot."""
+    return OutsidePortfolioContextOut(
+        cash=format(portfolio.cash, "f"),
+        starting_balance=format(portfolio.starting_balance, "f"),
+        positions_value=format(portfolio.positions_value, "f"),
+        total_value=format(portfolio.total_value, "f"),
+        max_bet=format(portfolio.max_bet, "f"),
+        positions=[
+            OutsidePositionOut(
+                position_id=p.position_id,
+                market_id=p.market_id,
+                question=p.question,
+                side=p.side,
+                shares=format(p.shares, "f"),
+                avg_entry_price=format(p.avg_entry_price, "f"),
+                current_price=_s(p.current_price),
+                current_value=format(p.current_value, "f"),
+                cost_basis=format(p.cost_basis, "f"),
+            )
+            for p in portfolio.positions
+        ],
+    )
+
+
+def _market(market: MarketView) -> OutsideMarketOut:
+    """A market of the frozen snapshot, as the prompt lists it."""
+    return OutsideMarketOut(
+        market_id=market.market_id,
+        question=market.question,
+        category=market.category,
+        outcomes=list(market.outcomes),
+        prices=[_s(p) for p in market.prices],
+        volume=format(market.volume, "f"),
+        close_date=market.close_date,
     )
 
 
@@ -263,6 +335,7 @@ SUBMISSION_BODY = {
     response={200: OutsideDecisionResultOut, 422: ErrorEnvelope, **REFUSALS},
     summary="Submit this week's decision",
     openapi_extra=SUBMISSION_BODY,
+    operation_id="arena_outside_api_submit",
 )
 def submit(
     request: HttpRequest, number: int
@@ -283,7 +356,7 @@ def submit(
     # The declared length is checked before anything is read; the body read is checked too.
     if not declared.isdigit() or int(declared) > limit:
         raise too_large
-    agent = services.outside_agent_in_cohort(token=token, cohort_number=number)
+    agent = outside_agent_in_cohort(token=token, cohort_number=number)
     raw = request.body
     if len(raw) > limit:
         raise too_large
@@ -298,19 +371,14 @@ def submit(
                 f"invalid decision: {taken.error}. It is stored; you may resubmit "
                 f"{taken.resubmissions_left} more time(s) before the window closes."
             )
-            return 422, _envelope(422, "invalid_decision", message)
+            return 422, error_envelope(status=422, code="invalid_decision", message=message)
         message = f"invalid decision: {taken.error}. No resubmission is left: recorded as a HOLD."
-        return 422, _envelope(422, "invalid_decision_final", message)
+        return 422, error_envelope(status=422, code="invalid_decision_final", message=message)
     return 200, _result(agent=agent, decision=decision)
 
 
-def _envelope(status: int, code: str, message: str) -> dict[str, Any]:
-    """The API's error envelope (forecaster/http.py: error_body)."""
-    return {"error": {"status": status, "code": code, "message": message}}
-
-
 def _result(*, agent: Agent, decision: Decision) -> OutsideDecisionResultOut:
-    trades = selectors.outside_trades(agent=agent).filter(decision=decision)
+    trades = outside_trades(agent=agent).filter(decision=decision)
     return OutsideDecisionResultOut(
         decision_id=decision.pk,
         week_start=decision.week_start,
@@ -325,20 +393,21 @@ def _result(*, agent: Agent, decision: Decision) -> OutsideDecisionResultOut:
     "/cohorts/{int:number}/portfolio",
     response={200: OutsidePortfolioOut, **REFUSALS},
     summary="The agent's books: cash, positions, trades, latest snapshot",
+    operation_id="arena_outside_api_portfolio",
 )
 def portfolio(request: HttpRequest, number: int) -> OutsidePortfolioOut:
     """The token's agent in cohort `number`: cash, open positions at their last usable
     price, every trade (executed or rejected, with the reason) and the latest 10-minute
     snapshot (`null` before the first)."""
-    agent = services.outside_agent_in_cohort(token=_token(request), cohort_number=number)
-    snapshot = selectors.outside_latest_snapshot(agent=agent)
+    agent = outside_agent_in_cohort(token=_token(request), cohort_number=number)
+    snapshot = outside_latest_snapshot(agent=agent)
     return OutsidePortfolioOut(
         cohort=agent.cohort.number,
         agent_id=agent.pk,
         status=agent.status,
         cash=format(agent.cash, "f"),
-        positions=[_position(p) for p in selectors.outside_open_positions(agent=agent)],
-        trades=[_trade(t) for t in selectors.outside_trades(agent=agent)],
+        positions=[_position(p) for p in outside_open_positions(agent=agent)],
+        trades=[_trade(t) for t in outside_trades(agent=agent)],
         latest_snapshot=None
         if snapshot is None
         else OutsideSnapshotOut(

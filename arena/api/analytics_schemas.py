@@ -1,5 +1,5 @@
-"""Schemas of the analytics in the JSON API (`arena/analytics_api.py`, and the leaderboard's
-rows in `arena/api.py`). Every figure is named as its definition (`/api/v1/analytics`'s
+"""Schemas of the analytics in the JSON API (`arena/api/analytics.py`, and the leaderboard's
+rows in `arena/api/records.py`). Every figure is named as its definition (`/api/v1/analytics`'s
 `definitions`, the methodology page); a figure that does not exist yet (no resolved bets, one
 cohort so no interval, an infinite t) is null, never a made-up number."""
 
@@ -225,7 +225,7 @@ class ModelAnalyticsOut(Schema):
     model: str
     display_name: str
     baseline: bool
-    outside: bool  # an outside team's agent (issue 13)
+    outside: bool  # an outside team's agent, deciding through the API
     admitted: bool  # an outside agent staff admitted to the main leaderboard
     offline: bool
     resolved_bets: int

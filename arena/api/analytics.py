@@ -1,6 +1,6 @@
-"""The analytics' router (mounted at `/api/v1/analytics/`): the figures of issue 11 beyond the
-v1 leaderboard, from `arena/selectors/analytics.py` (the pages' own selector), with every
-definition's name, formula and source."""
+"""The analytics' router (mounted at `/api/v1/analytics/`): the figures beyond the v1
+leaderboard (Alpha, intervals, Murphy terms, skill scores, pairwise comparisons), read by the
+analytics selectors that serve the pages, with every definition's name, formula and source."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest
 from ninja import Query, Router
 
 from agents.models import BenchmarkModel
-from arena.analytics_schemas import (
+from arena.api.analytics_schemas import (
     AnalyticsOut,
     ModelAnalyticsPage,
     analytics_out,
@@ -24,7 +24,12 @@ Bins = Annotated[int, Query(ge=selectors.MIN_BINS, le=selectors.MAX_BINS)]
 Scope = Literal["all", "completed"]
 
 
-@router.get("", response=AnalyticsOut, summary="Analytics of every leaderboard row")
+@router.get(
+    "",
+    response=AnalyticsOut,
+    summary="Analytics of every leaderboard row",
+    operation_id="arena_analytics_api_analytics",
+)
 def analytics(
     request: HttpRequest, cohorts: Scope = "all", bins: Bins = selectors.DEFAULT_BINS
 ) -> AnalyticsOut:
@@ -39,7 +44,10 @@ def analytics(
 
 # Stable ids may hold "/" or ":" (a provider-style id): the path converter keeps them.
 @router.get(
-    "/models/{path:internal_id}", response=ModelAnalyticsPage, summary="One model's analytics"
+    "/models/{path:internal_id}",
+    response=ModelAnalyticsPage,
+    summary="One model's analytics",
+    operation_id="arena_analytics_api_model_analytics",
 )
 def model_analytics(
     request: HttpRequest,
