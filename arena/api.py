@@ -60,9 +60,10 @@ from arena.schemas import (
     decimal_string,
     return_string,
 )
-from arena.selectors import analytics, curves, markets, standings
 from arena.selectors import api as api_selectors
+from arena.selectors import curves, markets, standings
 from arena.selectors import status as status_selectors
+from arena.selectors.analytics.cache import analytics
 from arena.selectors.watermark import data_watermark
 from markets.models import Market
 from markets.selectors import MarketFilter
@@ -368,7 +369,7 @@ def leaderboard(
             sort=sort, cohorts=cohorts, baselines=baselines == "include"
         )
         outside_rows = outside_rows if outside == "include" else []
-        figures = analytics.analytics(cohorts=cohorts)
+        figures = analytics(cohorts=cohorts)
         found = LeaderboardOut(
             sort=sort,
             cohorts=cohorts,

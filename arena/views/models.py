@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from django.http import Http404, HttpRequest, HttpResponse
@@ -13,9 +13,12 @@ from django.utils.safestring import SafeString
 from agents.models import BenchmarkModel
 from arena import charts, diagrams
 from arena.diagrams import fixed, signed, signed_precise
-from arena.selectors import analytics as analytics_stats
 from arena.selectors import curves, standings
 from arena.selectors import models as model_stats
+from arena.selectors.analytics import cache
+from arena.selectors.analytics.definitions import DEFINITIONS
+from arena.selectors.analytics.figures import CategoryFigures, ModelAnalytics
+from scoring.murphy import Murphy
 from scoring.statistics import MIN_BOOTSTRAP_COHORTS, Interval, MeanTest
 
 # The most bets listed on a model's page (newest first); the count says how many there are.
@@ -73,7 +76,7 @@ def model_detail(request: HttpRequest, internal_id: str) -> HttpResponse:
             "chart": chart,
             "definitions": standings.MODEL_DEFINITIONS,
             "analytics": analytics_panels(model),
-            "analytics_definitions": analytics_stats.DEFINITIONS,
+            "analytics_definitions": DEFINITIONS,
             "tips": TIPS,
         },
     )
@@ -85,7 +88,7 @@ def model_detail(request: HttpRequest, internal_id: str) -> HttpResponse:
 # Headings' tooltips: the analytics' definitions, and the v1 ones for Brier and win rate.
 DEFINED: dict[str, str] = {
     **{name: text for name, text in standings.METRIC_DEFINITIONS},
-    **{name: text for name, text, _ in analytics_stats.DEFINITIONS},
+    **{name: text for name, text, _ in DEFINITIONS},
 }
 TIPS = {  # the same, under names a template can look up
     "alpha": DEFINED["Alpha"],
@@ -116,7 +119,7 @@ class AnalyticsPanel:
     """What the model page draws for one analytics row (the model's, or its offline
     stand-in's): the diagrams as SVG markup, the headline figures and the power line."""
 
-    row: analytics_stats.ModelAnalytics
+    row: ModelAnalytics
     who: str  # "the model", "its rule" or "offline stand-in": whose forecasts these are
     reliability: SafeString | None = None
     murphy: SafeString | None = None
@@ -125,7 +128,7 @@ class AnalyticsPanel:
     power: str = ""
     identities: list[str] = field(default_factory=list)  # Brier = UNC + REL − RES; Alpha's anatomy
     # Each category's figures, with its Alpha written out and its tone ("pos", "neg" or "").
-    categories: list[tuple[analytics_stats.CategoryFigures, str, str]] = field(default_factory=list)
+    categories: list[tuple[CategoryFigures, str, str]] = field(default_factory=list)
 
 
 def _interval(interval: Interval | None, write: Callable[[float], str]) -> str:
@@ -167,7 +170,7 @@ def _p_value(p: float) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _figures(row: analytics_stats.ModelAnalytics) -> list[Figure]:
+def _figures(row: ModelAnalytics) -> list[Figure]:
     assert row.alpha is not None
     assert row.brier is not None
     assert row.market_brier is not None
@@ -254,7 +257,7 @@ def _residual(value: float) -> str:
     return f" + residual {signed(value)}" if abs(value) >= SHOWN_RESIDUAL else ""
 
 
-def _identities(row: analytics_stats.ModelAnalytics, label: str) -> list[str]:
+def _identities(row: ModelAnalytics, label: str) -> list[str]:
     lines = []
     for who, murphy in ((label, row.murphy), ("Market", row.market_murphy)):
         if murphy is not None:
@@ -272,7 +275,7 @@ def _identities(row: analytics_stats.ModelAnalytics, label: str) -> list[str]:
     return lines
 
 
-def _power(row: analytics_stats.ModelAnalytics) -> str:
+def _power(row: ModelAnalytics) -> str:
     power = row.power
     if power is None:
         return ""
@@ -292,7 +295,7 @@ def _power(row: analytics_stats.ModelAnalytics) -> str:
     )
 
 
-def _panel(row: analytics_stats.ModelAnalytics) -> AnalyticsPanel:
+def _panel(row: ModelAnalytics) -> AnalyticsPanel:
     if row.offline:
         who = "offline stand-in"
     else:
@@ -302,8 +305,8 @@ def _panel(row: analytics_stats.ModelAnalytics) -> AnalyticsPanel:
         return panel
     label = "Stand-in" if row.offline else ("Rule" if row.model.is_baseline else "Model")
     panel.reliability = diagrams.reliability_diagram(
-        analytics_stats.reliability_points(row.murphy),
-        analytics_stats.reliability_points(row.market_murphy),
+        reliability_points(row.murphy),
+        reliability_points(row.market_murphy),
         forecaster_label=label,
     )
     if row.murphy is not None and row.market_murphy is not None:
@@ -330,4 +333,15 @@ def _panel(row: analytics_stats.ModelAnalytics) -> AnalyticsPanel:
 def analytics_panels(model: BenchmarkModel) -> list[AnalyticsPanel]:
     """Return a panel per analytics row of `model`: the real row first, then the offline
     stand-in's; a row without resolved bets has no diagrams and no figures."""
-    return [_panel(row) for row in analytics_stats.model_analytics(model=model)]
+    return [_panel(row) for row in cache.model_analytics(model=model)]
+
+
+def reliability_points(murphy: Murphy | None) -> Sequence[tuple[float, float, int]]:
+    """(mean forecast, observed frequency, bets) of each non-empty bin: a reliability diagram."""
+    if murphy is None:
+        return []
+    return [
+        (b.mean_forecast, b.observed_frequency, b.count)
+        for b in murphy.bins
+        if b.count and b.mean_forecast is not None and b.observed_frequency is not None
+    ]

@@ -12,10 +12,11 @@ from django.utils.http import urlencode
 
 from arena import charts, clock
 from arena.models import Agent, Cohort, Decision
-from arena.selectors import analytics as analytics_selectors
 from arena.selectors import curves
 from arena.selectors import standings as selectors
-from arena.selectors.analytics import Analytics, ModelAnalytics, Separation
+from arena.selectors.analytics import cache
+from arena.selectors.analytics.definitions import DEFINITIONS
+from arena.selectors.analytics.figures import Analytics, ModelAnalytics, Separation
 
 
 def _get_cohort(number: int) -> Cohort:
@@ -62,7 +63,7 @@ class AnalyticsColumn:
 
 def _definition(name: str) -> str:
     """Return `name`'s formula and source from the analytics definitions ("" if none)."""
-    for defined, formula, source in analytics_selectors.DEFINITIONS:
+    for defined, formula, source in DEFINITIONS:
         if defined == name:
             return f"{defined}: {formula} ({source})"
     return ""
@@ -218,7 +219,7 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
     }
     if view == "analytics":
         # Read only when asked for: the v1 view stays exactly what it was, queries included.
-        analytics = analytics_selectors.analytics(cohorts=cohorts)
+        analytics = cache.analytics(cohorts=cohorts)
         llm_lines = _analytics_lines(llms, analytics)
         baseline_lines = _analytics_lines(baselines, analytics)
         outside_lines = _analytics_lines(outside_rows, analytics)
@@ -236,8 +237,7 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
             "columns": _analytics_columns(),
             "analytics_section": ANALYTICS_SECTION,
             "analytics_definitions": [
-                (name, f"{formula} ({source})")
-                for name, formula, source in analytics_selectors.DEFINITIONS
+                (name, f"{formula} ({source})") for name, formula, source in DEFINITIONS
             ],
         }
     return render(request, "arena/leaderboard.html", context)
