@@ -32,7 +32,7 @@ from arena.selectors import standings
 from arena.selectors.analytics.cache import analytics
 from arena.selectors.analytics.definitions import DEFINITIONS
 from arena.selectors.analytics.figures import ModelAnalytics
-from arena.views.pages import _analytics_columns
+from arena.views.analytics import analytics_columns
 from markets.models import Market
 from tests.arena.factories import CohortFactory
 
@@ -502,7 +502,7 @@ def test_each_heading_carries_its_definition_and_links_to_its_formula(client: Cl
         r'<th class="num" title="([^"]+)"><a href="/methodology/#([^"]+)">([^<]+)</a></th>',
         analytics_table(content),
     )
-    assert [label for _, _, label in headings] == [c.label for c in _analytics_columns()]
+    assert [label for _, _, label in headings] == [c.label for c in analytics_columns()]
     for title, anchor, label in headings:
         assert f'id="{anchor}"' in methodology, label
         assert len(title) > 40, label

@@ -32,7 +32,8 @@ from agents.models import BenchmarkModel
 from arena import diagrams
 from arena.models import Agent, Cohort, Decision, Trade
 from arena.selectors.analytics import cache
-from arena.views.models import DEFINED, reliability_points
+from arena.views import analytics
+from arena.views.analytics import DEFINED
 from markets.models import Market
 from tests.arena.factories import CohortFactory
 
@@ -201,8 +202,8 @@ def test_the_diagrams_draw_one_point_per_filled_bin_and_per_cohort(
     lineup: Lineup, client: Client
 ) -> None:
     real, _ = cache.model_analytics(model=lineup.model)
-    assert len(reliability_points(real.murphy)) == 5
-    assert len(reliability_points(real.market_murphy)) == 4
+    assert len(analytics.reliability_points(real.murphy)) == 5
+    assert len(analytics.reliability_points(real.market_murphy)) == 4
     real_panel, offline_panel = panels(page(client, "/models/gpt-5.1/"))
     reliability = re.search(r'<svg class="diagram reliability".*?</svg>', real_panel, flags=re.S)
     assert reliability is not None
