@@ -121,7 +121,7 @@ def reliability_diagram(
     """Return the reliability diagram: each bin's mean forecast (x) against its observed
     frequency (y), both 0–1, over the diagonal of perfect calibration. `forecaster` and
     `market` are (mean forecast, observed frequency, bets) per non-empty bin
-    (`arena.selectors.analytics.reliability_points`); a point's area grows with its bets, on
+    (`arena.views.analytics.reliability_points`); a point's area grows with its bets, on
     one scale for both series. The forecaster's bins are filled circles (class `pt model`),
     the market's hollow diamonds (`pt market`). Raises nothing: no bins draws the frame only."""
     plot = RELIABILITY_PLOT
