@@ -121,7 +121,7 @@ def reliability_diagram(
     """Return the reliability diagram: each bin's mean forecast (x) against its observed
     frequency (y), both 0–1, over the diagonal of perfect calibration. `forecaster` and
     `market` are (mean forecast, observed frequency, bets) per non-empty bin
-    (`arena.selectors.analytics.reliability_points`); a point's area grows with its bets, on
+    (`arena.views.analytics.reliability_points`); a point's area grows with its bets, on
     one scale for both series. The forecaster's bins are filled circles (class `pt model`),
     the market's hollow diamonds (`pt market`). Raises nothing: no bins draws the frame only."""
     plot = RELIABILITY_PLOT
@@ -306,14 +306,9 @@ def _cohort_ticks(first: int, last: int) -> list[int]:
     return [*ticks, last]
 
 
-def cumulative_alpha_line(
-    points: Sequence[tuple[int, float, float]], *, forecaster_label: str = "Model"
-) -> SafeString:
-    """Return Alpha over cohorts: a line of the Alpha pooled over every cohort so far, the
-    cohort's own Alpha as hollow dots (class `pt cohort`), and the zero line (the market).
-    `points` are (cohort number, cohort Alpha, cumulative Alpha), cohorts ascending. Raises
-    nothing: no points draws the frame and the zero line only."""
-    frame = alpha_frame(points)
+def _cumulative_axes(frame: Frame, *, cohorts: bool) -> list[str]:
+    """The Alpha chart's grid, Alpha ticks, zero line (the market) and cohort axis; the
+    cohorts' ticks only when there are cohorts to mark."""
     body: list[str] = []
     for value in (frame.high, frame.low):
         y = frame.y(value)
@@ -337,7 +332,7 @@ def cumulative_alpha_line(
         f'<line class="zero" x1="{_n(CUMULATIVE_LEFT)}" y1="{_n(zero)}" '
         f'x2="{_n(CUMULATIVE_RIGHT)}" y2="{_n(zero)}"/>'
     )
-    if points:
+    if cohorts:
         for number in _cohort_ticks(frame.first, frame.last):
             body.append(
                 _text(
@@ -356,6 +351,30 @@ def cumulative_alpha_line(
             anchor="middle",
         )
     )
+    return body
+
+
+def _cumulative_legend() -> str:
+    legend_y = CUMULATIVE_HEIGHT - 8
+    return (
+        f'<g class="legend"><line class="cumulative" x1="4" y1="{legend_y - 4}" x2="22" '
+        f'y2="{legend_y - 4}"/>{_text(26, legend_y, "Alpha so far")}'
+        f'<circle class="cohort" cx="124" cy="{legend_y - 4}" r="3.5"/>'
+        f"{_text(132, legend_y, 'one cohort')}"
+        f'<line class="zero" x1="216" y1="{legend_y - 4}" x2="234" y2="{legend_y - 4}"/>'
+        f"{_text(238, legend_y, '0: the market')}</g>"
+    )
+
+
+def cumulative_alpha_line(
+    points: Sequence[tuple[int, float, float]], *, forecaster_label: str = "Model"
+) -> SafeString:
+    """Return Alpha over cohorts: a line of the Alpha pooled over every cohort so far, the
+    cohort's own Alpha as hollow dots (class `pt cohort`), and the zero line (the market).
+    `points` are (cohort number, cohort Alpha, cumulative Alpha), cohorts ascending. Raises
+    nothing: no points draws the frame and the zero line only."""
+    frame = alpha_frame(points)
+    body = _cumulative_axes(frame, cohorts=bool(points))
     if len(points) > 1:
         path = " ".join(f"{_n(frame.x(n))},{_n(frame.y(c))}" for n, _, c in points)
         body.append(f'<polyline class="cumulative" points="{path}"/>')
@@ -367,15 +386,7 @@ def cumulative_alpha_line(
             f'<circle class="pt running" cx="{_n(x)}" cy="{_n(frame.y(cumulative))}" r="2.5">'
             f"<title>{_e(f'Through cohort {number}: Alpha {signed(cumulative)}')}</title></circle>"
         )
-    legend_y = CUMULATIVE_HEIGHT - 8
-    body.append(
-        f'<g class="legend"><line class="cumulative" x1="4" y1="{legend_y - 4}" x2="22" '
-        f'y2="{legend_y - 4}"/>{_text(26, legend_y, "Alpha so far")}'
-        f'<circle class="cohort" cx="124" cy="{legend_y - 4}" r="3.5"/>'
-        f"{_text(132, legend_y, 'one cohort')}"
-        f'<line class="zero" x1="216" y1="{legend_y - 4}" x2="234" y2="{legend_y - 4}"/>'
-        f"{_text(238, legend_y, '0: the market')}</g>"
-    )
+    body.append(_cumulative_legend())
     if points:
         last = points[-1]
         cohorts = f"{len(points)} cohort{'s' if len(points) != 1 else ''}"

@@ -402,7 +402,8 @@ class Trade(models.Model):
         indexes = [
             models.Index(fields=["agent", "status"], name="trade_agent_status"),
             models.Index(fields=["market", "kind", "status"], name="trade_market_kind"),
-            # The analytics' watermark reads the latest scoring time (arena/selectors/analytics.py).
+            # The analytics' watermark reads the latest scoring time
+            # (arena/selectors/analytics/cache.py).
             models.Index(fields=["scored_at"], name="trade_scored_at"),
             # Every snapshot's Brier aggregate reads the scored buys of the agents it marks
             # (arena/services/marking.py, `_SCORED_BUYS`) from this index alone.

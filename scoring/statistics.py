@@ -401,21 +401,47 @@ def grouped_bootstrap_intervals(
     m = _codes("markets", markets, length)
     members = {int(g): np.flatnonzero(group == g) for g in np.unique(group).tolist()}
     results: dict[int, list[Interval | None]] = {}
-    matrix = np.stack([*values, np.ones(length)], axis=0).astype(np.float32)  # columns+1 × bets
-    resampled: dict[int, list[NDArray[np.float64]]] = {}
+    bootstrapped: dict[int, NDArray[np.intp]] = {}
     for g, index in members.items():
-        estimates = [math.fsum(v[index].tolist()) / len(index) for v in values]
         cohort_count = len(np.unique(c[index]))
         market_count = len(np.unique(m[index]))
         if cohort_count < MIN_BOOTSTRAP_COHORTS or market_count < 2:
             results[g] = [
-                Interval(e, None, None, None, cohort_count, len(index), market_count)
-                for e in estimates
+                Interval(
+                    math.fsum(v[index].tolist()) / len(index),
+                    None,
+                    None,
+                    None,
+                    cohort_count,
+                    len(index),
+                    market_count,
+                )
+                for v in values
             ]
         else:
-            resampled[g] = []
-    if not resampled:
+            bootstrapped[g] = index
+    if not bootstrapped:
         return results
+    resampled = _resampled_means(values, bootstrapped, c, m, resamples=resamples, seed=seed)
+    for g, means in resampled.items():
+        results[g] = _percentile_intervals(values, means, bootstrapped[g], c, m, level=level)
+    return results
+
+
+def _resampled_means(
+    values: list[NDArray[np.float64]],
+    members: dict[int, NDArray[np.intp]],
+    c: NDArray[np.intp],
+    m: NDArray[np.intp],
+    *,
+    resamples: int,
+    seed: int,
+) -> dict[int, NDArray[np.float64]]:
+    """Each group's pooled mean of every column in each resampled world (columns × worlds),
+    the worlds drawn from `seed` in chunks; a world that weights none of a group's bets is
+    left out of that group's."""
+    matrix = np.stack([*values, np.ones(len(c))], axis=0).astype(np.float32)  # columns+1 × bets
+    resampled: dict[int, list[NDArray[np.float64]]] = {g: [] for g in members}
     generator = np.random.Generator(np.random.PCG64(seed))
     chunk = 250
     for start in range(0, resamples, chunk):
@@ -427,31 +453,40 @@ def grouped_bootstrap_intervals(
         market_weights = _POISSON_ONE[
             generator.integers(0, 1 << 16, size=(_groups_of(m), size), dtype=np.uint16)
         ]
-        for g in resampled:
-            index = members[g]
+        for g, index in members.items():
             weights = cohort_weights[c[index]] * market_weights[m[index]]  # bets × worlds
             # einsum, not BLAS: a threaded BLAS on matrices this small, on a busy machine, spends
             # more time handing work between threads than multiplying.
             sums = np.einsum("kn,nw->kw", matrix[:, index], weights)  # columns+1 × worlds
             drawn = sums[-1] > 0.0  # a world can miss every bet: it says nothing of the mean
             resampled[g].append((sums[:-1, drawn] / sums[-1, drawn]).astype(np.float64))
-    for g, parts in resampled.items():
-        index = members[g]
-        means = np.concatenate(parts, axis=1)
-        cohort_count = len(np.unique(c[index]))
-        market_count = len(np.unique(m[index]))
-        intervals: list[Interval | None] = []
-        for column, v in enumerate(values):
-            estimate = math.fsum(v[index].tolist()) / len(index)
-            low, high = np.quantile(means[column], [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-            error = float(np.std(means[column], ddof=1))
-            intervals.append(
-                Interval(
-                    estimate, float(low), float(high), error, cohort_count, len(index), market_count
-                )
+    return {g: np.concatenate(parts, axis=1) for g, parts in resampled.items()}
+
+
+def _percentile_intervals(
+    values: list[NDArray[np.float64]],
+    means: NDArray[np.float64],
+    index: NDArray[np.intp],
+    c: NDArray[np.intp],
+    m: NDArray[np.intp],
+    *,
+    level: float,
+) -> list[Interval | None]:
+    """One group's interval of each column: its pooled mean over the bets `index`, and the
+    percentiles and spread of its resampled means (a row of `means` per column)."""
+    cohort_count = len(np.unique(c[index]))
+    market_count = len(np.unique(m[index]))
+    intervals: list[Interval | None] = []
+    for column, v in enumerate(values):
+        estimate = math.fsum(v[index].tolist()) / len(index)
+        low, high = np.quantile(means[column], [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+        error = float(np.std(means[column], ddof=1))
+        intervals.append(
+            Interval(
+                estimate, float(low), float(high), error, cohort_count, len(index), market_count
             )
-        results[g] = intervals
-    return results
+        )
+    return intervals
 
 
 def bootstrap_pooled_interval(

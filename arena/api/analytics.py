@@ -1,6 +1,7 @@
 """The analytics' router (mounted at `/api/v1/analytics/`): the figures beyond the v1
-leaderboard (Alpha, intervals, Murphy terms, skill scores, pairwise comparisons), read by the
-analytics selectors that serve the pages, with every definition's name, formula and source."""
+leaderboard (Alpha, intervals, Murphy terms, skill scores, pairwise comparisons), from
+`arena/selectors/analytics/` (the pages' own selectors), with every definition's name, formula
+and source."""
 
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ from arena.api.analytics_schemas import (
     analytics_out,
     model_analytics_detail_out,
 )
-from arena.selectors import analytics as selectors
+from arena.selectors.analytics import cache, definitions
 
 router = Router(tags=["analytics"])
 
-Bins = Annotated[int, Query(ge=selectors.MIN_BINS, le=selectors.MAX_BINS)]
+Bins = Annotated[int, Query(ge=definitions.MIN_BINS, le=definitions.MAX_BINS)]
 Scope = Literal["all", "completed"]
 
 
@@ -31,7 +32,7 @@ Scope = Literal["all", "completed"]
     operation_id="arena_analytics_api_analytics",
 )
 def analytics(
-    request: HttpRequest, cohorts: Scope = "all", bins: Bins = selectors.DEFAULT_BINS
+    request: HttpRequest, cohorts: Scope = "all", bins: Bins = definitions.DEFAULT_BINS
 ) -> AnalyticsOut:
     """Every leaderboard row's Alpha, intervals, tests, Murphy decomposition (with `bins`
     equal-width forecast bins), coverage-adjusted Alpha, skill scores, difficulty-adjusted
@@ -39,7 +40,7 @@ def analytics(
     pairwise comparisons (over the cohorts both played, clustered by cohort and market).
     `cohorts=completed` reads completed cohorts only.
     Kept until a bet is scored, a market resolves or a decision is made."""
-    return analytics_out(selectors.analytics(cohorts=cohorts, bins=bins))
+    return analytics_out(cache.analytics(cohorts=cohorts, bins=bins))
 
 
 # Stable ids may hold "/" or ":" (a provider-style id): the path converter keeps them.
@@ -53,7 +54,7 @@ def model_analytics(
     request: HttpRequest,
     internal_id: str,
     cohorts: Scope = "all",
-    bins: Bins = selectors.DEFAULT_BINS,
+    bins: Bins = definitions.DEFAULT_BINS,
 ) -> ModelAnalyticsPage:
     """The model's rows (real, then its offline stand-ins') in full, with Alpha cohort by
     cohort (and cumulative) and per Polymarket category."""
@@ -63,7 +64,7 @@ def model_analytics(
         model = BenchmarkModel.objects.get(internal_id=internal_id)
     except BenchmarkModel.DoesNotExist as exc:
         raise Http404("No such model.") from exc
-    rows = selectors.model_analytics(model=model, cohorts=cohorts, bins=bins)
+    rows = cache.model_analytics(model=model, cohorts=cohorts, bins=bins)
     return ModelAnalyticsPage(
         model=model.internal_id,
         cohorts=cohorts,

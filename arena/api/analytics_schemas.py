@@ -10,8 +10,8 @@ from typing import Any
 
 from ninja import Schema
 
-from arena.selectors.analytics import (
-    DEFINITIONS,
+from arena.selectors.analytics.definitions import DEFINITIONS
+from arena.selectors.analytics.figures import (
     Analytics,
     CategoryFigures,
     CohortFigures,

@@ -55,9 +55,10 @@ from arena.api.records_schemas import (
     status_out,
 )
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, Position, Trade
-from arena.selectors import analytics, curves, markets, standings
 from arena.selectors import api as api_selectors
+from arena.selectors import curves, markets, standings
 from arena.selectors import status as status_selectors
+from arena.selectors.analytics.cache import analytics
 from arena.selectors.watermark import data_watermark
 from markets.models import Market
 from markets.selectors import MarketFilter
@@ -364,7 +365,7 @@ def leaderboard(
             sort=sort, cohorts=cohorts, baselines=baselines == "include"
         )
         outside_rows = outside_rows if outside == "include" else []
-        figures = analytics.analytics(cohorts=cohorts)
+        figures = analytics(cohorts=cohorts)
         found = LeaderboardOut(
             sort=sort,
             cohorts=cohorts,

@@ -156,6 +156,15 @@ def usage_by_key(
     if not agent_keys:
         return usage
     ids: Collection[int] | QuerySet[Any] = list(agent_keys) if agents is None else agents
+    _add_counts(usage, agent_keys, ids)
+    _add_attempts(usage, agent_keys, _attempt_rows(ids))
+    return usage
+
+
+def _add_counts(
+    usage: dict[Key, Usage], agent_keys: Mapping[int, Key], ids: Collection[int] | QuerySet[Any]
+) -> None:
+    """Add each agent's valid answers, HOLDs, orders and rejected orders to its row."""
     # A missing outside submission is a HOLD by rule, not an answer (like a parse failure).
     done = Q(status=Decision.Status.DONE, parse_failed=False, no_submission=False) & ~Q(action="")
     for agent_id, valid, holds in (
@@ -182,10 +191,11 @@ def usage_by_key(
         row.orders += orders
         row.rejected += rejected
 
-    # Each decision's row and its cost so far (None once an attempt's cost is unknown).
-    decisions: dict[int, tuple[Usage, Decimal | None]] = {}
-    first_answer_seen: set[int] = set()
-    attempts = (
+
+def _attempt_rows(ids: Collection[int] | QuerySet[Any]) -> QuerySet[Any]:
+    """The agents' attempts as small tuples, each decision's in order: (decision id, agent id,
+    answered, malformed, called, failed call, cost, latency, upstream provider)."""
+    return (
         DecisionAttempt.objects.filter(decision__agent_id__in=ids)
         .annotate(
             # A reply came back: it was parsed, or it failed to parse. A failed call, or an
@@ -212,6 +222,15 @@ def usage_by_key(
             "upstream_provider",
         )
     )
+
+
+def _add_attempts(
+    usage: dict[Key, Usage], agent_keys: Mapping[int, Key], attempts: QuerySet[Any]
+) -> None:
+    """Add the attempts' first answers, costs, latencies and providers to their agents' rows."""
+    # Each decision's row and its cost so far (None once an attempt's cost is unknown).
+    decisions: dict[int, tuple[Usage, Decimal | None]] = {}
+    first_answer_seen: set[int] = set()
     for (
         decision_id,
         agent_id,
@@ -244,7 +263,6 @@ def usage_by_key(
         else:
             row.costed += 1
             row.cost += total
-    return usage
 
 
 def model_bets(*, model: BenchmarkModel) -> QuerySet[Trade]:

@@ -39,8 +39,9 @@ from arena.models import (
     SnapshotMarket,
     Trade,
 )
-from arena.selectors import analytics as selectors
 from arena.selectors import standings
+from arena.selectors.analytics.cache import analytics, analytics_watermark, compute_analytics
+from arena.selectors.analytics.figures import Analytics
 from arena.selectors.exports import bet_rows
 from markets.models import Market
 from scoring.statistics import pooled_mean_interval, ratio_interval
@@ -180,7 +181,7 @@ def world(db: None) -> World:
     return World(cohorts, runs, universes)
 
 
-def row(result: selectors.Analytics, internal_id: str, offline: bool = False) -> Any:
+def row(result: Analytics, internal_id: str, offline: bool = False) -> Any:
     found = result.row(model(internal_id).pk, offline)
     assert found is not None
     return found
@@ -190,7 +191,7 @@ def row(result: selectors.Analytics, internal_id: str, offline: bool = False) ->
 
 
 def test_alpha_is_the_mean_delta_over_the_rows_resolved_bets(world: World) -> None:
-    result = selectors.compute_analytics()
+    result = compute_analytics()
     gpt = row(result, "gpt-5.1")
     expected = [
         delta(0.6, 0.8, True), delta(0.7, 0.5, True), delta(0.3, 0.9, True),
@@ -204,7 +205,7 @@ def test_alpha_is_the_mean_delta_over_the_rows_resolved_bets(world: World) -> No
 
 
 def test_the_brier_is_the_v1_leaderboards_pooled_brier(world: World) -> None:
-    result = selectors.compute_analytics()
+    result = compute_analytics()
     for v1 in standings.model_rows():
         figures = result.row(v1.model.pk, v1.offline)
         assert figures is not None
@@ -223,19 +224,19 @@ def test_alpha_is_recomputed_from_the_bets_export(world: World) -> None:
             deltas.setdefault(str(r["model"]), []).append(
                 delta(float(str(r["market_price"])), float(str(r["implied_confidence"])), x)
             )
-    result = selectors.compute_analytics()
+    result = compute_analytics()
     for internal_id, values in deltas.items():
         assert row(result, internal_id).alpha == pytest.approx(sum(values) / len(values))
 
 
 def test_the_market_follower_has_alpha_zero(world: World) -> None:
-    follower = row(selectors.compute_analytics(), "baseline-market")
+    follower = row(compute_analytics(), "baseline-market")
     assert follower.alpha == 0.0
     assert follower.skill_vs_market == pytest.approx(0.0)
 
 
 def test_offline_stand_ins_are_a_row_of_their_own(world: World) -> None:
-    result = selectors.compute_analytics()
+    result = compute_analytics()
     offline = row(result, "gpt-5.1", offline=True)
     assert offline.bets == 1
     assert offline.alpha == pytest.approx(delta(0.5, 1.0, True))
@@ -243,7 +244,7 @@ def test_offline_stand_ins_are_a_row_of_their_own(world: World) -> None:
 
 
 def test_skill_scores_against_random_and_market(world: World) -> None:
-    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    gpt = row(compute_analytics(), "gpt-5.1")
     assert gpt.skill_vs_random == pytest.approx(1 - gpt.brier / 0.25)
     assert gpt.skill_vs_market == pytest.approx(1 - gpt.brier / gpt.market_brier)
     # Against 0.25 the interval is the Brier's, mapped through 1 − x ÷ 0.25 (bounds swap).
@@ -270,7 +271,7 @@ def test_skill_scores_against_random_and_market(world: World) -> None:
 
 
 def test_intervals_are_across_cohorts_around_the_pooled_figure(world: World) -> None:
-    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    gpt = row(compute_analytics(), "gpt-5.1")
     u = world.universes
     unranked = [m.market for m in world.runs[2].markets.filter(rank__isnull=True)]
     values = [delta(0.6, 0.8, True), delta(0.7, 0.5, True), delta(0.3, 0.9, True),
@@ -305,18 +306,18 @@ def test_the_bootstrap_interval_appears_from_five_cohorts(world: World) -> None:
         d = decision_of(agent_of(model("gpt-5.1"), extra), world.runs[0])
         bet(d, u[0][2], price=0.5, confidence=0.6)
         bet(d, u[0][3], price=0.5, confidence=0.6)
-    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    gpt = row(compute_analytics(), "gpt-5.1")
     assert gpt.cohorts_scored == 5
     assert gpt.alpha_bootstrap is not None
     assert gpt.alpha_bootstrap.low is not None
     assert gpt.alpha_bootstrap.high is not None
     assert gpt.alpha_bootstrap.low <= gpt.alpha <= gpt.alpha_bootstrap.high
-    again = row(selectors.compute_analytics(), "gpt-5.1")
+    again = row(compute_analytics(), "gpt-5.1")
     assert again.alpha_bootstrap == gpt.alpha_bootstrap  # seeded: the same every time
 
 
 def test_one_cohort_gives_a_figure_but_no_interval(world: World) -> None:
-    offline = row(selectors.compute_analytics(), "gpt-5.1", offline=True)
+    offline = row(compute_analytics(), "gpt-5.1", offline=True)
     assert offline.alpha_interval is not None
     assert offline.alpha_interval.low is None
     assert offline.alpha_interval.high is None
@@ -325,7 +326,7 @@ def test_one_cohort_gives_a_figure_but_no_interval(world: World) -> None:
 
 
 def test_cumulative_alpha_runs_over_the_cohorts_in_order(world: World) -> None:
-    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    gpt = row(compute_analytics(), "gpt-5.1")
     numbers = [c.cohort for c in gpt.per_cohort]
     assert numbers == sorted(numbers) == [c.number for c in world.cohorts[:3]]
     last = gpt.per_cohort[-1]
@@ -336,7 +337,7 @@ def test_cumulative_alpha_runs_over_the_cohorts_in_order(world: World) -> None:
 
 
 def test_pairwise_comparisons_pair_the_cohorts_both_bet_in(world: World) -> None:
-    result = selectors.compute_analytics()
+    result = compute_analytics()
     comparisons = [c for c in result.comparisons if c.metric == "alpha"]
     gpt_key, claude_key = ("gpt-5.1", False), ("claude-opus-4.5", False)
     pair = next(c for c in comparisons if {c.first, c.second} == {gpt_key, claude_key})
@@ -352,7 +353,7 @@ def test_pairwise_comparisons_pair_the_cohorts_both_bet_in(world: World) -> None
 
 
 def test_separation_names_the_two_best_by_alpha(world: World) -> None:
-    result = selectors.compute_analytics()
+    result = compute_analytics()
     separation = result.separation("alpha")
     assert separation is not None
     gpt, claude = row(result, "gpt-5.1"), row(result, "claude-opus-4.5")
@@ -369,7 +370,7 @@ def test_separation_names_the_two_best_by_alpha(world: World) -> None:
 def test_coverage_adjusted_alpha_imputes_the_market_on_every_resolved_market_seen(
     world: World,
 ) -> None:
-    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    gpt = row(compute_analytics(), "gpt-5.1")
     # Each of its three runs showed four resolved markets (the open, the cancelled and the
     # unranked market are not questions); the bet on the unranked market is not counted.
     assert gpt.coverage_markets == 12
@@ -401,7 +402,7 @@ def test_a_scored_bet_on_a_market_not_counted_resolved_is_not_a_question(world: 
     stray = bet(d, u[1][4], price=0.5, confidence=0.9)  # the run's open market
     stray.side_won, stray.brier_score, stray.scored_at = True, 0.01, timezone.now()
     stray.save()
-    claude = row(selectors.compute_analytics(), "claude-opus-4.5")
+    claude = row(compute_analytics(), "claude-opus-4.5")
     assert claude.bets == 4
     assert claude.coverage_markets == 8  # two runs' four resolved markets
     in_universe = [delta(0.4, 0.6, False), delta(0.2, 0.3, False), delta(0.5, 0.9, True)]
@@ -412,7 +413,7 @@ def test_a_scored_bet_on_a_market_not_counted_resolved_is_not_a_question(world: 
 
 
 def test_murphy_terms_and_the_anatomy_of_alpha(world: World) -> None:
-    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    gpt = row(compute_analytics(), "gpt-5.1")
     murphy = gpt.murphy
     assert murphy.count == 6
     assert murphy.brier == pytest.approx(gpt.brier)
@@ -437,12 +438,12 @@ def test_murphy_terms_and_the_anatomy_of_alpha(world: World) -> None:
 
 
 def test_bins_are_configurable(world: World) -> None:
-    gpt = row(selectors.compute_analytics(bins=4), "gpt-5.1")
+    gpt = row(compute_analytics(bins=4), "gpt-5.1")
     assert len(gpt.murphy.bins) == 4
 
 
 def test_power_uses_the_rows_own_base_rate_and_boldness(world: World) -> None:
-    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    gpt = row(compute_analytics(), "gpt-5.1")
     power = gpt.power
     assert power.base_rate == pytest.approx(5 / 6)
     pairs = [(0.6, 0.8), (0.7, 0.5), (0.3, 0.9), (0.4, 0.6), (0.5, 0.7), (0.5, 0.7)]
@@ -455,7 +456,7 @@ def test_power_uses_the_rows_own_base_rate_and_boldness(world: World) -> None:
 
 
 def test_per_category_figures_add_up_to_the_row(world: World) -> None:
-    gpt = row(selectors.compute_analytics(), "gpt-5.1")
+    gpt = row(compute_analytics(), "gpt-5.1")
     assert sum(c.bets for c in gpt.categories) == gpt.bets
     pooled = sum(c.alpha * c.bets for c in gpt.categories) / gpt.bets
     assert pooled == pytest.approx(gpt.alpha)
@@ -465,7 +466,7 @@ def test_per_category_figures_add_up_to_the_row(world: World) -> None:
 def test_difficulty_adjustment_moves_scores_between_rows_not_the_total(world: World) -> None:
     # The market effects are centred over all bets: the bet-weighted mean of the adjusted
     # Briers is the mean of every bet's Brier (real rows and offline rows each on their own).
-    result = selectors.compute_analytics()
+    result = compute_analytics()
     real = [r for r in result.rows if r.bets and not r.offline]
     assert len(real) == 3  # gpt-5.1, claude-opus-4.5 and the market follower
     assert all(r.difficulty_adjusted_brier is not None for r in real)
@@ -502,7 +503,7 @@ def test_difficulty_adjustment_ranks_the_easy_picker_below_the_better_forecaster
         bet(gpt, m, price=0.5, confidence=0.9)
     for m in hard:
         bet(claude, m, price=0.5, confidence=0.5)
-    result = selectors.compute_analytics()
+    result = compute_analytics()
     first, second = row(result, "gpt-5.1"), row(result, "claude-opus-4.5")
     assert first.brier == pytest.approx(0.07)
     assert second.brier == pytest.approx(0.166)
@@ -516,7 +517,7 @@ def test_difficulty_adjustment_ranks_the_easy_picker_below_the_better_forecaster
 
 
 def test_references_are_scored_on_the_lineups_questions(world: World) -> None:
-    result = selectors.compute_analytics()
+    result = compute_analytics()
     real = {r.key: r for r in result.references if not r.offline}
     # Real LLM questions (run, market): gpt-5.1's six and claude-opus-4.5's three, of which
     # cohort 1's first market was bet by both (YES and NO): eight questions.
@@ -553,7 +554,7 @@ def test_the_crowd_counts_each_model_once(world: World) -> None:
     bet(d, u[0][0], price=0.6, confidence=0.6)
     bet(d, u[0][3], price=0.2, confidence=0.5)  # claude-opus-4.5 bet it too: a crowd of two
     bet(d, u[0][2], price=0.55, confidence=0.5)  # only gpt-5.1 among the LLMs: no crowd
-    result = selectors.compute_analytics()
+    result = compute_analytics()
     crowd = next(r for r in result.references if r.key == "crowd-median" and not r.offline)
     assert crowd.questions == 2
     # YES of u[0][0] (won): gpt-5.1 (0.8 + 0.6) / 2 = 0.7, claude-opus-4.5 0.4 → 0.55.
@@ -574,7 +575,7 @@ def test_a_two_outcome_market_is_one_question_whatever_its_outcomes_are_called(
     claude = Decision.objects.get(agent__model__internal_id="claude-opus-4.5", run=world.runs[1])
     bet(gpt, game, side="Over", price=0.55, confidence=0.7)
     bet(claude, game, side="Under", price=0.45, confidence=0.6)
-    result = selectors.compute_analytics()
+    result = compute_analytics()
     crowd = next(r for r in result.references if r.key == "crowd-median" and not r.offline)
     market_ref = next(r for r in result.references if r.key == "market" and not r.offline)
     assert market_ref.questions == 9  # one more question, not two
@@ -587,14 +588,14 @@ def test_a_two_outcome_market_is_one_question_whatever_its_outcomes_are_called(
 
 
 def test_completed_scope_reads_completed_cohorts_only(world: World) -> None:
-    gpt = row(selectors.compute_analytics(cohorts="completed"), "gpt-5.1")
+    gpt = row(compute_analytics(cohorts="completed"), "gpt-5.1")
     assert gpt.bets == 4
     assert [c.cohort for c in gpt.per_cohort] == [c.number for c in world.cohorts[:2]]
 
 
 def test_query_count_does_not_grow_with_the_data(world: World) -> None:
     with CaptureQueriesContext(connection) as small:
-        selectors.compute_analytics()
+        compute_analytics()
     extra: Cohort = CohortFactory.create()
     run = run_of(extra, [market(won=True) for _ in range(5)])
     for internal_id in ("gpt-5.1", "claude-opus-4.5", "gemini-2.5-flash"):
@@ -602,15 +603,15 @@ def test_query_count_does_not_grow_with_the_data(world: World) -> None:
         for m in run.markets.all():
             bet(d, m.market, price=0.4, confidence=0.6)
     with CaptureQueriesContext(connection) as large:
-        selectors.compute_analytics()
+        compute_analytics()
     assert len(large) == len(small)
 
 
 def test_the_answer_is_kept_until_a_bet_is_scored(world: World) -> None:
     cache.clear()
-    first = selectors.analytics()
+    first = analytics()
     with CaptureQueriesContext(connection) as kept:
-        again = selectors.analytics()
+        again = analytics()
     assert again.computed_at == first.computed_at
     assert len(kept) <= 5  # the watermark's reads only
     open_bet = Trade.objects.get(market=world.universes[0][4])
@@ -620,7 +621,7 @@ def test_the_answer_is_kept_until_a_bet_is_scored(world: World) -> None:
     resolved.save()
     open_bet.side_won, open_bet.brier_score, open_bet.scored_at = True, 0.25, timezone.now()
     open_bet.save()
-    after = selectors.analytics()
+    after = analytics()
     assert after.computed_at > first.computed_at
     assert row(after, "gpt-5.1").bets == 7
 
@@ -628,7 +629,7 @@ def test_the_answer_is_kept_until_a_bet_is_scored(world: World) -> None:
 def test_a_round_retried_in_place_moves_the_mark(world: World) -> None:
     # A decision re-run after a failure keeps its row and adds an attempt; if its stand-in
     # answered, the agent's bets move to its offline row.
-    before = selectors.analytics_watermark()
+    before = analytics_watermark()
     decision = Decision.objects.filter(agent__model__internal_id="claude-opus-4.5").first()
     assert decision is not None
     DecisionAttempt.objects.create(
@@ -638,15 +639,15 @@ def test_a_round_retried_in_place_moves_the_mark(world: World) -> None:
         request_messages=[],
         started_at=timezone.now(),
     )
-    assert selectors.analytics_watermark() != before
+    assert analytics_watermark() != before
 
 
 def test_a_market_resolving_moves_the_mark(world: World) -> None:
-    before = selectors.analytics_watermark()
+    before = analytics_watermark()
     m = world.universes[0][4]
     m.resolution, m.winning_outcome, m.resolved_at = "resolved", "Yes", timezone.now()
     m.save()
-    assert selectors.analytics_watermark() != before
+    assert analytics_watermark() != before
 
 
 # ------------------------------------------------------------------------------ the API
@@ -654,7 +655,7 @@ def test_a_market_resolving_moves_the_mark(world: World) -> None:
 
 def test_leaderboard_rows_carry_the_analytics(world: World, client: Client) -> None:
     body = client.get("/api/v1/leaderboard").json()
-    result = selectors.compute_analytics()
+    result = compute_analytics()
     by_key = {(r["model"], r["offline"]): r for r in body["rows"]}
     gpt = by_key[("gpt-5.1", False)]
     figures = row(result, "gpt-5.1")
@@ -731,7 +732,7 @@ def test_bets_export_csv_recomputes_alpha(world: World, client: Client) -> None:
         for r in reader
         if r["model"] == "claude-opus-4.5" and r["status"] in ("won", "lost")
     ]
-    claude = row(selectors.compute_analytics(), "claude-opus-4.5")
+    claude = row(compute_analytics(), "claude-opus-4.5")
     assert claude.alpha == pytest.approx(sum(values) / len(values))
 
 
@@ -792,7 +793,7 @@ def check_any_world(bets: list[tuple[int, int, int, str, float, float, bool | No
             placed.side_won, placed.scored_at = won, timezone.now()
             placed.brier_score = (confidence - (1.0 if won else 0.0)) ** 2
             placed.save()
-    result = selectors.compute_analytics()
+    result = compute_analytics()
     for who, of in enumerate(lineup):
         figures = result.row(of.pk, False)
         assert figures is not None

@@ -28,10 +28,11 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.models import BenchmarkModel
 from arena.models import Agent, Cohort, Decision, DecisionRun, SnapshotMarket, Trade
-from arena.selectors import analytics as analytics_selectors
 from arena.selectors import standings
-from arena.selectors.analytics import ModelAnalytics
-from arena.views.pages import _analytics_columns
+from arena.selectors.analytics.cache import analytics
+from arena.selectors.analytics.definitions import DEFINITIONS
+from arena.selectors.analytics.figures import ModelAnalytics
+from arena.views.analytics import analytics_columns
 from markets.models import Market
 from tests.arena.factories import CohortFactory
 
@@ -204,7 +205,7 @@ def model_ids(table: str) -> list[str]:
 
 
 def figures_of(model: BenchmarkModel, *, offline: bool = False) -> ModelAnalytics:
-    found = analytics_selectors.analytics().row(model.pk, offline)
+    found = analytics().row(model.pk, offline)
     assert found is not None, model
     return found
 
@@ -457,7 +458,7 @@ def test_offline_stand_ins_are_labelled_and_the_power_note_falls_back_to_them(
 def test_the_power_note_says_who_leads_by_how_much_and_how_many_bets_would_separate_them(
     duo: tuple[BenchmarkModel, BenchmarkModel], client: Client
 ) -> None:
-    separation = analytics_selectors.analytics().separation("alpha")
+    separation = analytics().separation("alpha")
     assert separation is not None
     assert separation.comparison is not None
     assert separation.bets_more is not None
@@ -501,13 +502,13 @@ def test_each_heading_carries_its_definition_and_links_to_its_formula(client: Cl
         r'<th class="num" title="([^"]+)"><a href="/methodology/#([^"]+)">([^<]+)</a></th>',
         analytics_table(content),
     )
-    assert [label for _, _, label in headings] == [c.label for c in _analytics_columns()]
+    assert [label for _, _, label in headings] == [c.label for c in analytics_columns()]
     for title, anchor, label in headings:
         assert f'id="{anchor}"' in methodology, label
         assert len(title) > 40, label
     # The definitions are the selector's, each with its source.
     titles = " ".join(html.unescape(title) for title, _, _ in headings)
-    for name, formula, source in analytics_selectors.DEFINITIONS:
+    for name, formula, source in DEFINITIONS:
         if name in ("Alpha", "Coverage-adjusted Alpha", "Difficulty-adjusted Brier", "Beat%"):
             assert f"{name}: {formula} ({source})" in titles, name
     assert 'href="/methodology/#analytics-beyond-v1"' in content

@@ -31,8 +31,9 @@ from django.utils.html import escape
 from agents.models import BenchmarkModel
 from arena import diagrams
 from arena.models import Agent, Cohort, Decision, Trade
-from arena.selectors import analytics
-from arena.views.models import DEFINED
+from arena.selectors.analytics import cache
+from arena.views import analytics
+from arena.views.analytics import DEFINED
 from markets.models import Market
 from tests.arena.factories import CohortFactory
 
@@ -157,7 +158,7 @@ def hand_alpha(agents: list[Agent]) -> float:
 def test_the_page_shows_the_alpha_the_selector_computes_and_the_bets_recompute(
     lineup: Lineup, client: Client
 ) -> None:
-    real, offline = analytics.model_analytics(model=lineup.model)
+    real, offline = cache.model_analytics(model=lineup.model)
     assert (real.offline, offline.offline) == (False, True)
     assert real.alpha == pytest.approx(hand_alpha(lineup.real)) == pytest.approx(0.024)
     assert offline.alpha == pytest.approx(hand_alpha([lineup.offline])) == pytest.approx(0.12)
@@ -185,7 +186,7 @@ def test_the_offline_row_is_labelled_and_one_cohort_has_no_interval(
 
 
 def test_the_power_line_gives_the_bets_needed_and_had(lineup: Lineup, client: Client) -> None:
-    (real, _) = analytics.model_analytics(model=lineup.model)
+    (real, _) = cache.model_analytics(model=lineup.model)
     assert real.power is not None
     assert real.power.bets_needed is not None
     real_panel, _ = panels(page(client, "/models/gpt-5.1/"))
@@ -200,7 +201,7 @@ def test_the_power_line_gives_the_bets_needed_and_had(lineup: Lineup, client: Cl
 def test_the_diagrams_draw_one_point_per_filled_bin_and_per_cohort(
     lineup: Lineup, client: Client
 ) -> None:
-    real, _ = analytics.model_analytics(model=lineup.model)
+    real, _ = cache.model_analytics(model=lineup.model)
     assert len(analytics.reliability_points(real.murphy)) == 5
     assert len(analytics.reliability_points(real.market_murphy)) == 4
     real_panel, offline_panel = panels(page(client, "/models/gpt-5.1/"))
@@ -223,7 +224,7 @@ def test_the_diagrams_draw_one_point_per_filled_bin_and_per_cohort(
 def test_the_murphy_identity_and_the_anatomy_of_alpha_are_written_out(
     lineup: Lineup, client: Client
 ) -> None:
-    real, _ = analytics.model_analytics(model=lineup.model)
+    real, _ = cache.model_analytics(model=lineup.model)
     assert real.murphy is not None
     assert real.anatomy is not None
     real_panel, _ = panels(page(client, "/models/gpt-5.1/"))

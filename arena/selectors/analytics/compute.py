@@ -1,0 +1,498 @@
+"""Turn the resolved bets (`read.Bets`) into the analytics' figures, with numpy and `scoring`:
+every row's figures, the references and the pairwise comparisons. No query: `read` has read
+everything first.
+
+Every row's figures come from one vectorised pass over the columns (bench/analytics.py
+measures it on a year of bets).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from arena.selectors.analytics.definitions import (
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    CROWD_MIN_FORECASTS,
+    DIFFICULTY_MIN_ROWS,
+    KAPPA,
+    POWER,
+)
+from arena.selectors.analytics.figures import (
+    CategoryFigures,
+    CohortFigures,
+    Comparison,
+    Metric,
+    ModelAnalytics,
+    PowerFigures,
+    ReferenceAnalytics,
+    skill_score,
+)
+from arena.selectors.analytics.read import Bets, Questions
+from scoring.aggregates import RANDOM_BRIER
+from scoring.alpha import RANDOM_UNIFORM_BRIER, bet_alphas, predictions_needed
+from scoring.crowd import grouped_geometric_mean_odds, grouped_median
+from scoring.difficulty import difficulty_adjusted_brier
+from scoring.murphy import alpha_anatomy, murphy_decomposition
+from scoring.statistics import (
+    Interval,
+    cell_mean_interval,
+    grouped_bootstrap_intervals,
+    paired_difference_test,
+    pooled_mean_interval,
+    pooled_mean_test,
+    ratio_interval,
+    share_positive,
+)
+
+
+def _within(interval: Interval | None, lowest: float, highest: float) -> Interval | None:
+    """The interval with its bounds kept to the figure's range (a Brier is never below 0): a
+    t interval is symmetric, and near a bound of the range it would pass it."""
+    if interval is None or interval.low is None or interval.high is None:
+        return interval
+    return replace(interval, low=max(interval.low, lowest), high=min(interval.high, highest))
+
+
+def _scaled(interval: Interval | None, factor: float) -> Interval | None:
+    """The interval of factor × x (factor > 0) from the interval of x."""
+    if interval is None:
+        return None
+
+    def times(value: float | None) -> float | None:
+        return None if value is None else value * factor
+
+    return replace(
+        interval,
+        estimate=interval.estimate * factor,
+        low=times(interval.low),
+        high=times(interval.high),
+        standard_error=times(interval.standard_error),
+    )
+
+
+def _one_minus(interval: Interval | None) -> Interval | None:
+    """The interval of 1 − x from the interval of x (a skill score from a Brier ratio)."""
+    if interval is None:
+        return None
+    return replace(
+        interval,
+        estimate=1.0 - interval.estimate,
+        low=None if interval.high is None else 1.0 - interval.high,
+        high=None if interval.low is None else 1.0 - interval.low,
+    )
+
+
+def _per_cohort(
+    cohort: NDArray[np.int64], values: NDArray[np.float64]
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
+    """(cohort numbers, Σ values, bets) per cohort, cohorts ascending."""
+    numbers, inverse = np.unique(cohort, return_inverse=True)
+    sums = np.bincount(inverse, weights=values, minlength=len(numbers)).astype(np.float64)
+    counts = np.bincount(inverse, minlength=len(numbers)).astype(np.int64)
+    return numbers, sums, counts
+
+
+def fill_rows(
+    *,
+    rows: list[ModelAnalytics],
+    bets: Bets,
+    categories: list[str],
+    questions: Questions,
+    bins: int,
+) -> None:
+    """Fill every row's figures from the scope's bets (`rows` in the order `bets.row` indexes),
+    with `bins` forecast bins; `categories` names the bets' category indexes and `questions`
+    are each row's questions of the coverage-adjusted Alpha."""
+    for number, row in enumerate(rows):
+        _fill_row(row, bets, bets.row == number, categories, bins)
+    # Every row's bootstrap in the same resampled worlds: one set of draws for them all.
+    bootstraps = grouped_bootstrap_intervals(
+        [bets.delta, bets.brier],
+        bets.row,
+        bets.cohort,
+        bets.market,
+        resamples=BOOTSTRAP_RESAMPLES,
+        seed=BOOTSTRAP_SEED,
+    )
+    for number, (alpha_bootstrap, brier_bootstrap) in bootstraps.items():
+        rows[number].alpha_bootstrap = _within(alpha_bootstrap, -1.0, 1.0)
+        rows[number].brier_bootstrap = _within(brier_bootstrap, 0.0, 1.0)
+    _coverage(bets, questions, rows)
+    _difficulty(bets, rows)
+
+
+def _fill_row(
+    row: ModelAnalytics,
+    bets: Bets,
+    mask: NDArray[np.bool_],
+    categories: list[str],
+    bins: int,
+) -> None:
+    forecast, price, outcome = bets.forecast[mask], bets.price[mask], bets.outcome[mask]
+    brier, market_brier, delta = bets.brier[mask], bets.market_brier[mask], bets.delta[mask]
+    n = int(mask.sum())
+    row.bets = n
+    if n == 0:
+        return
+    row.brier = float(brier.mean())
+    row.market_brier = float(market_brier.mean())
+    row.alpha = float(delta.mean())
+    cohort, market = bets.cohort[mask], bets.market[mask]
+    row.alpha_interval = _within(pooled_mean_interval(delta, cohort, market), -1.0, 1.0)
+    row.brier_interval = _within(pooled_mean_interval(brier, cohort, market), 0.0, 1.0)
+    row.alpha_test = pooled_mean_test(delta, cohort, market)
+    _fill_cohorts(row, cohort, brier, market_brier, delta)
+    row.anatomy = alpha_anatomy(forecast, price, outcome, bins=bins)
+    if row.anatomy is not None:
+        row.murphy, row.market_murphy = row.anatomy.agent, row.anatomy.market
+    row.skill_vs_random = skill_score(row.brier, RANDOM_BRIER)
+    row.skill_vs_market = skill_score(row.brier, row.market_brier)
+    row.skill_vs_random_interval = _one_minus(_scaled(row.brier_interval, 1.0 / RANDOM_BRIER))
+    row.skill_vs_market_interval = _one_minus(ratio_interval(brier, market_brier, cohort, market))
+    row.brier_variance = float(brier.var(ddof=1)) if n > 1 else None
+    row.power = _power(row.alpha, forecast, price, outcome, delta)
+    row.categories = _categories(
+        bets.category[mask], categories, forecast, outcome, brier, market_brier, delta, bins
+    )
+
+
+def _fill_cohorts(
+    row: ModelAnalytics,
+    cohort: NDArray[np.int64],
+    brier: NDArray[np.float64],
+    market_brier: NDArray[np.float64],
+    delta: NDArray[np.float64],
+) -> None:
+    """The row's figures cohort by cohort, its Alpha pooled so far, and its Beat%."""
+    numbers, alpha_sums, counts = _per_cohort(cohort, delta)
+    _, brier_sums, _ = _per_cohort(cohort, brier)
+    _, market_sums, _ = _per_cohort(cohort, market_brier)
+    cohort_alphas = (alpha_sums / counts).tolist()
+    row.beat_share = share_positive(cohort_alphas)
+    row.cohorts_scored = len(numbers)
+    cumulative_sums, cumulative_counts = np.cumsum(alpha_sums), np.cumsum(counts)
+    row.per_cohort = [
+        CohortFigures(
+            cohort=int(numbers[i]),
+            bets=int(counts[i]),
+            brier=float(brier_sums[i] / counts[i]),
+            market_brier=float(market_sums[i] / counts[i]),
+            alpha=float(alpha_sums[i] / counts[i]),
+            cumulative_alpha=float(cumulative_sums[i] / cumulative_counts[i]),
+            cumulative_bets=int(cumulative_counts[i]),
+        )
+        for i in range(len(numbers))
+    ]
+
+
+def _power(
+    alpha: float,
+    forecast: NDArray[np.float64],
+    price: NDArray[np.float64],
+    outcome: NDArray[np.float64],
+    delta: NDArray[np.float64],
+) -> PowerFigures:
+    """Proposition 3 with the row's own Alpha, base rate and boldness (at least one bet)."""
+    n = len(delta)
+    delta_variance = float(delta.var(ddof=1)) if n > 1 else None
+    mean_squared_deviation = float(((price - forecast) ** 2).mean())
+    base_rate = float(outcome.mean())
+    needed = None
+    if alpha != 0.0 and mean_squared_deviation > 0.0 and 0.0 < base_rate < 1.0:
+        needed = predictions_needed(
+            alpha=abs(alpha),
+            kappa=KAPPA,
+            power=POWER,
+            q=base_rate,
+            mean_squared_deviation=mean_squared_deviation,
+        )
+    return PowerFigures(
+        bets=n,
+        alpha=alpha,
+        base_rate=base_rate,
+        mean_squared_deviation=mean_squared_deviation,
+        delta_variance=delta_variance,
+        bets_needed=needed,
+    )
+
+
+def _categories(
+    category: NDArray[np.int64],
+    names: list[str],
+    forecast: NDArray[np.float64],
+    outcome: NDArray[np.float64],
+    brier: NDArray[np.float64],
+    market_brier: NDArray[np.float64],
+    delta: NDArray[np.float64],
+    bins: int,
+) -> list[CategoryFigures]:
+    """A row's figures per category of its bets (`category` indexes `names`), the most bets
+    first."""
+    figures = []
+    for index in np.unique(category).tolist():
+        in_category = category == index
+        k = int(in_category.sum())
+        murphy = murphy_decomposition(forecast[in_category], outcome[in_category], bins=bins)
+        category_brier = float(brier[in_category].mean())
+        category_market = float(market_brier[in_category].mean())
+        figures.append(
+            CategoryFigures(
+                category=names[index] or "Uncategorised",
+                bets=k,
+                brier=category_brier,
+                market_brier=category_market,
+                alpha=float(delta[in_category].mean()),
+                win_rate=float(outcome[in_category].mean()),
+                skill_vs_market=skill_score(category_brier, category_market),
+                reliability=murphy.reliability if murphy else None,
+                resolution=murphy.resolution if murphy else None,
+            )
+        )
+    figures.sort(key=lambda c: (-c.bets, c.category))
+    return figures
+
+
+def _coverage(bets: Bets, questions: Questions, rows: list[ModelAnalytics]) -> None:
+    """Coverage-adjusted Alpha: every resolved market of the top 500 a run showed is a question
+    for every agent that decided in that run; one it did not bet on is imputed δ = 0 (the
+    market's price as its forecast), and its bets on one question count once (their mean). Its
+    interval is clustered by cohort and market like the others, from each row's questions
+    counted per cell (cohort × market) rather than written out one by one."""
+    # δ per question (agent, run, market), each question's bets weighted to count once.
+    mask = bets.in_universe
+    keys = np.stack([bets.agent[mask], bets.run[mask], bets.market[mask]], axis=1)
+    _, inverse, per_question = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    weighted = bets.delta[mask] / per_question[inverse.reshape(-1)]
+    bet_rows, bet_cohorts, bet_markets = bets.row[mask], bets.cohort[mask], bets.market[mask]
+    for index, row in enumerate(rows):
+        if not questions.get(index):
+            continue
+        parts = questions[index]
+        cohorts = np.concatenate([np.full(len(ids), c, dtype=np.int64) for c, ids in parts])
+        markets = np.concatenate([ids for _, ids in parts])
+        # A cell (cohort, market) as one integer: the row's questions counted per cell.
+        base = int(max(markets.max(), bets.market.max() if len(bets.market) else 0)) + 1
+        cells, counts = np.unique(cohorts * base + markets, return_counts=True)
+        mine = np.flatnonzero(bet_rows == index)
+        at = np.searchsorted(cells, bet_cohorts[mine] * base + bet_markets[mine])
+        # A scored bet on a market not (or no longer) counted resolved is not a question: the
+        # numerator takes only the questions its denominator counts.
+        counted = at < len(cells)
+        counted[counted] = cells[at[counted]] == (bet_cohorts * base + bet_markets)[mine][counted]
+        sums = np.zeros(len(cells))
+        np.add.at(sums, at[counted], weighted[mine[counted]])
+        row.coverage_markets = int(counts.sum())
+        row.coverage_interval = _within(
+            cell_mean_interval(sums, counts, cells // base, cells % base), -1.0, 1.0
+        )
+        if row.coverage_interval is not None:
+            row.coverage_alpha = row.coverage_interval.estimate
+
+
+def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
+    """Difficulty-adjusted Brier: market fixed effects estimated over every agent's bets, the
+    real rows (LLMs and baselines) in one fit and the offline stand-ins in another, so an
+    offline answer never moves a real row's figure."""
+    offline_rows = np.array([r.offline for r in rows], dtype=np.bool_)
+    for offline in (False, True):
+        mask = offline_rows[bets.row] == offline
+        # Two forecasters' effects are only their difference, split evenly: too few to read
+        # as each one's Brier on markets of average difficulty.
+        if len(np.unique(bets.row[mask])) < DIFFICULTY_MIN_ROWS:
+            continue
+        _, market_codes = np.unique(bets.market[mask], return_inverse=True)
+        adjusted = difficulty_adjusted_brier(
+            bets.brier[mask], bets.row[mask], market_codes.reshape(-1), forecaster_count=len(rows)
+        )
+        for index, row in enumerate(rows):
+            if row.offline == offline and not math.isnan(adjusted[index]):
+                row.difficulty_adjusted_brier = float(adjusted[index])
+
+
+@dataclass(frozen=True)
+class _Framed:
+    """The bets in their questions' frame, one entry per bet. A binary market's questions are
+    asked of its first outcome (YES of a Yes/No market): a bet on the second with confidence c
+    forecasts 1 − c that the first wins; its price and outcome flip with it, so every figure of
+    the question is the same in either frame."""
+
+    frame: NDArray[np.int64]  # the first outcome of a binary market (-1), else the outcome bet on
+    forecast: NDArray[np.float64]
+    price: NDArray[np.float64]
+    outcome: NDArray[np.float64]
+
+
+def _framed(bets: Bets) -> _Framed:
+    flip = bets.second_side
+    outcome_codes: dict[str, int] = {}
+    frame = np.fromiter(
+        (
+            -1 if binary else outcome_codes.setdefault(side, len(outcome_codes))
+            for binary, side in zip(bets.binary.tolist(), bets.side, strict=True)
+        ),
+        np.int64,
+        len(bets.side),
+    )
+    return _Framed(
+        frame=frame,
+        forecast=np.where(flip, 1.0 - bets.forecast, bets.forecast),
+        price=np.where(flip, 1.0 - bets.price, bets.price),
+        outcome=np.where(flip, 1.0 - bets.outcome, bets.outcome),
+    )
+
+
+def reference_figures(
+    *, bets: Bets, rows: list[ModelAnalytics], bins: int
+) -> list[ReferenceAnalytics]:
+    """Return the market consensus, the random forecaster and the LLM crowd, each over the
+    questions the LLM rows (real, then separately offline) bet on. A question is a market in a
+    run, as the probability of YES for a binary market and of the bet's outcome otherwise."""
+    references: list[ReferenceAnalytics] = []
+    # The LLM crowd is the lineup's: an outside team's agent is not one of its LLMs.
+    llm_rows = np.array(
+        [not r.model.is_baseline and not r.model.is_outside for r in rows], dtype=np.bool_
+    )
+    offline_rows = np.array([r.offline for r in rows], dtype=np.bool_)
+    if len(bets.row) == 0:
+        return references
+    framed = _framed(bets)
+    for offline in (False, True):
+        mask = llm_rows[bets.row] & (offline_rows[bets.row] == offline)
+        if mask.any():
+            references.extend(
+                _references_over(bets, framed, np.flatnonzero(mask), offline=offline, bins=bins)
+            )
+    return references
+
+
+def _references_over(
+    bets: Bets, framed: _Framed, members: NDArray[np.intp], *, offline: bool, bins: int
+) -> list[ReferenceAnalytics]:
+    """The references over the questions of the bets `members` (real rows', or offline)."""
+    keys = np.stack([bets.run[members], bets.market[members], framed.frame[members]], axis=1)
+    _, first_of, question = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    question = question.reshape(-1)
+    first = members[first_of]
+    # The crowd is of models, not of bets: a model with agents in several concurrent
+    # cohorts (or two bets on one question) gives one forecast, their mean.
+    voters, voter_of = np.unique(
+        np.stack([question, bets.row[members]], axis=1), axis=0, return_inverse=True
+    )
+    voter_of = voter_of.reshape(-1)
+    votes = np.bincount(voter_of, weights=framed.forecast[members]) / np.bincount(voter_of)
+    voter_question = voters[:, 0]
+    models_per_question = np.bincount(voter_question, minlength=len(first))
+    q_price, q_outcome = framed.price[first], framed.outcome[first]
+    market_brier = float(((q_price - q_outcome) ** 2).mean())
+    label = " — on the offline stand-ins' questions" if offline else ""
+    references = [
+        ReferenceAnalytics(
+            key="market",
+            label="Market consensus" + label,
+            rule="the frozen price the decisions saw, as the forecast",
+            offline=offline,
+            questions=len(first),
+            brier=market_brier,
+            market_brier=market_brier,
+            alpha=0.0,
+            murphy=murphy_decomposition(q_price, q_outcome, bins=bins),
+        ),
+        ReferenceAnalytics(
+            key="random",
+            label="Random (uniform)" + label,
+            rule="a forecast drawn uniformly on [0, 1]; its expected figures",
+            offline=offline,
+            questions=len(first),
+            brier=RANDOM_UNIFORM_BRIER,
+            market_brier=market_brier,
+            alpha=market_brier - RANDOM_UNIFORM_BRIER,
+            murphy=None,
+            expected=True,
+        ),
+    ]
+    crowd = models_per_question >= CROWD_MIN_FORECASTS
+    if crowd.any():
+        references.extend(
+            _crowd_references(
+                votes,
+                voter_question,
+                crowd,
+                framed.price[first[crowd]],
+                framed.outcome[first[crowd]],
+                offline=offline,
+                label=label,
+                bins=bins,
+            )
+        )
+    return references
+
+
+def _crowd_references(
+    votes: NDArray[np.float64],
+    voter_question: NDArray[np.intp],
+    crowd: NDArray[np.bool_],
+    price: NDArray[np.float64],
+    outcome: NDArray[np.float64],
+    *,
+    offline: bool,
+    label: str,
+    bins: int,
+) -> list[ReferenceAnalytics]:
+    """The LLM crowd's median and geometric mean of odds over the `crowd` questions (those
+    with enough models' forecasts), each model's forecast its `votes` entry."""
+    references = []
+    for key, name, aggregate in (
+        ("crowd-median", "LLM crowd, median", grouped_median),
+        ("crowd-geomean", "LLM crowd, geometric mean of odds", grouped_geometric_mean_odds),
+    ):
+        forecasts = aggregate(votes, voter_question)[crowd]
+        c_brier, c_market, c_delta = bet_alphas(forecasts, price, outcome)
+        references.append(
+            ReferenceAnalytics(
+                key=key,
+                label=name + label,
+                rule=(
+                    f"the {name.split(', ')[1]} of the lineup's forecasts on a market in a "
+                    f"run, where at least {CROWD_MIN_FORECASTS} models bet on it (a "
+                    "model's agents in concurrent cohorts count once, their mean)"
+                ),
+                offline=offline,
+                questions=int(crowd.sum()),
+                brier=float(c_brier.mean()),
+                market_brier=float(c_market.mean()),
+                alpha=float(c_delta.mean()),
+                murphy=murphy_decomposition(forecasts, outcome, bins=bins),
+            )
+        )
+    return references
+
+
+def pairwise_comparisons(*, bets: Bets, rows: list[ModelAnalytics]) -> list[Comparison]:
+    """Every pair of ranked rows of one kind (real with real, offline with offline) and one
+    board (the main one, or the outside agents' own) on Alpha and on Brier, over the cohorts
+    both played (`paired_difference_test`)."""
+    comparisons: list[Comparison] = []
+    llms = [(i, r) for i, r in enumerate(rows) if not r.model.is_baseline and r.bets]
+    metrics: tuple[tuple[Metric, NDArray[np.float64]], ...] = (
+        ("alpha", bets.delta),
+        ("brier", bets.brier),
+    )
+    for number, (i, first) in enumerate(llms):
+        for j, second in llms[number + 1 :]:
+            if first.offline != second.offline:
+                continue
+            if first.model.on_outside_board != second.model.on_outside_board:
+                continue
+            both = (bets.row == i) | (bets.row == j)
+            for metric, values in metrics:
+                test = paired_difference_test(
+                    values[both], bets.cohort[both], bets.market[both], bets.row[both] == i
+                )
+                if test is not None:
+                    comparisons.append(Comparison(first.key, second.key, metric, test))
+    return comparisons

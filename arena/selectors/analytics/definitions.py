@@ -1,0 +1,135 @@
+"""What each analytics figure means, with the method's parameters that the definitions quote.
+
+The analytics are read from the resolved bets, beside the v1 figures (`standings.py`), whose
+definitions and default order they leave alone. Each resolved bet is a forecast that its side
+wins (003 §3.4, in the side's terms):
+
+- f = its implied confidence, b = the side-correct price its decision saw in the run's frozen
+  snapshot (`Trade.price`, the bets export's `market_price`), x = 1 if its side won, else 0. A
+  multi-outcome bet is a binary forecast on its outcome; cancelled bets are not scored.
+- Brier (f − x)², market Brier (b − x)², Alpha δ = (b − x)² − (f − x)². A row's Alpha is the
+  mean δ over its resolved bets, pooled like its Brier, so the bets export recomputes both.
+- Intervals are across cohorts (one cluster per cohort, `scoring.statistics`): a cohort's bets
+  share a week's news, so they are not independent draws.
+- Rows are the leaderboard's: one per (model, offline or not); offline stand-ins are never
+  pooled with the real models. The references (market consensus, the uniform random forecaster,
+  the LLM crowd) are labelled pseudo-models, computed separately over real and offline rows.
+
+The package reads the bets (`read`), turns them into figures (`compute`, into the dataclasses
+of `figures`) and keeps the answer (`cache`).
+"""
+
+from __future__ import annotations
+
+from scoring.statistics import MIN_BOOTSTRAP_COHORTS
+
+DEFAULT_BINS = 10
+MIN_BINS, MAX_BINS = 2, 50
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 20260423  # fixed: the same data gives the same interval on every request
+POWER = 0.80
+KAPPA = 0.05  # one-sided significance of the power analysis, as 003 §3.6.2
+DIFFICULTY_MIN_ROWS = 3  # rows with bets in one fit of the market effects
+CROWD_MIN_FORECASTS = 2  # models; a crowd of one is that model, not an aggregate
+
+DEFINITIONS: list[tuple[str, str, str]] = [
+    (
+        "Alpha",
+        "mean over resolved bets of δ = (b − x)² − (f − x)²: f the implied confidence, b the "
+        "side-correct price the decision saw, x = 1 if the side won; above 0 beats the market",
+        "Foresight Arena (003) §3.4, Definition 2",
+    ),
+    (
+        "Market Brier",
+        "mean of (b − x)² on the same bets: the market's price scored as the forecast",
+        "003 §3.4",
+    ),
+    (
+        "Coverage-adjusted Alpha",
+        "Σ δ over every resolved market of the snapshots the agents saw ÷ the number of those "
+        "markets; a market not bet on is imputed the market's price (δ = 0); 95% t interval "
+        "clustered by cohort and market, the imputed zeros included",
+        "ForecastBench (004) imputation, with 003's δ",
+    ),
+    (
+        "Murphy decomposition",
+        "Brier = UNC + REL − RES over K equal-width forecast bins: UNC = ō(1 − ō), REL = Σ nₖ"
+        "(p̄ₖ − ōₖ)² ÷ N (calibration error), RES = Σ nₖ(ōₖ − ō)² ÷ N (discrimination); exact "
+        "when forecasts are constant within bins, the residual is shown otherwise",
+        "003 §3.5, Theorem 1 (Murphy, 1973)",
+    ),
+    (
+        "Anatomy of Alpha",
+        "Alpha = (RES − RES of the market) + (REL of the market − REL) on the same bets",
+        "003 §3.5, Corollary 1",
+    ),
+    (
+        "Brier skill score",
+        "1 − Brier ÷ reference: against the 50% guesser (0.25), and against the market's "
+        "Brier on the same bets; 95% t intervals from the Brier's, and from the ratio Brier ÷ "
+        "market Brier linearised (clustered by cohort and market)",
+        "001 §1.5; 003 §3.4",
+    ),
+    (
+        "Interval (t)",
+        "pooled figure ± t₀.₉₇₅,G−1 × SE across cohorts; SE clustered two ways, by cohort and "
+        "by market (concurrent cohorts bet on the same markets, whose outcomes are drawn "
+        "once), G the fewer of cohorts and markets",
+        "000 §5.2, with Student's t; Cameron, Gelbach & Miller (2011) two-way clustering",
+    ),
+    (
+        "Interval (bootstrap)",
+        f"2.5th–97.5th percentile of the pooled figure over {BOOTSTRAP_RESAMPLES} seeded "
+        "resampled worlds weighting every cohort and every market by a Poisson(1) draw "
+        "(pigeonhole bootstrap, "
+        "conservative: about twice the variance where bets are independent); "
+        f"shown from {MIN_BOOTSTRAP_COHORTS} cohorts",
+        "004 (bootstrapped intervals); Owen (2007)",
+    ),
+    (
+        "p (Alpha ≠ 0)",
+        "two-sided p of t = Alpha ÷ SE (the interval's) with G − 1 degrees of freedom; none "
+        "when the SE is 0",
+        "003 §6.6",
+    ),
+    ("Beat%", "share of cohorts whose Alpha is above 0", "003 §6.2"),
+    (
+        "Pairwise difference",
+        "difference of two models' pooled figures over the cohorts both played, its SE "
+        "clustered by cohort and market (so a shared cohort or market pairs their bets), "
+        "two-sided p; no correction for the many pairs compared",
+        "004 (pairwise comparisons)",
+    ),
+    (
+        "Var(δ)",
+        "4q(1 − q)(b − p)² for one bet; the observed variance of δ is shown per model",
+        "003 §3.6.1, Proposition 2",
+    ),
+    (
+        "Bets to detect an edge",
+        "n ≥ ((z₁₋κ + z_π) ÷ α*)² × 4q̄(1 − q̄) × mean (b − p)², κ = 0.05 one-sided, π = 0.80; "
+        "with a row's own Alpha as α* it is a rough, after-the-fact figure that assumes "
+        "independent bets",
+        "003 §3.6.2, Proposition 3",
+    ),
+    (
+        "Difficulty-adjusted Brier",
+        "Brier with market fixed effects estimated over all agents' bets (agents choose "
+        "different markets): mean over the row's bets of (Brier − the market's effect); a "
+        "contrast between rows on the Brier scale, which can leave [0, 1] where rows share "
+        f"few markets; shown where at least {DIFFICULTY_MIN_ROWS} rows are fitted together",
+        "ForecastBench leaderboard practice (not in the 004 paper)",
+    ),
+    (
+        "LLM crowd",
+        "per market and run, the median and the geometric mean of odds of the lineup's "
+        "forecasts (as the YES probability for a binary market), scored as a pseudo-model",
+        "004 (LLM crowd aggregates)",
+    ),
+    (
+        "Random (uniform)",
+        "a forecast drawn uniformly on [0, 1]: expected Brier 1/3 on any outcome",
+        "003 §5.4",
+    ),
+    ("Market consensus", "the price as the forecast: Alpha 0 by construction", "003 §5.4"),
+]

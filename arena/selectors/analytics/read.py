@@ -1,0 +1,197 @@
+"""The analytics' reads: the leaderboard rows of a scope, its resolved bets as columns, and the
+markets each row's runs showed (the questions of the coverage-adjusted Alpha)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db.models import Exists, FloatField, OuterRef, QuerySet
+from django.db.models.functions import Cast
+from numpy.typing import NDArray
+
+from agents.models import BenchmarkModel
+from arena.models import Agent, Cohort, Decision, SnapshotMarket, Trade
+from arena.selectors.standings import offline_agent_ids
+from markets.models import Market
+from scoring.alpha import bet_alphas
+
+# Per row index: (cohort number, the resolved markets its run showed) for each run one of the
+# row's agents decided in.
+Questions = dict[int, list[tuple[int, NDArray[np.int64]]]]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The agents the analytics read, and the leaderboard rows they fall in."""
+
+    agents: QuerySet[Agent]
+    rows: list[tuple[BenchmarkModel, bool]]  # (model, offline), in the leaderboard's order
+    row_of_agent: dict[int, int]  # agent id: index into `rows`
+    cohort_of_agent: dict[int, int]  # agent id: cohort number
+
+
+@dataclass
+class Bets:
+    """The resolved bets of the scope, as columns (one entry per bet)."""
+
+    agent: NDArray[np.int64]
+    row: NDArray[np.int64]  # index into the row keys
+    cohort: NDArray[np.int64]  # cohort number
+    run: NDArray[np.int64]
+    market: NDArray[np.int64]
+    binary: NDArray[np.bool_]  # a two-outcome market (Yes/No, Over/Under, team v team)
+    second_side: NDArray[np.bool_]  # the bet is on the second outcome of a binary market
+    side: list[str]
+    category: NDArray[np.int64]  # index into `categories`
+    in_universe: NDArray[np.bool_]  # the market was among the top 500 its run showed
+    forecast: NDArray[np.float64]
+    price: NDArray[np.float64]
+    outcome: NDArray[np.float64]
+    brier: NDArray[np.float64] = field(init=False)
+    market_brier: NDArray[np.float64] = field(init=False)
+    delta: NDArray[np.float64] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.brier, self.market_brier, self.delta = bet_alphas(
+            self.forecast, self.price, self.outcome
+        )
+
+
+def analytics_scope(*, cohorts: str) -> Scope:
+    """Return the agents of `cohorts` ("all", or "completed": only the agents of completed
+    cohorts) and the rows they fall in. As the leaderboard (`standings.model_rows`): an active
+    model with no agent in scope has one empty real row; one whose agents are all offline
+    stand-ins has its offline row only."""
+    agents = Agent.objects.all()
+    if cohorts == "completed":
+        agents = agents.filter(cohort__status=Cohort.Status.COMPLETED)
+    lineup = list(BenchmarkModel.objects.all())
+    lineup_order = {m.pk: number for number, m in enumerate(lineup)}
+    by_pk = {m.pk: m for m in lineup}
+    agent_rows = list(agents.order_by().values_list("pk", "model_id", "cohort__number"))
+    offline = offline_agent_ids(agents.order_by().values("pk"))
+    played = {(model_id, pk in offline) for pk, model_id, _ in agent_rows}
+    seen = {model_id for model_id, _ in played}
+    keys = sorted(
+        played | {(m.pk, False) for m in lineup if m.active and m.pk not in seen},
+        key=lambda k: (lineup_order[k[0]], k[1]),
+    )
+    index = {key: number for number, key in enumerate(keys)}
+    return Scope(
+        agents=agents,
+        rows=[(by_pk[model_id], off) for model_id, off in keys],
+        row_of_agent={pk: index[(model_id, pk in offline)] for pk, model_id, _ in agent_rows},
+        cohort_of_agent={pk: number for pk, _, number in agent_rows},
+    )
+
+
+def _scored_bets(agents: QuerySet[Agent]) -> QuerySet[Trade]:
+    return Trade.objects.filter(
+        agent_id__in=agents.order_by().values("pk"),
+        kind=Trade.Kind.BUY,
+        status=Trade.Status.EXECUTED,
+        brier_score__isnull=False,
+        side_won__isnull=False,
+        implied_confidence__isnull=False,
+        price__isnull=False,
+    )
+
+
+def resolved_bets(*, scope: Scope) -> tuple[Bets, list[str]]:
+    """Return the scope's scored bets as columns, and the names of the categories their
+    `category` column indexes (sorted)."""
+    trades = _scored_bets(scope.agents)
+    universe = SnapshotMarket.objects.filter(
+        run_id=OuterRef("decision__run_id"), market_id=OuterRef("market_id"), rank__isnull=False
+    )
+    rows = list(
+        trades.order_by()
+        # Read as floats by the database: a Decimal per price, converted to a float here, would
+        # cost a third of the read on SQLite.
+        .annotate(in_universe=Exists(universe), price_float=Cast("price", FloatField()))
+        .values_list(
+            "agent_id",
+            "decision__run_id",
+            "market_id",
+            "side",
+            "price_float",
+            "implied_confidence",
+            "side_won",
+            "in_universe",
+        )
+    )
+    # Each market's category and, for a two-outcome market, its first outcome: the frame its
+    # questions are asked in (YES of a Yes/No market; a bet's side is "YES", "NO" or the name).
+    markets: dict[int, tuple[str, str | None]] = {
+        pk: (
+            category or "",
+            str(outcomes[0]).lower() if isinstance(outcomes, list) and len(outcomes) == 2 else None,
+        )
+        for pk, category, outcomes in Market.objects.filter(
+            pk__in=trades.order_by().values("market_id")
+        ).values_list("pk", "category", "outcomes")
+    }
+    categories = sorted({category for category, _ in markets.values()})
+    category_index = {name: number for number, name in enumerate(categories)}
+    # Columns at once (one transpose), not a generator per column over 40,000 tuples.
+    columns = list(zip(*rows, strict=True)) if rows else [()] * 8
+    agent_ids, run_ids, market_ids, sides, prices, confidences, won, in_universe = columns
+    agent = np.array(agent_ids, dtype=np.int64)
+    first_outcome = [markets[m][1] for m in market_ids]
+    category_of = {pk: category_index[category] for pk, (category, _) in markets.items()}
+    binary = np.array([first is not None for first in first_outcome], dtype=np.bool_)
+    side_list = list(sides)
+    bets = Bets(
+        agent=agent,
+        row=np.array([scope.row_of_agent[a] for a in agent_ids], dtype=np.int64),
+        cohort=np.array([scope.cohort_of_agent[a] for a in agent_ids], dtype=np.int64),
+        run=np.array([r or 0 for r in run_ids], dtype=np.int64),
+        market=np.array(market_ids, dtype=np.int64),
+        binary=binary,
+        second_side=np.array(
+            [
+                first is not None and side.lower() != first
+                for first, side in zip(first_outcome, side_list, strict=True)
+            ],
+            dtype=np.bool_,
+        ),
+        side=side_list,
+        category=np.array([category_of[m] for m in market_ids], dtype=np.int64),
+        in_universe=np.array(in_universe, dtype=np.bool_),
+        forecast=np.array(confidences, dtype=np.float64),  # never null (filtered)
+        price=np.array(prices, dtype=np.float64),  # never null (filtered)
+        outcome=np.array(won, dtype=np.float64),
+    )
+    return bets, categories
+
+
+def coverage_questions(*, scope: Scope) -> Questions:
+    """Return, per row, the resolved markets of the top 500 each run showed, for every run one
+    of the row's agents decided in: the questions of the coverage-adjusted Alpha."""
+    agent_ids = scope.agents.order_by().values("pk")
+    universe: dict[int, list[int]] = defaultdict(list)
+    for run_id, market_id in (
+        SnapshotMarket.objects.filter(
+            rank__isnull=False,
+            market__resolution=Market.Resolution.RESOLVED,
+            run_id__in=Decision.objects.filter(agent_id__in=agent_ids).order_by().values("run_id"),
+        )
+        .order_by()
+        .values_list("run_id", "market_id")
+    ):
+        universe[run_id].append(market_id)
+    shown = {run_id: np.array(ids, dtype=np.int64) for run_id, ids in universe.items()}
+    seen: Questions = defaultdict(list)
+    for agent_id, run_id in (
+        Decision.objects.filter(agent_id__in=agent_ids, run_id__isnull=False)
+        .order_by()
+        .values_list("agent_id", "run_id")
+        .distinct()
+    ):
+        if run_id in shown:
+            seen[scope.row_of_agent[agent_id]].append(
+                (scope.cohort_of_agent[agent_id], shown[run_id])
+            )
+    return seen

@@ -1,0 +1,464 @@
+"""The analytics on the pages: the leaderboard's analytics view (its columns, each row beside
+its figures, the power note) and the model page's panels (diagrams and figures written out).
+Every heading's tooltip is a definition from `arena.selectors.analytics.definitions`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils.safestring import SafeString
+
+from agents.models import BenchmarkModel
+from arena import diagrams
+from arena.diagrams import fixed, signed, signed_precise
+from arena.selectors import standings
+from arena.selectors.analytics import cache
+from arena.selectors.analytics.definitions import DEFINITIONS
+from arena.selectors.analytics.figures import (
+    Analytics,
+    CategoryFigures,
+    ModelAnalytics,
+    Separation,
+)
+from scoring.murphy import Murphy
+from scoring.statistics import MIN_BOOTSTRAP_COHORTS, Interval, MeanTest
+
+ANALYTICS_SECTION = "analytics-beyond-v1"  # docs/methodology.md's heading, as the toc ids it
+
+# Headings' tooltips: the analytics' definitions, and the v1 ones for Brier and win rate.
+DEFINED: dict[str, str] = {
+    **{name: text for name, text in standings.METRIC_DEFINITIONS},
+    **{name: text for name, text, _ in DEFINITIONS},
+}
+TIPS = {  # the same, under names a template can look up
+    "alpha": DEFINED["Alpha"],
+    "market_brier": DEFINED["Market Brier"],
+    "brier": DEFINED["Brier"],
+    "win_rate": DEFINED["Win rate"],
+    "skill": DEFINED["Brier skill score"],
+    "murphy": DEFINED["Murphy decomposition"],
+    "power": DEFINED["Bets to detect an edge"],
+}
+NO_INTERVAL = "one cohort: no interval yet"
+SHOWN_RESIDUAL = 0.00005  # a residual that rounds to 0.0000 is not written out
+
+
+# ---------------------------------------------------------------------------------------------
+# The leaderboard's analytics view
+
+
+@dataclass(frozen=True)
+class AnalyticsColumn:
+    """A heading of the analytics view: its label, the definition it shows as a tooltip and
+    the methodology anchor of its formula."""
+
+    label: str
+    title: str
+    anchor: str
+
+
+def _definition(name: str) -> str:
+    """Return `name`'s formula and source from the analytics definitions ("" if none)."""
+    for defined, formula, source in DEFINITIONS:
+        if defined == name:
+            return f"{defined}: {formula} ({source})"
+    return ""
+
+
+def analytics_columns() -> list[AnalyticsColumn]:
+    """Return the analytics view's headings, one per figure column, in the table's order."""
+    interval = _definition("Interval (t)")
+    return [
+        AnalyticsColumn(
+            "Resolved bets",
+            "n: the row's resolved bets, each a forecast that its side wins (cancelled markets "
+            "are not scored)",
+            ANALYTICS_SECTION,
+        ),
+        AnalyticsColumn("Alpha (95% interval)", f"{_definition('Alpha')}. {interval}", "alpha"),
+        AnalyticsColumn(
+            "Coverage-adj. Alpha", _definition("Coverage-adjusted Alpha"), "coverage-adjusted-alpha"
+        ),
+        AnalyticsColumn(
+            "BSS vs 0.25",
+            _definition("Brier skill score") + "; here against 0.25",
+            "brier-skill-score",
+        ),
+        AnalyticsColumn(
+            "BSS vs market",
+            _definition("Brier skill score") + "; here against the market on the same bets",
+            "brier-skill-score",
+        ),
+        AnalyticsColumn(
+            "Difficulty-adj. Brier",
+            _definition("Difficulty-adjusted Brier"),
+            "difficulty-adjusted-brier",
+        ),
+        AnalyticsColumn(
+            "Brier (95% interval)",
+            "the v1 pooled Brier: mean of (f − x)² over the resolved bets. " + interval,
+            "intervals-across-cohorts",
+        ),
+        AnalyticsColumn("p (Alpha ≠ 0)", _definition("p (Alpha ≠ 0)"), "p-values-and-beat"),
+        AnalyticsColumn("Beat%", _definition("Beat%"), "p-values-and-beat"),
+    ]
+
+
+@dataclass(frozen=True)
+class AnalyticsLine:
+    """A leaderboard row (`standing`, in the v1 order) beside its analytics (`figures`, None
+    when the analytics have no such row)."""
+
+    standing: standings.ModelRow
+    figures: ModelAnalytics | None
+
+    @property
+    def alpha_not_significant(self) -> bool:
+        """Whether the 95% t interval of Alpha contains 0 (False without an interval)."""
+        return self.figures is not None and self.figures.alpha_significant is False
+
+    @property
+    def brier_not_significant(self) -> bool:
+        """Whether the 95% t interval of Brier contains 0.25, the 50% guesser's Brier."""
+        return self.figures is not None and self.figures.brier_significant is False
+
+    @property
+    def single_cohort(self) -> bool:
+        """Whether the row has resolved bets but no interval (they come from one cohort)."""
+        interval = self.figures.alpha_interval if self.figures else None
+        return interval is not None and interval.low is None
+
+
+def _analytics_lines(rows: list[standings.ModelRow], analytics: Analytics) -> list[AnalyticsLine]:
+    return [AnalyticsLine(row, analytics.row(row.model.pk, row.offline)) for row in rows]
+
+
+@dataclass(frozen=True)
+class PowerNote:
+    """The power note: the separation of the two best rows by Alpha, and whether they are the
+    offline stand-ins (no real model has two rows with resolved bets)."""
+
+    separation: Separation | None
+    offline: bool
+
+    def _more(self, bets: int) -> int:
+        s = self.separation
+        if s is None or s.bets_needed is None:
+            return 0
+        return max(0, math.ceil(s.bets_needed) - bets)
+
+    @property
+    def needed(self) -> int | None:
+        """The resolved bets each row needs, whole (the count the shortfalls are taken from)."""
+        s = self.separation
+        return None if s is None or s.bets_needed is None else math.ceil(s.bets_needed)
+
+    @property
+    def first_more(self) -> int:
+        """The resolved bets the leading row lacks for the power the note quotes."""
+        return self._more(self.separation.first.bets) if self.separation else 0
+
+    @property
+    def second_more(self) -> int:
+        return self._more(self.separation.second.bets) if self.separation else 0
+
+
+def _power_note(analytics: Analytics) -> PowerNote:
+    real = analytics.separation("alpha", offline=False)
+    if real is not None:
+        return PowerNote(real, offline=False)
+    return PowerNote(analytics.separation("alpha", offline=True), offline=True)
+
+
+def leaderboard_context(
+    *,
+    cohorts: str,
+    llms: list[standings.ModelRow],
+    baselines: list[standings.ModelRow],
+    outside_rows: list[standings.ModelRow],
+) -> dict[str, Any]:
+    """Return what the leaderboard's analytics view adds to its context: the rows of each board
+    (in the v1 order) beside their figures over `cohorts`, the references, the power note, the
+    columns and the definitions."""
+    analytics = cache.analytics(cohorts=cohorts)
+    llm_lines = _analytics_lines(llms, analytics)
+    baseline_lines = _analytics_lines(baselines, analytics)
+    outside_lines = _analytics_lines(outside_rows, analytics)
+    return {
+        # The LLMs ranked (in the v1 order), then the baselines, never ranked, then the
+        # outside agents ranked on their own board.
+        "analytics_tables": [(llm_lines, True, "")]
+        + [(baseline_lines, False, "baselines")]
+        + ([(outside_lines, True, "outside")] if outside_lines else []),
+        "any_single_cohort": any(
+            line.single_cohort for line in llm_lines + baseline_lines + outside_lines
+        ),
+        "references": analytics.references,
+        "power": _power_note(analytics),
+        "columns": analytics_columns(),
+        "analytics_section": ANALYTICS_SECTION,
+        "analytics_definitions": [
+            (name, f"{formula} ({source})") for name, formula, source in DEFINITIONS
+        ],
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The model page's analytics panels
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One headline figure of an analytics panel, written out: its value and what qualifies
+    it (interval, counts), with its definition as a tooltip."""
+
+    name: str
+    value: str
+    detail: str = ""
+    tip: str = ""
+
+
+@dataclass
+class AnalyticsPanel:
+    """What the model page draws for one analytics row (the model's, or its offline
+    stand-in's): the diagrams as SVG markup, the headline figures and the power line."""
+
+    row: ModelAnalytics
+    who: str  # "the model", "its rule" or "offline stand-in": whose forecasts these are
+    reliability: SafeString | None = None
+    murphy: SafeString | None = None
+    cumulative: SafeString | None = None
+    figures: list[Figure] = field(default_factory=list)
+    power: str = ""
+    identities: list[str] = field(default_factory=list)  # Brier = UNC + REL − RES; Alpha's anatomy
+    # Each category's figures, with its Alpha written out and its tone ("pos", "neg" or "").
+    categories: list[tuple[CategoryFigures, str, str]] = field(default_factory=list)
+
+
+def _interval(interval: Interval | None, write: Callable[[float], str]) -> str:
+    if interval is None or interval.low is None or interval.high is None:
+        return NO_INTERVAL
+    return f"[{write(interval.low)}, {write(interval.high)}]"
+
+
+def _intervals(t: Interval | None, bootstrap: Interval | None, *, signs: bool) -> str:
+    write = signed if signs else fixed
+    if t is None or t.low is None:
+        return NO_INTERVAL
+    if bootstrap is None or bootstrap.low is None:
+        return f"95% t {_interval(t, write)}; bootstrap from {MIN_BOOTSTRAP_COHORTS} cohorts"
+    return f"95% t {_interval(t, write)}; bootstrap {_interval(bootstrap, write)}"
+
+
+def _edge_interval(interval: Interval | None) -> str:
+    if interval is None or interval.low is None or interval.high is None:
+        return ""
+    return f"; 95% t [{signed_precise(interval.low)}, {signed_precise(interval.high)}]"
+
+
+def _skill_interval(interval: Interval | None) -> str:
+    if interval is None or interval.low is None or interval.high is None:
+        return ""
+    return f"; 95% t [{signed(interval.low, 3)}, {signed(interval.high, 3)}]"
+
+
+def _t_detail(test: MeanTest | None) -> str:
+    if test is None:
+        return "one cohort: no test yet"
+    if test.t is None:
+        return "no spread across cohorts and markets: no test"
+    return f"t = {fixed(test.t, 2)}, {test.df} df"
+
+
+def _p_value(p: float) -> str:
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _figures(row: ModelAnalytics) -> list[Figure]:
+    assert row.alpha is not None
+    assert row.brier is not None
+    assert row.market_brier is not None
+    cohorts = f"{row.cohorts_scored} cohort{'s' if row.cohorts_scored != 1 else ''}"
+    test = row.alpha_test
+    figures = [
+        Figure(
+            "Alpha",
+            signed(row.alpha),
+            f"over {row.bets} resolved bets in {cohorts}; "
+            + _intervals(row.alpha_interval, row.alpha_bootstrap, signs=True),
+            DEFINED["Alpha"],
+        ),
+        Figure(
+            "p (Alpha ≠ 0)",
+            _p_value(test.p_value) if test and test.p_value is not None else "—",
+            (
+                f"t = {fixed(test.t, 2)}, {test.df} df"
+                if test.t is not None
+                else "no spread: no test"
+            )
+            if test
+            else "one cohort: no test yet",
+            DEFINED["p (Alpha ≠ 0)"],
+        ),
+        Figure(
+            "Beat%",
+            f"{row.beat_share:.0%}" if row.beat_share is not None else "—",
+            f"of {cohorts} with Alpha above 0",
+            DEFINED["Beat%"],
+        ),
+        Figure(
+            "Coverage-adjusted Alpha",
+            signed_precise(row.coverage_alpha) if row.coverage_alpha is not None else "—",
+            f"over {row.coverage_markets:,} questions: each of its agents × the resolved "
+            "markets of the runs it decided in" + _edge_interval(row.coverage_interval)
+            if row.coverage_markets
+            else "no resolved market of its runs' snapshots",
+            DEFINED["Coverage-adjusted Alpha"],
+        ),
+        Figure(
+            "Brier",
+            fixed(row.brier),
+            _intervals(row.brier_interval, row.brier_bootstrap, signs=False),
+            DEFINED["Brier"],
+        ),
+        Figure(
+            "Market Brier",
+            fixed(row.market_brier),
+            "the price on the same bets",
+            DEFINED["Market Brier"],
+        ),
+        Figure(
+            "BSS vs random",
+            signed(row.skill_vs_random, 3) if row.skill_vs_random is not None else "—",
+            "against the 50% guesser's 0.25" + _skill_interval(row.skill_vs_random_interval),
+            DEFINED["Brier skill score"],
+        ),
+        Figure(
+            "BSS vs market",
+            signed(row.skill_vs_market, 3) if row.skill_vs_market is not None else "—",
+            "against the market's Brier on the same bets"
+            + _skill_interval(row.skill_vs_market_interval),
+            DEFINED["Brier skill score"],
+        ),
+        Figure(
+            "Difficulty-adjusted Brier",
+            fixed(row.difficulty_adjusted_brier)
+            if row.difficulty_adjusted_brier is not None
+            else "—",
+            "market effects estimated over every agent's bets",
+            DEFINED["Difficulty-adjusted Brier"],
+        ),
+    ]
+    return figures
+
+
+def _tone(written: str) -> str:
+    """The colour class of a written figure: by its sign as shown, so 0.0000 is never red."""
+    return {"+": "pos", "−": "neg"}.get(written[:1], "")
+
+
+def _residual(value: float) -> str:
+    return f" + residual {signed(value)}" if abs(value) >= SHOWN_RESIDUAL else ""
+
+
+def _identities(row: ModelAnalytics, label: str) -> list[str]:
+    lines = []
+    for who, murphy in ((label, row.murphy), ("Market", row.market_murphy)):
+        if murphy is not None:
+            lines.append(
+                f"{who}: Brier {fixed(murphy.brier)} = UNC {fixed(murphy.uncertainty)} + REL "
+                f"{fixed(murphy.reliability)} − RES {fixed(murphy.resolution)}"
+                + _residual(murphy.residual)
+            )
+    anatomy = row.anatomy
+    if anatomy is not None:
+        lines.append(
+            f"Alpha {signed(anatomy.alpha)} = resolution gain {signed(anatomy.resolution_gain)}"
+            f" + reliability gap {signed(anatomy.reliability_gap)}" + _residual(anatomy.residual)
+        )
+    return lines
+
+
+def _power(row: ModelAnalytics) -> str:
+    power = row.power
+    if power is None:
+        return ""
+    have = f"it has {power.bets}"
+    if power.bets_needed is None or power.bets_more is None:
+        return (
+            f"Its Alpha is {signed_precise(power.alpha)} with forecasts that do not stray from the "
+            f"price: there is no edge to detect; {have} resolved bets."
+        )
+    needed = f"{math.ceil(power.bets_needed):,}"
+    more = f" ({power.bets_more:,} more needed)" if power.bets_more else ", enough"
+    # Proposition 3 is symmetric: a deficit against the market is as hard to detect as an edge.
+    return (
+        f"Telling an Alpha of {signed_precise(power.alpha)} from 0 (the market) needs about "
+        f"{needed} resolved bets at 80% power (one-sided, κ = 0.05, with its own base rate and "
+        f"boldness); {have}{more}."
+    )
+
+
+def _panel(row: ModelAnalytics) -> AnalyticsPanel:
+    if row.offline:
+        who = "offline stand-in"
+    else:
+        who = "its rule" if row.model.is_baseline else "the model"
+    panel = AnalyticsPanel(row=row, who=who)
+    if not row.bets:
+        return panel
+    label = "Stand-in" if row.offline else ("Rule" if row.model.is_baseline else "Model")
+    panel.reliability = diagrams.reliability_diagram(
+        reliability_points(row.murphy),
+        reliability_points(row.market_murphy),
+        forecaster_label=label,
+    )
+    if row.murphy is not None and row.market_murphy is not None:
+        panel.murphy = diagrams.murphy_bars(
+            (row.murphy.uncertainty, row.murphy.reliability, row.murphy.resolution),
+            (
+                row.market_murphy.uncertainty,
+                row.market_murphy.reliability,
+                row.market_murphy.resolution,
+            ),
+            forecaster_label=label,
+        )
+    panel.cumulative = diagrams.cumulative_alpha_line(
+        [(c.cohort, c.alpha, c.cumulative_alpha) for c in row.per_cohort],
+        forecaster_label=label,
+    )
+    panel.identities = _identities(row, label)
+    panel.figures = _figures(row)
+    panel.categories = [(c, signed(c.alpha), _tone(signed(c.alpha))) for c in row.categories]
+    panel.power = _power(row)
+    return panel
+
+
+def analytics_panels(model: BenchmarkModel) -> list[AnalyticsPanel]:
+    """Return a panel per analytics row of `model`: the real row first, then the offline
+    stand-in's; a row without resolved bets has no diagrams and no figures."""
+    return [_panel(row) for row in cache.model_analytics(model=model)]
+
+
+def model_context(model: BenchmarkModel) -> dict[str, Any]:
+    """Return what the model page adds to its context for the analytics: a panel per row, the
+    definitions and the headings' tooltips."""
+    return {
+        "analytics": analytics_panels(model),
+        "analytics_definitions": DEFINITIONS,
+        "tips": TIPS,
+    }
+
+
+def reliability_points(murphy: Murphy | None) -> Sequence[tuple[float, float, int]]:
+    """(mean forecast, observed frequency, bets) of each non-empty bin: a reliability diagram."""
+    if murphy is None:
+        return []
+    return [
+        (b.mean_forecast, b.observed_frequency, b.count)
+        for b in murphy.bins
+        if b.count and b.mean_forecast is not None and b.observed_frequency is not None
+    ]
