@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from arena.models import Cohort, DataRelease
-from arena.selectors import releases as selectors
+from arena.selectors import releases as release_selectors
 from arena.selectors.exports import DATASETS, Dataset
 
 LIVE_FORMATS = ("csv", "jsonl")
@@ -30,7 +30,7 @@ class DatasetLinks:
 @dataclass(frozen=True)
 class ReleaseView:
     release: DataRelease
-    files: list[selectors.ReleaseFile]
+    files: list[release_selectors.ReleaseFile]
     citation: str
 
 
@@ -54,7 +54,7 @@ def _chosen_cohort(request: HttpRequest, numbers: list[int]) -> int | None:
 def _releases_page(request: HttpRequest) -> Page[DataRelease]:
     """The `?page=` of the releases, a cohort each; a page that is not a number is the first,
     one past the end the last."""
-    paginator = Paginator(selectors.releases_latest_per_cohort(), COHORTS_PER_PAGE)
+    paginator = Paginator(release_selectors.releases_latest_per_cohort(), COHORTS_PER_PAGE)
     return paginator.get_page(request.GET.get("page"))
 
 
@@ -66,8 +66,8 @@ def _page_url(cohort: int | None, page: int) -> str:
 def _release_view(release: DataRelease) -> ReleaseView:
     return ReleaseView(
         release=release,
-        files=selectors.release_files(release),
-        citation=selectors.release_citation_of(release),
+        files=release_selectors.release_files(release),
+        citation=release_selectors.release_citation_of(release),
     )
 
 
@@ -76,7 +76,7 @@ def _get_release(name: str) -> DataRelease:
     PostgreSQL refuses one in a query, and no stored name holds one)."""
     if "\x00" in name:
         raise Http404("No such data release.")
-    release = selectors.releases_published().filter(name=name).first()
+    release = release_selectors.releases_published().filter(name=name).first()
     if release is None:
         raise Http404("No such data release.")
     return release
@@ -111,7 +111,7 @@ def data_page(request: HttpRequest) -> HttpResponse:
 
 def release_detail(request: HttpRequest, name: str) -> HttpResponse:
     release = _get_release(name)
-    versions = list(selectors.release_versions(cohort=release.cohort))
+    versions = list(release_selectors.release_versions(cohort=release.cohort))
     latest = versions[0] if versions else release
     return render(
         request,
@@ -128,7 +128,7 @@ def release_detail(request: HttpRequest, name: str) -> HttpResponse:
 def release_file(request: HttpRequest, name: str, filename: str) -> FileResponse:
     """Stream one file of a release from RELEASES_ROOT; only the names the release lists."""
     release = _get_release(name)
-    path = selectors.release_file_path(release, filename)
+    path = release_selectors.release_file_path(release, filename)
     if path is None:
         raise Http404("No such file in this release.")
     data = path.suffix in (".csv", ".jsonl", ".parquet")
@@ -136,7 +136,7 @@ def release_file(request: HttpRequest, name: str, filename: str) -> FileResponse
         open(path, "rb"),  # FileResponse closes it when the response ends
         as_attachment=data,
         filename=filename,
-        content_type=selectors.release_content_type(filename),
+        content_type=release_selectors.release_content_type(filename),
     )
     response["Cache-Control"] = IMMUTABLE
     return response

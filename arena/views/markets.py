@@ -6,7 +6,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from arena import charts
-from arena.selectors import markets as selectors
+from arena.selectors import markets as market_selectors
 from markets.models import Market
 from markets.parsing import POLYMARKET_ID
 
@@ -17,13 +17,13 @@ def _get_market(polymarket_id: str) -> Market:
     if not POLYMARKET_ID.fullmatch(polymarket_id):
         raise Http404("No such market.")
     try:
-        return selectors.market_get(polymarket_id=polymarket_id)
+        return market_selectors.market_get(polymarket_id=polymarket_id)
     except Market.DoesNotExist as exc:
         raise Http404("No such market.") from exc
 
 
 def market_detail(request: HttpRequest, polymarket_id: str) -> HttpResponse:
     market = _get_market(polymarket_id)
-    page = selectors.market_page(market=market)
+    page = market_selectors.market_page(market=market)
     chart = charts.price_chart(page.price_lines) if page.price_lines else None
     return render(request, "markets/detail.html", {"market": market, "page": page, "chart": chart})

@@ -11,7 +11,7 @@ from django.utils.http import urlencode
 from arena import charts, clock
 from arena.models import Agent, Cohort, Decision
 from arena.selectors import curves
-from arena.selectors import standings as selectors
+from arena.selectors import standings as standings_selectors
 from arena.views import analytics
 
 
@@ -58,17 +58,17 @@ def _leaderboard_query(*, sort: str, cohorts: str, view: str = "v1") -> str:
 
 def leaderboard(request: HttpRequest) -> HttpResponse:
     sort = request.GET.get("sort", "")
-    sort = sort if sort in selectors.LEADERBOARD_SORTS else "brier"
+    sort = sort if sort in standings_selectors.LEADERBOARD_SORTS else "brier"
     cohorts = request.GET.get("cohorts", "")
-    cohorts = cohorts if cohorts in selectors.COHORT_SCOPES else "all"
+    cohorts = cohorts if cohorts in standings_selectors.COHORT_SCOPES else "all"
     view = request.GET.get("view", "")
     view = view if view in VIEW_LABELS else "v1"
-    llms, baselines, outside_rows = selectors.boards(sort=sort, cohorts=cohorts)
+    llms, baselines, outside_rows = standings_selectors.boards(sort=sort, cohorts=cohorts)
     context = {
         "llms": llms,
         "baselines": baselines,
         "outside_rows": outside_rows,
-        "baseline_notes": selectors.baseline_notes(llms=llms, baselines=baselines),
+        "baseline_notes": standings_selectors.baseline_notes(llms=llms, baselines=baselines),
         "any_offline": any(row.offline for row in llms),
         "any_unknown_cost": any(row.usage.unknown_cost for row in llms),
         "sort": sort,
@@ -87,8 +87,8 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
             (label, _leaderboard_query(sort=sort, cohorts=cohorts, view=key), key == view)
             for key, label in VIEW_LABELS.items()
         ],
-        "definitions": selectors.MODEL_DEFINITIONS,
-        "cohorts": selectors.cohort_list()[:5],
+        "definitions": standings_selectors.MODEL_DEFINITIONS,
+        "cohorts": standings_selectors.cohort_list()[:5],
     }
     if view == "analytics":
         # Read only when asked for: the v1 view stays exactly what it was, queries included.
@@ -99,12 +99,12 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
 
 
 def cohort_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "arena/cohort_list.html", {"cohorts": selectors.cohort_list()})
+    return render(request, "arena/cohort_list.html", {"cohorts": standings_selectors.cohort_list()})
 
 
 def cohort_detail(request: HttpRequest, number: int) -> HttpResponse:
     cohort = _get_cohort(number)
-    standings = selectors.agent_standings(agents=cohort.agents.all())
+    standings = standings_selectors.agent_standings(agents=cohort.agents.all())
     range_key = curves.range_from(request.GET.get("range"), covering=_cohort_span(cohort))
     series = curves.value_series(agents=[s.agent for s in standings], range_key=range_key)
     return render(
@@ -118,15 +118,15 @@ def cohort_detail(request: HttpRequest, number: int) -> HttpResponse:
             "open_after_completion": sum(s.open_positions for s in standings)
             if cohort.completed_at
             else 0,
-            "decisions": selectors.cohort_decisions(cohort=cohort),
-            "definitions": selectors.METRIC_DEFINITIONS,
+            "decisions": standings_selectors.cohort_decisions(cohort=cohort),
+            "definitions": standings_selectors.METRIC_DEFINITIONS,
         },
     )
 
 
 def agent_detail(request: HttpRequest, number: int, agent_id: int) -> HttpResponse:
     agent = _get_agent(number, agent_id)
-    (standing,) = selectors.agent_standings(agents=Agent.objects.filter(pk=agent.pk))
+    (standing,) = standings_selectors.agent_standings(agents=Agent.objects.filter(pk=agent.pk))
     range_key = curves.range_from(request.GET.get("range"), covering=_cohort_span(agent.cohort))
     series = curves.value_series(agents=[agent], range_key=range_key)
     return render(
@@ -136,16 +136,16 @@ def agent_detail(request: HttpRequest, number: int, agent_id: int) -> HttpRespon
             "agent": agent,
             "standing": standing,
             "chart": charts.value_chart(series, range_key=range_key),
-            "positions": selectors.agent_positions(agent=agent),
-            "trades": selectors.agent_trades(agent=agent)[:200],
-            "decisions": selectors.agent_decisions(agent=agent),
+            "positions": standings_selectors.agent_positions(agent=agent),
+            "trades": standings_selectors.agent_trades(agent=agent)[:200],
+            "decisions": standings_selectors.agent_decisions(agent=agent),
         },
     )
 
 
 def decision_detail(request: HttpRequest, decision_id: int) -> HttpResponse:
     try:
-        decision = selectors.decision_detail(decision_id=decision_id)
+        decision = standings_selectors.decision_detail(decision_id=decision_id)
     except Decision.DoesNotExist:
         return render(request, "404.html", status=404)
     return render(request, "arena/decision_detail.html", {"decision": decision})

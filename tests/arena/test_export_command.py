@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 from arena.management.commands.export import Command as ExportCommand
 from arena.models import PortfolioSnapshot
 from arena.selectors.exports import DATASETS
-from arena.services import exports as services
+from arena.services import exports as export_services
 from arena.services.exports import PARQUET_AVAILABLE
 from tests.page_world import World, build_world
 
@@ -58,7 +58,7 @@ def test_writes_every_dataset_as_csv_and_jsonl_and_prints_the_manifest_path(
 def test_on_a_terminal_a_progress_bar_runs_per_dataset(
     world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(services, "BATCH_ROWS", 7)
+    monkeypatch.setattr(export_services, "BATCH_ROWS", 7)
     terminal = Terminal()
     run(str(tmp_path), "--dataset", "snapshots", "--dataset", "bets", stderr=terminal)
     err = terminal.getvalue()

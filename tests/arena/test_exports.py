@@ -28,7 +28,7 @@ from arena.models import (
     Trade,
 )
 from arena.selectors.exports import BET_COLUMNS, DATASETS, Dataset
-from arena.services import exports as services
+from arena.services import exports as export_services
 from arena.services.exports import (
     PARQUET_AVAILABLE,
     ExportError,
@@ -63,7 +63,7 @@ def csv_of(dataset: Dataset, **bounds: Any) -> list[dict[str, str]]:
 
 def served_csv(name: str) -> list[dict[str, str]]:
     """The rows of the CSV a download serves (on PostgreSQL, formatted by the database)."""
-    body = b"".join(services.export_stream(DATASETS[name], "csv")).decode()
+    body = b"".join(export_services.export_stream(DATASETS[name], "csv")).decode()
     return list(csv.DictReader(io.StringIO(body, newline="")))
 
 
@@ -210,19 +210,19 @@ def test_every_dataset_but_bets_says_which_kind_of_model_each_row_is() -> None:
 
 def test_a_noisy_float_prints_short_and_reads_back_within_a_hair() -> None:
     noisy = 0.053824000000000004  # as a Brier score computed in floats came out
-    assert services._csv_float(noisy) == "0.053824"
-    assert float(services._csv_float(noisy)) == pytest.approx(noisy, rel=1e-15, abs=0)
-    assert services._csv_float(1.0) == "1"  # plain notation, as PostgreSQL prints it
-    assert services._csv_float(1e-7) == "0.0000001"
-    assert json.loads(services.JSON_CELLS["float"](1e-7)) == 1e-7  # a JSON number
+    assert export_services._csv_float(noisy) == "0.053824"
+    assert float(export_services._csv_float(noisy)) == pytest.approx(noisy, rel=1e-15, abs=0)
+    assert export_services._csv_float(1.0) == "1"  # plain notation, as PostgreSQL prints it
+    assert export_services._csv_float(1e-7) == "0.0000001"
+    assert json.loads(export_services.JSON_CELLS["float"](1e-7)) == 1e-7  # a JSON number
 
 
 def test_timestamps_are_written_in_utc_whatever_their_zone() -> None:
     from zoneinfo import ZoneInfo
 
     paris = datetime(2026, 1, 4, 1, 30, tzinfo=ZoneInfo("Europe/Paris"))
-    assert services._timestamp(paris) == "2026-01-04T00:30:00Z"
-    assert services._timestamp(datetime(2026, 1, 4, 0, 30, 0, 5, tzinfo=UTC)) == (
+    assert export_services._timestamp(paris) == "2026-01-04T00:30:00Z"
+    assert export_services._timestamp(datetime(2026, 1, 4, 0, 30, 0, 5, tzinfo=UTC)) == (
         "2026-01-04T00:30:00.000005Z"
     )
 
@@ -373,7 +373,7 @@ def test_bounds_subsets_and_progress(worlds: Worlds, tmp_path: Path) -> None:
 def test_progress_is_reported_every_batch(
     worlds: Worlds, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(services, "BATCH_ROWS", 5)
+    monkeypatch.setattr(export_services, "BATCH_ROWS", 5)
     seen: list[int] = []
     write_export(
         tmp_path,
@@ -435,7 +435,7 @@ def test_parquet_reads_back_to_the_same_rows(worlds: Worlds, tmp_path: Path, nam
     for row in dataset.rows():
         cells = list(row)
         for i in json_at:
-            cells[i] = None if cells[i] is None else services._csv_json(cells[i])
+            cells[i] = None if cells[i] is None else export_services._csv_json(cells[i])
         want.append(tuple(cells))
     assert got == want
     assert len(got) == dataset.count() > 0
@@ -516,7 +516,7 @@ def test_the_manifest_is_kept_until_the_data_moves(
     worlds: Worlds, client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     computed: list[dict[str, Any]] = []
-    real = services.stream_manifest
+    real = export_services.stream_manifest
 
     def counting(**bounds: Any) -> dict[str, Any]:
         computed.append(bounds)
@@ -611,9 +611,9 @@ def test_json_cells_list_their_keys_sorted_whatever_the_database(worlds: Worlds)
     decision = Decision.objects.filter(agent=worlds.first.agent).first()
     assert decision is not None
     Decision.objects.filter(pk=decision.pk).update(parsed={"zeta": 1, "alpha": {"y": 2, "b": 3}})
-    body = b"".join(services.export_stream(DATASETS["decisions"], "jsonl")).decode()
+    body = b"".join(export_services.export_stream(DATASETS["decisions"], "jsonl")).decode()
     assert '"parsed":{"alpha":{"b":3,"y":2},"zeta":1}' in body
-    csv_body = b"".join(services.export_stream(DATASETS["decisions"], "csv")).decode()
+    csv_body = b"".join(export_services.export_stream(DATASETS["decisions"], "csv")).decode()
     assert '{""alpha"":{""b"":3,""y"":2},""zeta"":1}' in csv_body
 
 
@@ -640,7 +640,7 @@ def test_the_database_writes_the_same_bytes_as_python_for_awkward_cells(worlds: 
     for name in NAMES:
         dataset = DATASETS[name]
         for fmt in ("csv", "jsonl"):
-            written = b"".join(services.export_stream(dataset, fmt))
+            written = b"".join(export_services.export_stream(dataset, fmt))
             assert written == b"".join(dataset_stream(dataset, fmt, dataset.rows())), (name, fmt)
     row = {int(r["trade_id"]): r for r in csv_of(DATASETS["trades"])}[first.pk]
     assert (row["brier"], row["implied_confidence"]) == ("0.053824", "1")

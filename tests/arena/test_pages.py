@@ -32,7 +32,7 @@ from arena.models import (
     Position,
     Trade,
 )
-from arena.selectors import standings as selectors
+from arena.selectors import standings as standings_selectors
 from forecaster.templatetags.figures import money
 from markets.models import Market
 from tests.arena.conftest import snapshot_cache_clear
@@ -213,8 +213,8 @@ def test_an_agents_open_positions_add_up_to_its_positions_value(
     values add up to the positions value the standings give (each cut to the cent)."""
     agent = Agent.objects.filter(positions__status="open").distinct().first()
     assert agent is not None
-    (standing,) = selectors.agent_standings(agents=Agent.objects.filter(pk=agent.pk))
-    rows_ = selectors.agent_positions(agent=agent)
+    (standing,) = standings_selectors.agent_standings(agents=Agent.objects.filter(pk=agent.pk))
+    rows_ = standings_selectors.agent_positions(agent=agent)
     open_rows = [r for r in rows_ if r.value_now is not None]
     assert len(open_rows) == agent.positions.filter(status="open").count() > 0
     total = sum((r.value_now for r in open_rows if r.value_now is not None), Decimal(0))

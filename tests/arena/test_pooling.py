@@ -19,7 +19,7 @@ from django.utils.html import escape
 
 from agents.models import BenchmarkModel
 from arena.models import Agent, Cohort, Decision, Trade
-from arena.selectors import standings as selectors
+from arena.selectors import standings as standings_selectors
 from markets.models import Market
 from tests.arena.factories import AgentFactory, CohortFactory
 
@@ -110,8 +110,8 @@ def scored_agent_of(model: BenchmarkModel, *, responder: str, cash: str) -> Agen
     )
 
 
-def rows_of(model: BenchmarkModel) -> list[selectors.ModelRow]:
-    llms, _ = selectors.leaderboard()
+def rows_of(model: BenchmarkModel) -> list[standings_selectors.ModelRow]:
+    llms, _ = standings_selectors.leaderboard()
     return [row for row in llms if row.model.pk == model.pk]
 
 
@@ -133,7 +133,7 @@ def test_a_model_has_a_real_row_and_an_offline_row_never_pooled(split: Split) ->
 def test_offline_rows_rank_after_real_ones_by_return_too(split: Split) -> None:
     other = BenchmarkModel.objects.get(internal_id="claude-opus-4.5")
     scored_agent_of(other, responder=Decision.Responder.OFFLINE, cash="15000")
-    llms, _ = selectors.leaderboard(sort="return")
+    llms, _ = standings_selectors.leaderboard(sort="return")
     scored = [(r.model.internal_id, r.offline) for r in llms if r.cohorts]
     # claude's offline +50% is the best return, and still ranks after gpt-5.1's real row
     assert scored == [("gpt-5.1", False), ("claude-opus-4.5", True), ("gpt-5.1", True)]
@@ -149,7 +149,7 @@ def test_an_agent_with_any_offline_decision_counts_as_offline(split: Split) -> N
         action=Decision.Action.HOLD,
         responder=Decision.Responder.OFFLINE,
     )
-    (standing,) = selectors.agent_standings(agents=Agent.objects.filter(pk=split.real.pk))
+    (standing,) = standings_selectors.agent_standings(agents=Agent.objects.filter(pk=split.real.pk))
     assert standing.offline
     (offline,) = rows_of(split.model)  # no real figure is left for gpt-5.1
     assert offline.offline
