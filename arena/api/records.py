@@ -55,8 +55,7 @@ from arena.api.records_schemas import (
     status_out,
 )
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, Position, Trade
-from arena.selectors import api as api_selectors
-from arena.selectors import curves, markets, standings
+from arena.selectors import curves, listings, markets, standings
 from arena.selectors import status as status_selectors
 from arena.selectors.analytics.cache import analytics
 from arena.selectors.watermark import data_watermark
@@ -533,7 +532,7 @@ def agent_trade_list(
 ) -> TradePage:
     """Every order of the agent, executed or rejected, newest first (by id): /trades?agent=."""
     agent = get_object_or_404(Agent, pk=agent_id)
-    return _trade_page(api_selectors.trade_list(agent=agent), page, page_size)
+    return _trade_page(listings.trade_list(agent=agent), page, page_size)
 
 
 @router.get(
@@ -556,7 +555,7 @@ def trade_list(
     """Every order the agents placed, executed or rejected (with its reason), newest first by
     id, matching every filter given: `model` a stable id, `cohort` a number, `agent` an id,
     `market` a Polymarket id. An unknown model, cohort, agent or market is a 422."""
-    trades = api_selectors.trade_list(
+    trades = listings.trade_list(
         model=_known_model(model),
         cohort=_known_cohort(cohort),
         agent=_known_agent(agent),
@@ -585,7 +584,7 @@ def decision_list(
 ) -> DecisionPage:
     """Every decision matching the filters: `model` a stable id, `cohort` a number, `week`
     the ISO date of the week's Sunday. An unknown model or cohort is a 422."""
-    decisions = api_selectors.decision_list(
+    decisions = listings.decision_list(
         model=_known_model(model),
         cohort=_known_cohort(cohort),
         week=week,
@@ -648,7 +647,7 @@ def market_list(
     agents placed on it; `held=true` keeps the markets some agent bet on, `held=false` the
     others."""
     filters = MarketFilter(q=q.strip(), category=category.strip(), status=status or "", sort=sort)
-    found = api_selectors.market_list(filters=filters, held=held)
+    found = listings.market_list(filters=filters, held=held)
     return MarketPage(
         count=found.count(),
         page=page,
@@ -708,7 +707,7 @@ def resolution_list(
     and `until` are UTC days, both included; `until` before `since` is a 400."""
     if since is not None and until is not None and until < since:
         raise HttpError(400, "until: must be the same day as since or later")
-    found = api_selectors.resolution_list(resolution=resolution, since=since, until=until)
+    found = listings.resolution_list(resolution=resolution, since=since, until=until)
     return ResolutionPage(
         count=found.count(),
         page=page,

@@ -231,7 +231,7 @@ def _price_points(
 
 
 def _price_lines(*, market: Market, points: list[PricePoint], sides: list[str]) -> list[Series]:
-    """Return the lines to draw, for `arena.charts.price_chart`: the YES price of a binary
+    """Return the lines to draw, for `arena.views.charts.price_chart`: the YES price of a binary
     market (NO is 1 − YES), or each outcome some agent bet on of a multi-outcome market (the
     first few when none was)."""
     if not points:

@@ -12,8 +12,6 @@ from typing import Any
 from django.utils.safestring import SafeString
 
 from agents.models import BenchmarkModel
-from arena import diagrams
-from arena.diagrams import fixed, signed, signed_precise
 from arena.selectors import standings
 from arena.selectors.analytics import cache
 from arena.selectors.analytics.definitions import DEFINITIONS
@@ -23,6 +21,8 @@ from arena.selectors.analytics.figures import (
     ModelAnalytics,
     Separation,
 )
+from arena.views import diagrams
+from arena.views.diagrams import fixed, signed, signed_precise
 from scoring.murphy import Murphy
 from scoring.statistics import MIN_BOOTSTRAP_COHORTS, Interval, MeanTest
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from arena import charts
 from arena.selectors import markets as market_selectors
+from arena.views import charts
 from markets.models import Market
 from markets.parsing import POLYMARKET_ID
 

@@ -6,10 +6,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from agents.models import BenchmarkModel
-from arena import charts
 from arena.selectors import curves, standings
 from arena.selectors import models as model_stats
-from arena.views import analytics
+from arena.views import analytics, charts
 
 # The most bets listed on a model's page (newest first); the count says how many there are.
 MAX_BETS = 100  # the latest; every bet of a year renders slower than the page's budget

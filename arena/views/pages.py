@@ -8,11 +8,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.http import urlencode
 
-from arena import charts, clock
+from arena import clock
 from arena.models import Agent, Cohort, Decision
 from arena.selectors import curves
 from arena.selectors import standings as standings_selectors
-from arena.views import analytics
+from arena.views import analytics, charts
 
 
 def _get_cohort(number: int) -> Cohort:

@@ -17,8 +17,7 @@ from django.test.utils import CaptureQueriesContext
 
 from arena.api.records import AGENT_TRADES_SHOWN
 from arena.models import Agent, Decision, DecisionRun, ResolutionCheck, SnapshotTick, Trade
-from arena.selectors import api as api_selectors
-from arena.selectors import markets, standings
+from arena.selectors import listings, markets, standings
 from arena.selectors import status as status_selectors
 from markets.models import Market, MarketSyncRun
 from tests.api.helpers import API, assert_envelope, get_json
@@ -92,7 +91,7 @@ def test_decisions_list_every_decision_newest_week_first(db: None, client: Clien
     for _ in range(2):
         build_world(scale=1)
     body = get_json(client, f"{API}/decisions?page_size=100")
-    expected = list(api_selectors.decision_list())
+    expected = list(listings.decision_list())
     assert body["count"] == Decision.objects.count() == len(expected)
     assert [d["id"] for d in body["results"]] == [d.pk for d in expected]
     weeks = [d["week_start"] for d in body["results"]]
@@ -111,7 +110,7 @@ def test_decisions_page_through_without_gap_or_repeat(db: None, client: Client) 
             break
         seen += [d["id"] for d in body["results"]]
         page += 1
-    assert seen == [d.pk for d in api_selectors.decision_list()]
+    assert seen == [d.pk for d in listings.decision_list()]
     assert len(set(seen)) == Decision.objects.count()
 
 
@@ -130,7 +129,7 @@ def test_decisions_filter_by_model_cohort_week_action_and_status(
 
     # The second cohort's lineup holds the first world's model too (it is active).
     assert ids(f"model={world.model.internal_id}") == [
-        d.pk for d in api_selectors.decision_list(model=world.model)
+        d.pk for d in listings.decision_list(model=world.model)
     ]
     assert world.decision.pk in ids(f"model={world.model.internal_id}")
     assert set(ids(f"cohort={world.cohort.number}")) == set(

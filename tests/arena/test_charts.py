@@ -21,10 +21,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils.html import escape
 
 from agents.models import BenchmarkModel
-from arena import charts
 from arena.models import Agent, Cohort, Decision, PortfolioSnapshot
 from arena.selectors import curves
 from arena.selectors.curves import MAX_POINTS, RANGES, Series, range_from, value_series
+from arena.views import charts
 from tests.arena.factories import AgentFactory, CohortFactory
 
 pytestmark = pytest.mark.django_db

@@ -29,10 +29,9 @@ from django.test import Client
 from django.utils.html import escape
 
 from agents.models import BenchmarkModel
-from arena import diagrams
 from arena.models import Agent, Cohort, Decision, Trade
 from arena.selectors.analytics import cache
-from arena.views import analytics
+from arena.views import analytics, diagrams
 from arena.views.analytics import DEFINED
 from markets.models import Market
 from tests.arena.factories import CohortFactory
