@@ -31,8 +31,8 @@ from arena.models import (
     SnapshotTick,
     SystemEvent,
 )
-from arena.schedules import schedules_sync
 from arena.selectors.status import next_run
+from arena.services.schedule import schedules_sync
 from arena.views.info import METHODOLOGY_PATH, PROMPT_DIR, PROMPT_FILES
 from markets.models import MarketSyncRun
 from tests.arena.factories import AgentFactory, CohortFactory

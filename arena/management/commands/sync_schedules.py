@@ -2,7 +2,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from arena.schedules import schedules_sync
+from arena.services.schedule import schedules_sync
 
 
 class Command(BaseCommand):
