@@ -221,3 +221,18 @@ def celery_worker_on_redis(settings: Any) -> Iterator[Any]:
     assert not app.conf.task_always_eager, "Celery tests never run eager"
     with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10) as worker:
         yield worker
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """On PostgreSQL, the test connections commit without waiting for the WAL to reach the
+    disk (`synchronous_commit=off`): a crash of the test server loses nothing a test needs, and
+    every commit, flush and TRUNCATE of the suite stops paying for a disk flush. What a test
+    sees is unchanged: visibility, locks and constraints behave the same."""
+    from django.db import connections
+
+    for alias in connections:
+        database = connections.settings[alias]
+        if database["ENGINE"] == "django.db.backends.postgresql":
+            options = database.setdefault("OPTIONS", {})
+            options["options"] = f"{options.get('options', '')} -c synchronous_commit=off".strip()
