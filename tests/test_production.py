@@ -21,7 +21,7 @@ from django.test import Client
 from django.test.utils import override_settings
 from django.urls import NoReverseMatch, reverse
 
-import forecaster.settings as settings_module
+from forecaster import environment
 from tests.page_world import World, build_world
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +48,7 @@ class Run:
 
 def manage(*args: str, static_root: Path, database: Path) -> Run:
     """Run manage.py in a fresh process with production variables and this STATIC_ROOT."""
-    base = {k: v for k, v in os.environ.items() if k not in set(settings_module.env.dump())}
+    base = {k: v for k, v in os.environ.items() if k not in set(environment.variable_names())}
     done = subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
