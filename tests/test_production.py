@@ -28,6 +28,10 @@ from forecaster import environment
 from tests.in_process import collected_static_root, manage_in_process
 from tests.page_world import World, build_world
 
+# Rendering with DEBUG off and the start-up checks test the site's own files, not the
+# database's behaviour: the first (SQLite) pass runs them, the second does not (tests/conftest.py).
+pytestmark = pytest.mark.one_pass
+
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCTION = {
     "DEBUG": "0",
@@ -124,6 +128,10 @@ INFO_PAGES = ("arena:methodology", "arena:status", "arena:about")
 # ------------------------------------------------------------------------ start-up checks
 
 
+@pytest.mark.drill
+@pytest.mark.slow(
+    reason="a fresh manage.py process, as start-up is: it imports Django and every app"
+)
 def test_collectstatic_then_the_deploy_check_passes(collected: Path, tmp_path: Path) -> None:
     run = manage(
         "check", "--deploy", "--fail-level", "WARNING",

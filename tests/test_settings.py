@@ -230,6 +230,7 @@ def test_production_may_run_offline_agents_when_asked_on_purpose(collected: Path
 # ------------------------------------------- smoke: manage.py reads the process's environment
 
 
+@pytest.mark.drill
 def test_smoke_a_malformed_variable_stops_manage_py_naming_every_one(runs: dict[str, Run]) -> None:
     run = runs["two malformed"]
     assert run.returncode != 0
@@ -238,6 +239,7 @@ def test_smoke_a_malformed_variable_stops_manage_py_naming_every_one(runs: dict[
     assert "REDIS_URL='mysql://y': not a URL with scheme redis/rediss and a host" in run.stderr
 
 
+@pytest.mark.drill
 def test_smoke_production_without_an_openrouter_key_stops_manage_py(runs: dict[str, Run]) -> None:
     run = runs["production without a key"]
     assert run.returncode != 0
@@ -246,6 +248,7 @@ def test_smoke_production_without_an_openrouter_key_stops_manage_py(runs: dict[s
     assert "OFFLINE_AGENTS=1" in run.stderr
 
 
+@pytest.mark.drill
 def test_smoke_manage_py_starts_with_the_embedded_default(runs: dict[str, Run]) -> None:
     run = runs["embedded default"]
     assert run.returncode == 0, run.stderr
