@@ -8,11 +8,13 @@ from django.conf import settings
 from django.contrib.staticfiles.storage import ManifestFilesMixin, staticfiles_storage
 from django.core.checks import Error, Tags, register
 
+from forecaster.environment import DEV_SECRET_KEY
+
 
 @register(Tags.security)
 def check_secret_key_is_not_the_dev_default(**kwargs: Any) -> list[Error]:
     """Refuse the embedded development key whenever DEBUG is off (runs on every start)."""
-    if not settings.DEBUG and settings.SECRET_KEY == settings.DEV_SECRET_KEY:
+    if not settings.DEBUG and settings.SECRET_KEY == DEV_SECRET_KEY:
         return [
             Error(
                 "SECRET_KEY is the development default while DEBUG is off.",

@@ -15,14 +15,15 @@ import yaml
 from celery import Celery
 from django.conf import settings
 
+from forecaster import environment
+
 ROOT = Path(settings.BASE_DIR)
 PYPROJECT = ROOT / "pyproject.toml"
 RUNBOOK = (ROOT / "docs" / "deploy.md").read_text()
-SETTINGS_SOURCE = (ROOT / "forecaster" / "settings.py").read_text()
 COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "compose.yaml").read_text())
 SERVICES: dict[str, Any] = COMPOSE["services"]
 
-# What forecaster/settings.py needs set when DEBUG=0 (its docstring and README's production
+# What forecaster/environment.py needs set when DEBUG=0 (its docstring and README's production
 # steps): without these the site refuses hosts, runs tasks in-process, or calls no model.
 PRODUCTION_REQUIRED = {
     "DEBUG",
@@ -61,7 +62,7 @@ def is_beat(words: list[str]) -> bool:
 
 
 def settings_read_from_environment() -> set[str]:
-    return set(re.findall(r"\benv\.\w+\(\s*\"([A-Z][A-Z0-9_]*)\"", SETTINGS_SOURCE))
+    return set(environment.variable_names())
 
 
 def test_every_process_the_runbook_names_is_in_the_procfile_and_compose() -> None:

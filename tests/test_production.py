@@ -1,9 +1,11 @@
 """Production serves collected static files: with DEBUG=0 the storage is whitenoise's manifest
 storage, so every page links hashed file names that `collectstatic` wrote to STATIC_ROOT.
 
-`collectstatic` runs once for the module, in its own process with production variables. Then
-the checks run in fresh processes (settings are read once per process), and the pages render
-in this one with DEBUG off and the manifest storage, over a small world of rows.
+`collectstatic` runs once, in this process with DEBUG=0 (tests/in_process.py). The deploy check
+then runs in a fresh process with production variables, as start-up does; the checks that stop
+start-up before `collectstatic` run in this process, with the settings those variables make.
+The pages render in this process with DEBUG off and the manifest storage, over a small world
+of rows.
 """
 
 from __future__ import annotations
@@ -17,12 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from django.core.management.base import SystemCheckError
 from django.test import Client
 from django.test.utils import override_settings
 from django.urls import NoReverseMatch, reverse
 
-import forecaster.settings as settings_module
+from forecaster import environment
+from tests.in_process import collected_static_root, manage_in_process
 from tests.page_world import World, build_world
+
+# Rendering with DEBUG off and the start-up checks test the site's own files, not the
+# database's behaviour: the first (SQLite) pass runs them, the second does not (tests/conftest.py).
+pytestmark = pytest.mark.one_pass
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCTION = {
@@ -48,7 +56,7 @@ class Run:
 
 def manage(*args: str, static_root: Path, database: Path) -> Run:
     """Run manage.py in a fresh process with production variables and this STATIC_ROOT."""
-    base = {k: v for k, v in os.environ.items() if k not in set(settings_module.env.dump())}
+    base = {k: v for k, v in os.environ.items() if k not in set(environment.variable_names())}
     done = subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
@@ -68,10 +76,7 @@ def manage(*args: str, static_root: Path, database: Path) -> Run:
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Return a STATIC_ROOT that `collectstatic --noinput` filled with DEBUG=0."""
-    static_root = tmp_path_factory.mktemp("staticfiles")
-    database = tmp_path_factory.mktemp("db") / "db.sqlite3"
-    run = manage("collectstatic", "--noinput", static_root=static_root, database=database)
-    assert run.returncode == 0, run.stderr
+    static_root = collected_static_root(tmp_path_factory)
     assert (static_root / "staticfiles.json").exists()
     return static_root
 
@@ -123,6 +128,10 @@ INFO_PAGES = ("arena:methodology", "arena:status", "arena:about")
 # ------------------------------------------------------------------------ start-up checks
 
 
+@pytest.mark.drill
+@pytest.mark.slow(
+    reason="a fresh manage.py process, as start-up is: it imports Django and every app"
+)
 def test_collectstatic_then_the_deploy_check_passes(collected: Path, tmp_path: Path) -> None:
     run = manage(
         "check", "--deploy", "--fail-level", "WARNING",
@@ -136,20 +145,19 @@ def test_debug_off_without_collectstatic_stops_start_up_naming_collectstatic(
     tmp_path: Path,
 ) -> None:
     empty = tmp_path / "staticfiles"
-    run = manage("check", static_root=empty, database=tmp_path / "db.sqlite3")
-    assert run.returncode != 0
-    assert "forecaster.E002" in run.stderr
-    assert "Static files are not collected" in run.stderr
-    assert "manage.py collectstatic --noinput" in run.stderr
+    with pytest.raises(SystemCheckError) as stopped:
+        manage_in_process("check", environ={**PRODUCTION, "STATIC_ROOT": str(empty)})
+    assert "forecaster.E002" in str(stopped.value)
+    assert "Static files are not collected" in str(stopped.value)
+    assert "manage.py collectstatic --noinput" in str(stopped.value)
 
 
-def test_migrate_also_refuses_to_run_before_collectstatic(tmp_path: Path) -> None:
-    """Every command but collectstatic runs the check, so the README's order is the one."""
-    run = manage(
-        "migrate", "--noinput", static_root=tmp_path / "static", database=tmp_path / "db.sqlite3"
-    )
-    assert run.returncode != 0
-    assert "forecaster.E002" in run.stderr
+def test_migrate_also_refuses_to_run_before_collectstatic(db: None, tmp_path: Path) -> None:
+    """Every command but collectstatic runs the check, so the README's order is the one.
+    (migrate's checks also look at the database, so the test may reach it, as the command may.)"""
+    environ = {**PRODUCTION, "STATIC_ROOT": str(tmp_path / "static")}
+    with pytest.raises(SystemCheckError, match=r"forecaster\.E002"):
+        manage_in_process("migrate", "--noinput", environ=environ)
 
 
 # ----------------------------------------------------------------------------- the pages

@@ -1,8 +1,11 @@
-"""Settings fail loudly: a bad environment stops `manage.py` at start-up, naming the variable.
+"""Settings fail loudly: a bad environment stops start-up, naming the variable.
 
-Settings are read once per process, so each case runs `manage.py check` in a fresh one; the
-cases run a few at a time to keep the module fast. Every variable the settings read has a
-malformed case here, or is listed as free text (any value is a valid one).
+forecaster/environment.py's `read_environment` reads and checks the environment, so each case
+calls it with the case's variables, in this process. The cases about Django's system checks
+run the settings module and the check in this process too (tests/in_process.py). A few smoke
+tests start real `manage.py` processes, to show that start-up reads the process's environment
+through that function. Every variable the settings read has a malformed case here, or is
+listed as free text (any value is a valid one).
 """
 
 from __future__ import annotations
@@ -18,12 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import SystemCheckError
 
-import forecaster.settings as settings_module
+from forecaster import environment
+from tests.in_process import collected_static_root, manage_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
-# Every variable the settings read (settings_module.env knows them), plus Django's own.
-SETTINGS_VARIABLES = ("DJANGO_SETTINGS_MODULE", *settings_module.env.dump())
+# Every variable the settings read, plus Django's own.
+SETTINGS_VARIABLES = ("DJANGO_SETTINGS_MODULE", *environment.variable_names())
 # Any value of these is a valid one: there is nothing to call malformed.
 FREE_TEXT = {"SECRET_KEY", "ALLOWED_HOSTS", "OPENROUTER_API_KEY", "OPENROUTER_APP_NAME"}
 MALFORMED = (
@@ -81,25 +87,11 @@ SHOW = (
     "print('offline agents:', s.OFFLINE_AGENTS, 'key:', bool(s.OPENROUTER_API_KEY)); "
     "print('retries:', s.HTTP_MAX_RETRIES, 'hosts:', s.ALLOWED_HOSTS, 'redis:', repr(s.REDIS_URL))",
 )
-# Each case: (manage.py arguments, the settings variables set).
-CASES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
-    **{f"{name}={value}": (("check",), {name: value}) for name, value in MALFORMED},
+# The smoke tests' processes: (manage.py arguments, the settings variables set).
+PROCESSES: dict[str, tuple[tuple[str, ...], dict[str, str]]] = {
     "two malformed": (("check",), {"HTTP_MAX_RETRIES": "x", "REDIS_URL": "mysql://y"}),
-    "outside window backwards": (("check",), {"OUTSIDE_WINDOW_CLOSES_MINUTES": "3"}),
-    "blank is unset": (SHOW, {"HTTP_MAX_RETRIES": " ", "ALLOWED_HOSTS": "", "REDIS_URL": ""}),
-    "dev key": (("check",), {"DEBUG": "0", "OPENROUTER_API_KEY": "x"}),
-    "production": (DEPLOY_CHECK, PRODUCTION),
     "production without a key": (DEPLOY_CHECK, PRODUCTION_WITHOUT_KEY),
-    "production offline on purpose": (
-        DEPLOY_CHECK,
-        {**PRODUCTION_WITHOUT_KEY, "OFFLINE_AGENTS": "1"},
-    ),
-    "production OFFLINE_AGENTS=0": (
-        DEPLOY_CHECK,
-        {**PRODUCTION_WITHOUT_KEY, "OFFLINE_AGENTS": "0"},
-    ),
     "embedded default": (SHOW, {}),
-    "debug, offline agents refused": (("check",), {"OFFLINE_AGENTS": "0"}),
 }
 
 
@@ -124,111 +116,141 @@ def manage(*args: str, env: dict[str, str], base: dict[str, str]) -> Run:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    """Run every case's manage.py in its own fresh process; return the outcomes by case."""
+    """Run each smoke test's manage.py in its own fresh process; return the outcomes by name."""
     base = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES}
-    # DEBUG=0 serves collected static files only (forecaster.E002 otherwise): collect them once.
-    static_root = tmp_path_factory.mktemp("static")
-    collected = manage(
-        "collectstatic",
-        "--noinput",
-        env={**PRODUCTION, "STATIC_ROOT": str(static_root)},
-        base={**base, "DATABASE_URL": "sqlite:///:memory:"},
-    )
-    assert collected.returncode == 0, collected.stderr
     jobs = {}
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        for number, (case, (args, env)) in enumerate(CASES.items()):
+    with ThreadPoolExecutor(max_workers=len(PROCESSES)) as pool:
+        for number, (case, (args, env)) in enumerate(PROCESSES.items()):
             # Each on a throwaway SQLite file: never the real database.
             database = tmp_path_factory.mktemp(f"case{number}") / "db.sqlite3"
-            case_base = {
-                **base,
-                "DATABASE_URL": f"sqlite:///{database}",
-                "STATIC_ROOT": str(static_root),
-            }
+            case_base = {**base, "DATABASE_URL": f"sqlite:///{database}"}
             jobs[case] = pool.submit(manage, *args, env=env, base=case_base)
         return {case: job.result() for case, job in jobs.items()}
 
 
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """DEBUG=0 serves collected static files only (forecaster.E002 otherwise)."""
+    return collected_static_root(tmp_path_factory)
+
+
+def refusal(environ: dict[str, str]) -> str:
+    """Return the message start-up stops with under `environ` (failing if it would not stop)."""
+    with pytest.raises(ImproperlyConfigured) as refused:
+        environment.read_environment(environ)
+    return str(refused.value)
+
+
+# ------------------------------------------------------------------ the environment, read
+
+
 def test_every_variable_has_a_malformed_case_or_is_free_text() -> None:
-    read = set(settings_module.env.dump())
+    read = set(environment.variable_names())
     assert {name for name, _ in MALFORMED} | FREE_TEXT == read
 
 
 @pytest.mark.parametrize(("name", "value"), MALFORMED)
-def test_malformed_variable_stops_start_up_and_names_the_variable(
-    runs: dict[str, Run], name: str, value: str
-) -> None:
-    run = runs[f"{name}={value}"]
-    assert run.returncode != 0
-    assert "ImproperlyConfigured: malformed environment variables" in run.stderr
-    assert f"{name}={value!r}: " in run.stderr
+def test_malformed_variable_stops_start_up_and_names_the_variable(name: str, value: str) -> None:
+    message = refusal({name: value})
+    assert message.startswith("malformed environment variables")
+    assert f"{name}={value!r}: " in message
 
 
-def test_every_malformed_variable_is_named_at_once(runs: dict[str, Run]) -> None:
-    run = runs["two malformed"]
-    assert run.returncode != 0
-    assert "HTTP_MAX_RETRIES='x': Not a valid integer." in run.stderr
-    assert "REDIS_URL='mysql://y': not a URL with scheme redis/rediss and a host" in run.stderr
+def test_every_malformed_variable_is_named_at_once() -> None:
+    message = refusal({"HTTP_MAX_RETRIES": "x", "REDIS_URL": "mysql://y"})
+    assert "HTTP_MAX_RETRIES='x': Not a valid integer." in message
+    assert "REDIS_URL='mysql://y': not a URL with scheme redis/rediss and a host" in message
 
 
-def test_a_blank_variable_counts_as_unset(runs: dict[str, Run]) -> None:
-    run = runs["blank is unset"]
-    assert run.returncode == 0, run.stderr
-    assert "retries: 3 hosts: ['127.0.0.1', 'localhost', 'testserver'] redis: ''" in run.stdout
+def test_a_blank_variable_counts_as_unset() -> None:
+    read = environment.read_environment(
+        {"HTTP_MAX_RETRIES": " ", "ALLOWED_HOSTS": "", "REDIS_URL": ""}
+    )
+    assert read.http_max_retries == 3
+    assert read.allowed_hosts == ["127.0.0.1", "localhost", "testserver"]
+    assert read.redis_url == ""
 
 
-def test_debug_off_with_the_development_secret_key_fails_the_check(runs: dict[str, Run]) -> None:
-    run = runs["dev key"]
-    assert run.returncode != 0
-    assert "forecaster.E001" in run.stderr
+def test_an_outside_window_that_closes_before_it_opens_stops_start_up() -> None:
+    message = refusal({"OUTSIDE_WINDOW_CLOSES_MINUTES": "3"})
+    assert "decision window must open before it closes" in message
+    assert "OUTSIDE_WINDOW_CLOSES_MINUTES=3" in message
 
 
-def test_an_outside_window_that_closes_before_it_opens_stops_start_up(
-    runs: dict[str, Run],
-) -> None:
-    run = runs["outside window backwards"]
-    assert run.returncode != 0
-    assert "decision window must open before it closes" in run.stderr
-    assert "OUTSIDE_WINDOW_CLOSES_MINUTES=3" in run.stderr
-
-
-def test_production_settings_pass_the_deploy_check(runs: dict[str, Run]) -> None:
-    run = runs["production"]
-    assert run.returncode == 0, run.stderr
-    assert "System check identified no issues" in run.stdout
-
-
-@pytest.mark.parametrize("case", ["production without a key", "production OFFLINE_AGENTS=0"])
-def test_production_without_an_openrouter_key_refuses_to_start(
-    runs: dict[str, Run], case: str
-) -> None:
+@pytest.mark.parametrize(
+    "environ",
+    [PRODUCTION_WITHOUT_KEY, {**PRODUCTION_WITHOUT_KEY, "OFFLINE_AGENTS": "0"}],
+    ids=["production without a key", "production OFFLINE_AGENTS=0"],
+)
+def test_production_without_an_openrouter_key_refuses_to_start(environ: dict[str, str]) -> None:
     """Offline stand-ins must never be benchmarked in production by accident."""
-    run = runs[case]
-    assert run.returncode != 0
-    assert "ImproperlyConfigured" in run.stderr
-    assert "OPENROUTER_API_KEY is not set" in run.stderr
-    assert "OFFLINE_AGENTS=1" in run.stderr  # how to opt in
+    message = refusal(environ)
+    assert "OPENROUTER_API_KEY is not set" in message
+    assert "OFFLINE_AGENTS=1" in message  # how to opt in
 
 
-def test_production_may_run_offline_agents_when_asked_on_purpose(runs: dict[str, Run]) -> None:
-    run = runs["production offline on purpose"]
-    assert run.returncode == 0, run.stderr
-    assert "System check identified no issues" in run.stdout
+def test_the_embedded_default_runs_offline_agents_without_a_key() -> None:
+    read = environment.read_environment({})
+    assert read.offline_agents is True
+    assert not read.openrouter_api_key
 
 
-def test_the_embedded_default_runs_offline_agents_without_a_key(runs: dict[str, Run]) -> None:
-    run = runs["embedded default"]
-    assert run.returncode == 0, run.stderr
-    assert "offline agents: True key: False" in run.stdout
-
-
-def test_offline_agents_can_be_refused_with_debug_on(runs: dict[str, Run]) -> None:
-    run = runs["debug, offline agents refused"]
-    assert run.returncode != 0
-    assert "OPENROUTER_API_KEY is not set" in run.stderr
+def test_offline_agents_can_be_refused_with_debug_on() -> None:
+    assert "OPENROUTER_API_KEY is not set" in refusal({"OFFLINE_AGENTS": "0"})
 
 
 def test_the_readme_table_lists_every_variable_the_settings_read() -> None:
     readme = (ROOT / "README.md").read_text()
     listed = set(re.findall(r"^\| `([A-Z_]+)` \|", readme, flags=re.M))
-    assert set(settings_module.env.dump()) <= listed
+    assert set(environment.variable_names()) <= listed
+
+
+# ----------------------------------------------------- Django's system checks on the settings
+
+
+def test_debug_off_with_the_development_secret_key_fails_the_check(collected: Path) -> None:
+    environ = {"DEBUG": "0", "OPENROUTER_API_KEY": "x", "STATIC_ROOT": str(collected)}
+    with pytest.raises(SystemCheckError, match=r"forecaster\.E001"):
+        manage_in_process("check", environ=environ)
+
+
+def test_production_settings_pass_the_deploy_check(collected: Path) -> None:
+    printed = manage_in_process(
+        *DEPLOY_CHECK, environ={**PRODUCTION, "STATIC_ROOT": str(collected)}
+    )
+    assert "System check identified no issues" in printed
+
+
+def test_production_may_run_offline_agents_when_asked_on_purpose(collected: Path) -> None:
+    environ = {**PRODUCTION_WITHOUT_KEY, "OFFLINE_AGENTS": "1", "STATIC_ROOT": str(collected)}
+    printed = manage_in_process(*DEPLOY_CHECK, environ=environ)
+    assert "System check identified no issues" in printed
+
+
+# ------------------------------------------- smoke: manage.py reads the process's environment
+
+
+@pytest.mark.drill
+def test_smoke_a_malformed_variable_stops_manage_py_naming_every_one(runs: dict[str, Run]) -> None:
+    run = runs["two malformed"]
+    assert run.returncode != 0
+    assert "ImproperlyConfigured: malformed environment variables" in run.stderr
+    assert "HTTP_MAX_RETRIES='x': Not a valid integer." in run.stderr
+    assert "REDIS_URL='mysql://y': not a URL with scheme redis/rediss and a host" in run.stderr
+
+
+@pytest.mark.drill
+def test_smoke_production_without_an_openrouter_key_stops_manage_py(runs: dict[str, Run]) -> None:
+    run = runs["production without a key"]
+    assert run.returncode != 0
+    assert "ImproperlyConfigured" in run.stderr
+    assert "OPENROUTER_API_KEY is not set" in run.stderr
+    assert "OFFLINE_AGENTS=1" in run.stderr
+
+
+@pytest.mark.drill
+def test_smoke_manage_py_starts_with_the_embedded_default(runs: dict[str, Run]) -> None:
+    run = runs["embedded default"]
+    assert run.returncode == 0, run.stderr
+    assert "offline agents: True key: False" in run.stdout
+    assert "retries: 3 hosts: ['127.0.0.1', 'localhost', 'testserver'] redis: ''" in run.stdout
