@@ -107,6 +107,7 @@ def test_the_lock_pins_every_declared_dependency_to_one_version() -> None:
     assert normalised <= set(pinned), f"missing from the lock: {normalised - set(pinned)}"
 
 
+@pytest.mark.drill  # the real pip-audit, in a process of its own
 def test_no_connection_at_all_is_reported_as_not_audited_by_the_real_pip_audit() -> None:
     """With every connection refused (a proxy on a closed port), pip-audit raises instead of
     reporting; the audit says NOT AUDITED and does not fail `make test`."""

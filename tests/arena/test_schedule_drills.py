@@ -421,6 +421,7 @@ def broker_at(url: str) -> Iterator[None]:
 @on_postgresql
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 @pytest.mark.celery_worker
+@pytest.mark.drill  # celery and redis-server processes
 def test_redis_down_when_sunday_fires_then_back_the_missed_run_happens_once(
     settings: Any, time_machine: Any, tmp_path: Path
 ) -> None:
@@ -565,6 +566,7 @@ def chains_finished(week: date) -> bool:
 @on_postgresql
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 @pytest.mark.celery_worker
+@pytest.mark.drill  # celery and redis-server processes
 def test_start_and_run_delivered_twice_at_once_make_one_cohort_and_one_decision_per_agent(
     empty_broker: str, tmp_path: Path
 ) -> None:
@@ -613,6 +615,7 @@ def drained(broker: str) -> bool:
 @on_postgresql
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 @pytest.mark.celery_worker
+@pytest.mark.drill  # celery and redis-server processes
 def test_two_beats_firing_the_weekly_schedules_again_and_again_make_one_cohort_and_one_run(
     empty_broker: str, tmp_path: Path
 ) -> None:

@@ -48,6 +48,7 @@ def worker_drill(test: Callable[..., None]) -> Callable[..., None]:
         needs_worker_processes,
         pytest.mark.django_db(transaction=True, serialized_rollback=True),
         pytest.mark.celery_worker,
+        pytest.mark.drill,
     )
     for mark in marks:
         test = mark(test)

@@ -35,6 +35,8 @@ pytestmark = [
     # See conftest.py: the data is the module's, committed. serialized_rollback makes the
     # test database keep a copy of the seeded lineup, which the module puts back at its end.
     pytest.mark.django_db(serialized_rollback=True),
+    pytest.mark.drill,  # a chromium process
+    pytest.mark.one_pass,  # the pages' rendering, the same on either database
 ]
 
 VIEWPORTS = {"desktop": (1280, 900), "phone": (390, 844)}
