@@ -398,20 +398,6 @@ def has_year(weeks: int) -> bool:
     )
 
 
-def clear() -> None:
-    """Empty the arena's and the catalogue's tables (the lineup, a migration's seed, stays)."""
-    from django.apps import apps
-    from django.db import connection
-
-    tables = [
-        model._meta.db_table
-        for label in ("arena", "markets")
-        for model in apps.get_app_config(label).get_models()
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
-
-
 def data_counts() -> dict[str, int]:
     from django.db.models import Count, Q
 
@@ -621,10 +607,7 @@ def main() -> None:
     call_command("migrate", verbosity=0, interactive=False)
     generated: dict[str, Any] | None = None
     if args.regenerate or not has_year(args.weeks):
-        if postgres:
-            clear()
-        else:
-            year.clear()
+        year.clear()
         print(f"writing {args.weeks} weeks of data …", flush=True)
         generated = generate(weeks=args.weeks)
     print("Leaderboard analytics, in-process, on a generated year")

@@ -117,24 +117,6 @@ def _long_agent_ready() -> bool:
     return last is not None and last.brier_score is not None
 
 
-def clear() -> None:
-    """Empty the arena's and the catalogue's tables (the lineup stays), as pages.py's `clear`
-    does, and whatever refers to them (tables pages.py's own list does not name)."""
-    from django.apps import apps
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        year.clear()
-        return
-    tables = [
-        model._meta.db_table
-        for label in ("arena", "markets")
-        for model in apps.get_app_config(label).get_models()
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
-
-
 def extend_long_agent() -> int:
     """Carry the long agent's snapshots on, every 10 minutes, to the year's last slot; return
     the rows written. Its value keeps wandering around where its cohort left it; its running
@@ -452,7 +434,7 @@ def main() -> None:
     call_command("migrate", verbosity=0, interactive=False)
     written: list[str] = []
     if args.regenerate or not year.has_year(WEEKS) or not _long_agent_ready():
-        clear()
+        year.clear()
         print(f"writing {WEEKS} weeks of data (bench/pages.py's generator) …", flush=True)
         generated = year.generate(weeks=WEEKS)
         written.append(f"the year in {generated['seconds']} s")

@@ -837,21 +837,30 @@ def has_year(weeks: int) -> bool:
 
 
 def clear() -> None:
-    """Remove everything the generator writes (the lineup, a migration's seed, stays)."""
+    """Remove everything the generator writes: every table of the arena's and the catalogue's
+    models, read from the models so that a table a migration adds is emptied too. The lineup
+    (agents' table, a migration's seed) stays; a proxy model names its concrete model's table
+    (the outside agents are lineup rows), so proxies are left out."""
+    from django.apps import apps
     from django.db import connection, transaction
 
-    tables = [
-        "arena_datarelease", "arena_resolutioncheck", "arena_determinismcheck", "arena_systemevent",
-        "arena_snapshottick", "arena_portfoliosnapshot", "arena_trade", "arena_position",
-        "arena_decisionattempt",
-        "arena_decision", "arena_agent", "arena_cohort", "arena_snapshotmarket",
-        "arena_decisionrun", "markets_marketsyncrun", "markets_market",
-    ]  # fmt: skip
+    tables = sorted(
+        {
+            model._meta.db_table
+            for label in ("arena", "markets")
+            for model in apps.get_app_config(label).get_models()
+            if model._meta.managed and not model._meta.proxy
+        }
+    )
+    quoted = [connection.ops.quote_name(table) for table in tables]
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY")
+            # No CASCADE: a table outside this list that refers to one of them stops the
+            # clear rather than being emptied unasked.
+            cursor.execute(f"TRUNCATE {', '.join(quoted)} RESTART IDENTITY")
         else:
-            for table in tables:
+            # SQLite checks foreign keys at the commit, so the order does not matter.
+            for table in quoted:
                 cursor.execute(f"DELETE FROM {table}")  # noqa: S608 — our own table names
 
 

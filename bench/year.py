@@ -247,6 +247,8 @@ def table_rows() -> list[tuple[str, int]]:
     with connection.cursor() as cursor:
         for label in ("arena", "markets", "agents"):
             for model in apps.get_app_config(label).get_models():
+                if model._meta.proxy:
+                    continue  # its concrete model's table, counted with that model
                 table = model._meta.db_table
                 cursor.execute(f"SELECT count(*) FROM {connection.ops.quote_name(table)}")  # noqa: S608 — our own table names
                 counts.append((table, cursor.fetchone()[0]))
