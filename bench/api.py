@@ -12,8 +12,8 @@ reuses its year; --regenerate writes it again, --drop drops it at the end).
 The year is `bench/pages.py`'s (52 weekly cohorts of the whole lineup, trades and Brier-scored
 bets, ~1.9 M ten-minute snapshots; see its docstring), written by its own generator, plus one
 long-running agent: the first LLM agent of cohort 1 gets a snapshot every 10 minutes from its
-cohort's start to the end of the year (~52,000 rows), so "a one-year series for one agent" has
-a year to read.
+cohort's start to the end of the year (~52,000 rows, its rollup rebuilt with them), so "a
+one-year series for one agent" has a year to read.
 
 Measured through the real request path, in-process with Django's test Client (middleware,
 ninja, schemas, the ETag hash), DEBUG off and the API's rate limit off (`API_RATE_LIMIT=0`):
@@ -126,6 +126,7 @@ def extend_long_agent() -> int:
     from django.db.models import Max
 
     from arena.models import PortfolioSnapshot
+    from arena.services.rollup import rollup_rebuild
 
     agent = long_agent()
     last = agent.snapshots.order_by("-snapshot_timestamp").first()
@@ -153,6 +154,7 @@ def extend_long_agent() -> int:
               "created_at"]  # fmt: skip
     with transaction.atomic():
         written = year.Writer(PortfolioSnapshot, fields, now_text=ts(end)).write(rows())
+    rollup_rebuild(agent_ids=[agent.pk])  # the rows went in past the tick that keeps it
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {PortfolioSnapshot._meta.db_table}")
     return written

@@ -21,7 +21,9 @@ The year, written with COPY on PostgreSQL (executemany on SQLite), ids assigned 
   unparseable first answer) and 0–4 bets (a few rejected), some sells, positions settled at
   their market's resolution, bets scored with Brier;
 - a portfolio snapshot every 10 minutes for every agent while its cohort runs (~2 M rows for
-  52 cohorts × 9 agents × ~4 weeks), a SnapshotTick per slot, a market sync every 5 minutes,
+  52 cohorts × 9 agents × ~4 weeks), their hourly and daily rollup rebuilt from them
+  (`rollup_rebuild`, which every tick keeps in production and the charts read), a
+  SnapshotTick per slot, a market sync every 5 minutes,
   a resolution check every 30, the operations record (runs, cohorts, settlements) and a few
   determinism checks.
 
@@ -347,6 +349,7 @@ def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
         SystemEvent,
         Trade,
     )
+    from arena.services.rollup import rollup_rebuild
     from markets.models import Market, MarketSyncRun
 
     clock = time.perf_counter()
@@ -678,6 +681,9 @@ def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
             with connection.cursor() as cursor:
                 for statement in connection.ops.sequence_reset_sql(no_style(), models):
                     cursor.execute(statement)
+    # The snapshots went in past the tick, which keeps their rollup: rebuilt as
+    # `manage.py rebuild_snapshot_rollup` does, so the charts read what production reads.
+    counts["AgentSnapshotRollup"] = rollup_rebuild()
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # as autovacuum would have after a year
     return {**counts, "seconds": round(time.perf_counter() - clock, 1)}
