@@ -258,10 +258,12 @@ class Ledger:
     open: dict[int, dict[str, Any]] = field(default_factory=dict)  # position pk -> position
 
 
-def _markets(rng: random.Random, *, first: datetime, now: datetime) -> list[FakeMarket]:
+def _markets(
+    rng: random.Random, *, first: datetime, now: datetime, count: int = CATALOGUE
+) -> list[FakeMarket]:
     markets = []
     span = (now + timedelta(weeks=16) - first).total_seconds()
-    for pk in range(1, CATALOGUE + 1):
+    for pk in range(1, count + 1):
         if rng.random() < 0.85:
             outcomes = ["Yes", "No"]
             yes = Decimal(rng.randint(2, 98)) / 100
@@ -327,8 +329,9 @@ def _market_line(m: FakeMarket) -> str:
     return " | ".join([*cells, prices])
 
 
-def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
-    """Write the year (module docstring); return counts and timings."""
+def generate(*, weeks: int, seed: int = 7, catalogue: int = CATALOGUE) -> dict[str, Any]:
+    """Write the year (module docstring) with a catalogue of `catalogue` markets; return
+    counts and timings."""
     from django.core.management.color import no_style
     from django.db import connection, transaction
     from django.utils import timezone
@@ -363,7 +366,7 @@ def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
     first = last_sunday - timedelta(weeks=weeks - 1)
     now_text = ts(now)
     lineup = list(BenchmarkModel.objects.filter(active=True).order_by("-kind", "display_order"))
-    markets = _markets(rng, first=first, now=now)
+    markets = _markets(rng, first=first, now=now, count=catalogue)
     by_volume = sorted(markets, key=lambda m: -m.volume)
     counts: dict[str, Any] = {}
 
@@ -406,7 +409,7 @@ def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
             universes.append(universe)
             run_rows.append(
                 (w + 1, started.date(), ts(started), ts(started + timedelta(minutes=25)),
-                 "gamma", len(universe), f"synced {CATALOGUE} markets")
+                 "gamma", len(universe), f"synced {catalogue} markets")
             )  # fmt: skip
             for rank, m in enumerate(universe, start=1):
                 snapshot_rows.append(
@@ -903,8 +906,8 @@ class Result:
         return ordered[math.ceil(0.95 * len(ordered)) - 1]  # nearest rank
 
 
-def pages() -> list[Page]:
-    """Every public page, on the data's heaviest objects."""
+def pages(ranges: tuple[str, ...] = RANGES) -> list[Page]:
+    """Every public page, on the data's heaviest objects; the chart pages at each of `ranges`."""
     from django.db.models import Count
 
     from agents.models import BenchmarkModel
@@ -945,7 +948,7 @@ def pages() -> list[Page]:
         Page("cohorts", "arena:cohorts"),
     ]
     for cohort, when in ((old, "oldest"), (recent, "newest")):
-        for key in RANGES:
+        for key in ranges:
             result.append(
                 Page(f"cohort {cohort.number} ({when}) {key}", "arena:cohort", (cohort.number,),
                      f"range={key}")
@@ -960,7 +963,7 @@ def pages() -> list[Page]:
              (market.polymarket_id,)),
         Page("models", "arena:models"),
     ]  # fmt: skip
-    for key in RANGES:
+    for key in ranges:
         result.append(
             Page(f"model {model.internal_id} {key}", "arena:model", (model.internal_id,),
                  f"range={key}")
@@ -973,7 +976,9 @@ def pages() -> list[Page]:
     return result
 
 
-def measure(page: Page, *, requests: int) -> Result:
+def measure(page: Page, *, requests: int, warmups: int = WARMUPS) -> Result:
+    """Time `requests` GETs of `page` after `warmups` untimed ones, then count the queries of
+    one more; a page stops at its first answer that is not 200."""
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
@@ -988,16 +993,18 @@ def measure(page: Page, *, requests: int) -> Result:
     if page.query:
         result.url += "?" + page.query
     client = Client()
-    for _ in range(WARMUPS):
-        response = client.get(result.url)
-    result.status = response.status_code
-    if response.status_code != 200:
-        return result
+    for _ in range(warmups):
+        result.status = client.get(result.url).status_code
+        if result.status != 200:
+            return result
     for _ in range(requests):
         cpu, clock = time.process_time(), time.perf_counter()
         response = client.get(result.url)
         result.times_ms.append((time.perf_counter() - clock) * 1000)
         result.cpu_ms.append((time.process_time() - cpu) * 1000)
+        result.status = response.status_code
+        if result.status != 200:
+            return result
     result.bytes = len(response.content)
     with CaptureQueriesContext(connection) as captured:
         client.get(result.url)
@@ -1076,6 +1083,70 @@ def table_counts() -> str:
     return ", ".join(f"{n:,} {label}" for label, n in parts)
 
 
+def run(
+    *,
+    weeks: int,
+    requests: int,
+    regenerate: bool = False,
+    only: str = "",
+    catalogue: int = CATALOGUE,
+    warmups: int = WARMUPS,
+    ranges: tuple[str, ...] = RANGES,
+) -> tuple[list[Result], list[Result]]:
+    """On the database Django is set up with (migrated): write the year unless it is there,
+    then measure and print every page; return the pages over budget and those that failed.
+    The keywords after `only` shrink the run (the catalogue, the warm-ups, the chart ranges)."""
+    generated: dict[str, Any] | None = None
+    if regenerate or not has_year(weeks):
+        clear()
+        print(f"writing {weeks} weeks of data …", flush=True)
+        generated = generate(weeks=weeks, catalogue=catalogue)
+    print("Server time per page (Django test Client, in-process), on a generated year")
+    for line in facts():
+        print(line)
+    print(f"data: {table_counts()}")
+    if generated is not None:
+        print(f"generated in {generated['seconds']} s")
+    else:
+        print("data reused (--regenerate writes it again)")
+    print(f"{warmups} warm-up requests, then {requests} timed; budget p95 < {BUDGET_MS:.0f} ms")
+    print()
+    header = (
+        f"{'page':<44} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>7} {'queries':>7} "
+        f"{'db ms':>6} {'KB':>5}"
+    )
+    print(header)
+    print("-" * len(header))
+    # As forecaster/wsgi.py does once the app is loaded: what lives as long as the process
+    # (here also the generator's leftovers, collected first) is kept out of the collector's
+    # full scans, which otherwise land on a few requests and make the p95.
+    gc.collect()
+    gc.freeze()
+    over: list[Result] = []
+    failed: list[Result] = []
+    for page in pages(ranges):
+        if only and only not in page.label:
+            continue
+        result = measure(page, requests=requests, warmups=warmups)
+        if result.missing:
+            print(f"{page.label:<44} {result.missing}")
+            continue
+        if result.status != 200:
+            print(f"{page.label:<44} HTTP {result.status} at {result.url}")
+            failed.append(result)
+            continue
+        flag = "  OVER" if result.p95 >= BUDGET_MS else ""
+        print(
+            f"{page.label:<44} {result.p50:>7.1f} {result.p95:>7.1f} {max(result.times_ms):>7.1f}"
+            f" {statistics.median(result.cpu_ms):>7.1f} {result.queries:>7} {result.query_ms:>6.0f}"
+            f" {result.bytes / 1024:>5.0f}{flag}",
+            flush=True,
+        )
+        if result.p95 >= BUDGET_MS:
+            over.append(result)
+    return over, failed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database", default=DEFAULT_URL, help="sqlite:///… or postgres://…")
@@ -1106,56 +1177,9 @@ def main() -> None:
     from django.db import connection
 
     call_command("migrate", verbosity=0, interactive=False)
-    generated: dict[str, Any] | None = None
-    if args.regenerate or not has_year(args.weeks):
-        clear()
-        print(f"writing {args.weeks} weeks of data …", flush=True)
-        generated = generate(weeks=args.weeks)
-    print("Server time per page (Django test Client, in-process), on a generated year")
-    for line in facts():
-        print(line)
-    print(f"data: {table_counts()}")
-    if generated is not None:
-        print(f"generated in {generated['seconds']} s")
-    else:
-        print("data reused (--regenerate writes it again)")
-    print(
-        f"{WARMUPS} warm-up requests, then {args.requests} timed; budget p95 < {BUDGET_MS:.0f} ms"
+    over, failed = run(
+        weeks=args.weeks, requests=args.requests, regenerate=args.regenerate, only=args.only
     )
-    print()
-    header = (
-        f"{'page':<44} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>7} {'queries':>7} "
-        f"{'db ms':>6} {'KB':>5}"
-    )
-    print(header)
-    print("-" * len(header))
-    # As forecaster/wsgi.py does once the app is loaded: what lives as long as the process
-    # (here also the generator's leftovers, collected first) is kept out of the collector's
-    # full scans, which otherwise land on a few requests and make the p95.
-    gc.collect()
-    gc.freeze()
-    over: list[Result] = []
-    failed: list[Result] = []
-    for page in pages():
-        if args.only and args.only not in page.label:
-            continue
-        result = measure(page, requests=args.requests)
-        if result.missing:
-            print(f"{page.label:<44} {result.missing}")
-            continue
-        if result.status != 200:
-            print(f"{page.label:<44} HTTP {result.status} at {result.url}")
-            failed.append(result)
-            continue
-        flag = "  OVER" if result.p95 >= BUDGET_MS else ""
-        print(
-            f"{page.label:<44} {result.p50:>7.1f} {result.p95:>7.1f} {max(result.times_ms):>7.1f}"
-            f" {statistics.median(result.cpu_ms):>7.1f} {result.queries:>7} {result.query_ms:>6.0f}"
-            f" {result.bytes / 1024:>5.0f}{flag}",
-            flush=True,
-        )
-        if result.p95 >= BUDGET_MS:
-            over.append(result)
     connection.close()
     print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.drop and postgres:
