@@ -121,6 +121,7 @@ def arena_tables() -> dict[str, Any]:
 # --- no database ----------------------------------------------------------------------------
 
 
+@pytest.mark.drill
 def test_harness_runs_a_child_on_its_database_and_reads_its_last_line(tmp_path: Path) -> None:
     script = tmp_path / "child.py"
     script.write_text(
@@ -260,6 +261,7 @@ def test_snapshot_tick_measures_the_tick_and_the_reads(
 
 
 @pytest.mark.django_db
+@pytest.mark.slow(reason="writes a week of the generated year, then 28 page requests: 1-2 s")
 def test_pages_writes_a_week_serves_every_page_and_clears_every_table(
     capsys: pytest.CaptureFixture[str], small_lineup: int
 ) -> None:
@@ -301,6 +303,7 @@ def test_pages_writes_a_week_serves_every_page_and_clears_every_table(
 
 
 @pytest.mark.django_db
+@pytest.mark.slow(reason="writes a week of the generated year, then 22 API requests: ~1 s")
 @pytest.mark.usefixtures("small_lineup")
 def test_api_measures_every_endpoint_and_the_export(capsys: pytest.CaptureFixture[str]) -> None:
     from arena.models import AgentSnapshotRollup
@@ -368,6 +371,7 @@ def test_analytics_measures_the_scored_bets_of_two_weeks(
 
 
 @pytest.mark.django_db
+@pytest.mark.slow(reason="decisions and ticks through the services, then 4 benches: 1-1.5 s")
 @pytest.mark.usefixtures("_snapshot_cache")
 def test_year_writes_through_the_services_resumes_and_measures(
     settings: Any, capsys: pytest.CaptureFixture[str], small_lineup: int
