@@ -129,11 +129,13 @@ class Book:
         self.due = keep
 
 
-def _catalogue(rng: random.Random, *, first: datetime, now: datetime) -> list[FakeMarket]:
+def _catalogue(
+    rng: random.Random, *, first: datetime, now: datetime, count: int = CATALOGUE
+) -> list[FakeMarket]:
     start = first - timedelta(weeks=1)
     span = (now + AHEAD - start).total_seconds()
     markets = []
-    for pk in range(1, CATALOGUE + 1):
+    for pk in range(1, count + 1):
         if rng.random() < 0.85:
             outcomes = ["Yes", "No"]
             yes = rng.betavariate(0.9, 0.9) * 0.94 + 0.03
@@ -191,8 +193,9 @@ def _choose(
     return index, belief[index]
 
 
-def generate(*, weeks: int, seed: int = 11) -> dict[str, Any]:
-    """Write the year (module docstring); return the rows written per table and the seconds."""
+def generate(*, weeks: int, seed: int = 11, catalogue: int = CATALOGUE) -> dict[str, Any]:
+    """Write the year (module docstring) with a catalogue of `catalogue` markets; return the
+    rows written per table and the seconds."""
     from django.core.management.color import no_style
     from django.db import connection, transaction
     from django.utils import timezone
@@ -213,7 +216,7 @@ def generate(*, weeks: int, seed: int = 11) -> dict[str, Any]:
     lineup = list(BenchmarkModel.objects.filter(active=True).order_by("-kind", "display_order"))
     llms = [m for m in lineup if not m.is_baseline]
     noise = {m.pk: LLM_NOISE[i % len(LLM_NOISE)] for i, m in enumerate(llms)}
-    markets = _catalogue(rng, first=first, now=now)
+    markets = _catalogue(rng, first=first, now=now, count=catalogue)
     counts: dict[str, Any] = {}
 
     def write(model: Any, columns: list[str], rows: Iterable[tuple[Any, ...]]) -> None:
@@ -398,20 +401,6 @@ def has_year(weeks: int) -> bool:
     )
 
 
-def clear() -> None:
-    """Empty the arena's and the catalogue's tables (the lineup, a migration's seed, stays)."""
-    from django.apps import apps
-    from django.db import connection
-
-    tables = [
-        model._meta.db_table
-        for label in ("arena", "markets")
-        for model in apps.get_app_config(label).get_models()
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
-
-
 def data_counts() -> dict[str, int]:
     from django.db.models import Count, Q
 
@@ -461,14 +450,20 @@ def _peak_growth_mb(call: Callable[[], Any]) -> float | None:
     return None
 
 
-def rss_child(scope: str) -> None:
-    """In the child process: print (as JSON) the peak RSS growth of one cold
-    `compute_analytics(cohorts=scope)`, the first call of a fresh process."""
+def rss_growth(scope: str) -> float | None:
+    """The peak RSS growth of one cold `compute_analytics(cohorts=scope)` in this process."""
     from django.db import connection
 
     module = _selectors()
     connection.ensure_connection()
-    growth = _peak_growth_mb(lambda: module.compute_analytics(cohorts=scope))
+    _clear_caches()
+    return _peak_growth_mb(lambda: module.compute_analytics(cohorts=scope))
+
+
+def rss_child(scope: str) -> None:
+    """In the child process: print (as JSON) the peak RSS growth of one cold
+    `compute_analytics(cohorts=scope)`, the first call of a fresh process."""
+    growth = rss_growth(scope)
     print(json.dumps({"growth": growth, "rss": _rss_mb()}))
 
 
@@ -584,6 +579,68 @@ def measure_models(module: Any) -> list[tuple[str, float, float]]:
     return rows
 
 
+def run(
+    *,
+    weeks: int,
+    runs: int,
+    rss: Callable[[str], float | None],
+    regenerate: bool = False,
+    catalogue: int = CATALOGUE,
+) -> list[str]:
+    """On the database Django is set up with (migrated): write the year unless it is there,
+    then measure and print the analytics, `rss(scope)` giving the peak RSS growth of a cold
+    `compute_analytics` in a fresh process (`measure_rss`); return what missed its budget."""
+    generated: dict[str, Any] | None = None
+    if regenerate or not has_year(weeks):
+        year.clear()
+        print(f"writing {weeks} weeks of data …", flush=True)
+        generated = generate(weeks=weeks, catalogue=catalogue)
+    print("Leaderboard analytics, in-process, on a generated year")
+    for line in year.facts():
+        print(line)
+    counts = data_counts()
+    print("data: " + ", ".join(f"{n:,} {label}" for label, n in counts.items()))
+    if generated is not None:
+        print(f"generated in {generated['seconds']} s")
+    else:
+        print("data reused (--regenerate writes it again)")
+    print(f"budget: compute_analytics median < {BUDGET_MS:.0f} ms (cache cleared before each run)")
+    print()
+
+    gc.collect()
+    over: list[str] = []
+    module = _selectors()
+    for scope in SCOPES:
+        label = f"compute_analytics(cohorts={scope!r})"
+        figures = measure_compute(module, scope, runs)
+        figures["growth"] = rss(scope)
+        growth = figures["growth"]
+        flag = "  OVER" if figures["median"] >= BUDGET_MS else ""
+        print(
+            f"{label:<40} best {figures['best']:.0f} ms, median {figures['median']:.0f} ms, "
+            f"worst {figures['worst']:.0f} ms ({runs} runs); {figures['queries']} queries "
+            f"({figures['db_ms']:.0f} ms in the database); peak RSS in a fresh process +"
+            + (f"{growth:.1f} MB" if growth is not None else "? (not measured)")
+            + flag,
+            flush=True,
+        )
+        print(f"{'':<40} returned {figures['summary']}")
+        if figures["median"] >= BUDGET_MS:
+            over.append(f"{label} median {figures['median']:.0f} ms >= {BUDGET_MS:.0f} ms")
+    served = measure_served(module)
+    print(
+        f"{'analytics() served from the cache':<40} median {served['median']:.3f} ms, "
+        f"worst {served['worst']:.3f} ms ({SERVED_CALLS} calls), {served['queries']} "
+        f"queries ({served['db_ms']:.1f} ms in the database), {served['kb']:.0f} KB "
+        "pickled; the call that filled it "
+        f"{served['fill']:.0f} ms"
+    )
+    print("model_analytics(model=…), cold / warm:")
+    for internal_id, cold, warm in measure_models(module):
+        print(f"  {internal_id:<38} {cold:>7.0f} ms / {warm:.2f} ms")
+    return over
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database", default=DEFAULT_URL, help="sqlite:///… or postgres://…")
@@ -619,57 +676,12 @@ def main() -> None:
     from django.db import connection
 
     call_command("migrate", verbosity=0, interactive=False)
-    generated: dict[str, Any] | None = None
-    if args.regenerate or not has_year(args.weeks):
-        if postgres:
-            clear()
-        else:
-            year.clear()
-        print(f"writing {args.weeks} weeks of data …", flush=True)
-        generated = generate(weeks=args.weeks)
-    print("Leaderboard analytics, in-process, on a generated year")
-    for line in year.facts():
-        print(line)
-    counts = data_counts()
-    print("data: " + ", ".join(f"{n:,} {label}" for label, n in counts.items()))
-    if generated is not None:
-        print(f"generated in {generated['seconds']} s")
-    else:
-        print("data reused (--regenerate writes it again)")
-    print(f"budget: compute_analytics median < {BUDGET_MS:.0f} ms (cache cleared before each run)")
-    print()
-
-    gc.collect()
-    over: list[str] = []
-    module = _selectors()
-    for scope in SCOPES:
-        label = f"compute_analytics(cohorts={scope!r})"
-        figures = measure_compute(module, scope, args.runs)
-        figures["growth"] = measure_rss(args.database, scope)
-        growth = figures["growth"]
-        flag = "  OVER" if figures["median"] >= BUDGET_MS else ""
-        print(
-            f"{label:<40} best {figures['best']:.0f} ms, median {figures['median']:.0f} ms, "
-            f"worst {figures['worst']:.0f} ms ({args.runs} runs); {figures['queries']} queries "
-            f"({figures['db_ms']:.0f} ms in the database); peak RSS in a fresh process +"
-            + (f"{growth:.1f} MB" if growth is not None else "? (not measured)")
-            + flag,
-            flush=True,
-        )
-        print(f"{'':<40} returned {figures['summary']}")
-        if figures["median"] >= BUDGET_MS:
-            over.append(f"{label} median {figures['median']:.0f} ms >= {BUDGET_MS:.0f} ms")
-    served = measure_served(module)
-    print(
-        f"{'analytics() served from the cache':<40} median {served['median']:.3f} ms, "
-        f"worst {served['worst']:.3f} ms ({SERVED_CALLS} calls), {served['queries']} "
-        f"queries ({served['db_ms']:.1f} ms in the database), {served['kb']:.0f} KB "
-        "pickled; the call that filled it "
-        f"{served['fill']:.0f} ms"
+    over = run(
+        weeks=args.weeks,
+        runs=args.runs,
+        regenerate=args.regenerate,
+        rss=functools.partial(measure_rss, args.database),
     )
-    print("model_analytics(model=…), cold / warm:")
-    for internal_id, cold, warm in measure_models(module):
-        print(f"  {internal_id:<38} {cold:>7.0f} ms / {warm:.2f} ms")
     connection.close()
     print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.drop and postgres:

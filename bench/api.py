@@ -12,8 +12,8 @@ reuses its year; --regenerate writes it again, --drop drops it at the end).
 The year is `bench/pages.py`'s (52 weekly cohorts of the whole lineup, trades and Brier-scored
 bets, ~1.9 M ten-minute snapshots; see its docstring), written by its own generator, plus one
 long-running agent: the first LLM agent of cohort 1 gets a snapshot every 10 minutes from its
-cohort's start to the end of the year (~52,000 rows), so "a one-year series for one agent" has
-a year to read.
+cohort's start to the end of the year (~52,000 rows, its rollup rebuilt with them), so "a
+one-year series for one agent" has a year to read.
 
 Measured through the real request path, in-process with Django's test Client (middleware,
 ninja, schemas, the ETag hash), DEBUG off and the API's rate limit off (`API_RATE_LIMIT=0`):
@@ -46,7 +46,7 @@ import statistics
 import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -117,24 +117,6 @@ def _long_agent_ready() -> bool:
     return last is not None and last.brier_score is not None
 
 
-def clear() -> None:
-    """Empty the arena's and the catalogue's tables (the lineup stays), as pages.py's `clear`
-    does, and whatever refers to them (tables pages.py's own list does not name)."""
-    from django.apps import apps
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        year.clear()
-        return
-    tables = [
-        model._meta.db_table
-        for label in ("arena", "markets")
-        for model in apps.get_app_config(label).get_models()
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
-
-
 def extend_long_agent() -> int:
     """Carry the long agent's snapshots on, every 10 minutes, to the year's last slot; return
     the rows written. Its value keeps wandering around where its cohort left it; its running
@@ -144,6 +126,7 @@ def extend_long_agent() -> int:
     from django.db.models import Max
 
     from arena.models import PortfolioSnapshot
+    from arena.services.rollup import rollup_rebuild
 
     agent = long_agent()
     last = agent.snapshots.order_by("-snapshot_timestamp").first()
@@ -171,6 +154,7 @@ def extend_long_agent() -> int:
               "created_at"]  # fmt: skip
     with transaction.atomic():
         written = year.Writer(PortfolioSnapshot, fields, now_text=ts(end)).write(rows())
+    rollup_rebuild(agent_ids=[agent.pk])  # the rows went in past the tick that keeps it
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {PortfolioSnapshot._meta.db_table}")
     return written
@@ -226,9 +210,12 @@ class Result:
         return ordered[math.ceil(0.95 * len(ordered)) - 1]  # nearest rank
 
 
-def measure(label: str, url: str, *, requests: int, recompute: bool = False) -> Result:
-    """Time `requests` GETs of `url`; with `recompute`, the cache is emptied before each (out
-    of the timing), so each answer is computed afresh, as after a data change."""
+def measure(
+    label: str, url: str, *, requests: int, recompute: bool = False, warmups: int = WARMUPS
+) -> Result:
+    """Time `requests` GETs of `url` after `warmups` untimed ones; with `recompute`, the cache
+    is emptied before each (out of the timing), so each answer is computed afresh, as after a
+    data change. An endpoint stops at its first answer that is not 200."""
     from django.core.cache import cache
     from django.db import connection
     from django.test import Client
@@ -236,11 +223,10 @@ def measure(label: str, url: str, *, requests: int, recompute: bool = False) -> 
 
     result = Result(label, url)
     client = Client(raise_request_exception=False)  # a 500 is a figure, not the end
-    for _ in range(WARMUPS):
-        response = client.get(url)
-    result.status = response.status_code
-    if response.status_code != 200:
-        return result
+    for _ in range(warmups):
+        result.status = client.get(url).status_code
+        if result.status != 200:
+            return result
     for _ in range(requests):
         if recompute:
             cache.clear()
@@ -248,6 +234,9 @@ def measure(label: str, url: str, *, requests: int, recompute: bool = False) -> 
         response = client.get(url)
         result.times_ms.append((time.perf_counter() - clock) * 1000)
         result.cpu_ms.append((time.process_time() - cpu) * 1000)
+        result.status = response.status_code
+        if result.status != 200:
+            return result
     result.bytes = len(response.content)
     body = json.loads(response.content)
     if isinstance(body, dict) and "points" in body:
@@ -422,6 +411,98 @@ def api_endpoints(agent_id: int) -> list[tuple[str, str, bool]]:
     )
 
 
+def run(
+    *,
+    requests: int,
+    export_rows: int,
+    export: Callable[[date], dict[str, Any]] | None,
+    regenerate: bool = False,
+    weeks: int = WEEKS,
+    catalogue: int = year.CATALOGUE,
+    warmups: int = WARMUPS,
+) -> list[str]:
+    """On the database Django is set up with (migrated): write the year unless it is there,
+    then measure and print every endpoint and, unless `export` is None, the export that
+    `export(since)` streams (in a process of its own: `export_child`'s figures); return what
+    missed its budget. `weeks` and the keywords after it shrink the run."""
+    from arena.models import PortfolioSnapshot
+
+    written: list[str] = []
+    if regenerate or not year.has_year(weeks) or not _long_agent_ready():
+        year.clear()
+        print(f"writing {weeks} weeks of data (bench/pages.py's generator) …", flush=True)
+        generated = year.generate(weeks=weeks, catalogue=catalogue)
+        written.append(f"the year in {generated['seconds']} s")
+        clock = time.perf_counter()
+        rows = extend_long_agent()
+        seconds = time.perf_counter() - clock
+        written.append(f"{rows:,} snapshots for the long agent in {seconds:.1f} s")
+
+    agent = long_agent()
+    print("The JSON API on a generated year (Django test Client, in-process, DEBUG off)")
+    for line in year.facts():
+        print(line)
+    print(f"data: {year.table_counts()}")
+    print(
+        f"year-long agent {agent.pk} ({agent.model.display_name}, cohort 1): "
+        f"{agent.snapshots.count():,} snapshots"
+    )
+    print("; ".join(written) if written else "data reused (--regenerate writes it again)")
+    print(f"{warmups} warm-ups, then {requests} timed; budget p95 < {BUDGET_MS:.0f} ms")
+    print()
+
+    endpoints = api_endpoints(agent.pk)
+    header = (
+        f"{'endpoint':<44} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>7} {'queries':>7} "
+        f"{'db ms':>6} {'KB':>5} {'points':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    gc.collect()
+    gc.freeze()  # as forecaster/wsgi.py does once the app is loaded
+    failures: list[str] = []
+    for label, url, recompute in endpoints:
+        result = measure(label, url, requests=requests, recompute=recompute, warmups=warmups)
+        if result.status != 200:
+            print(f"{label:<44} HTTP {result.status}")
+            failures.append(f"{label} ({url}) answered HTTP {result.status}")
+            continue
+        # A recomputed leaderboard is reported, not budgeted: one request per data change.
+        over = result.p95 >= BUDGET_MS and not recompute
+        print(
+            f"{label:<44} {result.p50:>7.1f} {result.p95:>7.1f} {max(result.times_ms):>7.1f} "
+            f"{statistics.median(result.cpu_ms):>7.1f} {result.queries:>7} "
+            f"{result.query_ms:>6.0f} {result.bytes / 1024:>5.0f} "
+            f"{'' if result.points is None else result.points:>6}{'  OVER' if over else ''}",
+            flush=True,
+        )
+        if over:
+            failures.append(f"{label} ({url}) p95 {result.p95:.1f} ms >= {BUDGET_MS:.0f} ms")
+
+    if export is not None:
+        since, expected = export_since(export_rows)
+        total = PortfolioSnapshot.objects.count()
+        print()
+        print(f"export: snapshots since {since} ({expected:,} of {total:,} rows), in a child")
+        print("process of its own (its peak RSS is the export's alone)")
+        figures = export(since)
+        _print_export(figures)
+        if "error" in figures:
+            failures.append(f"export: {figures['error']}")
+        else:
+            if figures["rows"] != expected:
+                failures.append(f"export: {figures['rows']:,} rows, expected {expected:,}")
+            if figures["peak_rss_mb"] >= RSS_BUDGET_MB:
+                failures.append(
+                    f"export: peak RSS {figures['peak_rss_mb']} MB >= {RSS_BUDGET_MB:.0f} MB"
+                )
+            if figures["rows_per_s"] < ROWS_PER_S_BUDGET:
+                failures.append(
+                    f"export: {figures['rows_per_s']:,} rows/s < {ROWS_PER_S_BUDGET:,} rows/s"
+                )
+    return failures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database", default=DEFAULT_URL, help="postgres://…")
@@ -447,83 +528,17 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from arena.models import PortfolioSnapshot
+    def export(since: date) -> dict[str, Any]:
+        connection.close()
+        return harness.run_child(__file__, args.database, CHILD_FLAG, since.isoformat())
 
     call_command("migrate", verbosity=0, interactive=False)
-    written: list[str] = []
-    if args.regenerate or not year.has_year(WEEKS) or not _long_agent_ready():
-        clear()
-        print(f"writing {WEEKS} weeks of data (bench/pages.py's generator) …", flush=True)
-        generated = year.generate(weeks=WEEKS)
-        written.append(f"the year in {generated['seconds']} s")
-        clock = time.perf_counter()
-        rows = extend_long_agent()
-        seconds = time.perf_counter() - clock
-        written.append(f"{rows:,} snapshots for the long agent in {seconds:.1f} s")
-
-    agent = long_agent()
-    print("The JSON API on a generated year (Django test Client, in-process, DEBUG off)")
-    for line in year.facts():
-        print(line)
-    print(f"data: {year.table_counts()}")
-    print(
-        f"year-long agent {agent.pk} ({agent.model.display_name}, cohort 1): "
-        f"{agent.snapshots.count():,} snapshots"
+    failures = run(
+        requests=args.requests,
+        export_rows=args.export_rows,
+        export=None if args.no_export else export,
+        regenerate=args.regenerate,
     )
-    print("; ".join(written) if written else "data reused (--regenerate writes it again)")
-    print(f"{WARMUPS} warm-ups, then {args.requests} timed; budget p95 < {BUDGET_MS:.0f} ms")
-    print()
-
-    endpoints = api_endpoints(agent.pk)
-    header = (
-        f"{'endpoint':<44} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>7} {'queries':>7} "
-        f"{'db ms':>6} {'KB':>5} {'points':>6}"
-    )
-    print(header)
-    print("-" * len(header))
-    gc.collect()
-    gc.freeze()  # as forecaster/wsgi.py does once the app is loaded
-    failures: list[str] = []
-    for label, url, recompute in endpoints:
-        result = measure(label, url, requests=args.requests, recompute=recompute)
-        if result.status != 200:
-            print(f"{label:<44} HTTP {result.status}")
-            failures.append(f"{label} ({url}) answered HTTP {result.status}")
-            continue
-        # A recomputed leaderboard is reported, not budgeted: one request per data change.
-        over = result.p95 >= BUDGET_MS and not recompute
-        print(
-            f"{label:<44} {result.p50:>7.1f} {result.p95:>7.1f} {max(result.times_ms):>7.1f} "
-            f"{statistics.median(result.cpu_ms):>7.1f} {result.queries:>7} "
-            f"{result.query_ms:>6.0f} {result.bytes / 1024:>5.0f} "
-            f"{'' if result.points is None else result.points:>6}{'  OVER' if over else ''}",
-            flush=True,
-        )
-        if over:
-            failures.append(f"{label} ({url}) p95 {result.p95:.1f} ms >= {BUDGET_MS:.0f} ms")
-
-    if not args.no_export:
-        since, expected = export_since(args.export_rows)
-        total = PortfolioSnapshot.objects.count()
-        connection.close()
-        print()
-        print(f"export: snapshots since {since} ({expected:,} of {total:,} rows), in a child")
-        print("process of its own (its peak RSS is the export's alone)")
-        figures = harness.run_child(__file__, args.database, CHILD_FLAG, since.isoformat())
-        _print_export(figures)
-        if "error" in figures:
-            failures.append(f"export: {figures['error']}")
-        else:
-            if figures["rows"] != expected:
-                failures.append(f"export: {figures['rows']:,} rows, expected {expected:,}")
-            if figures["peak_rss_mb"] >= RSS_BUDGET_MB:
-                failures.append(
-                    f"export: peak RSS {figures['peak_rss_mb']} MB >= {RSS_BUDGET_MB:.0f} MB"
-                )
-            if figures["rows_per_s"] < ROWS_PER_S_BUDGET:
-                failures.append(
-                    f"export: {figures['rows_per_s']:,} rows/s < {ROWS_PER_S_BUDGET:,} rows/s"
-                )
     connection.close()
     print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.drop and postgres:

@@ -109,13 +109,31 @@ def _completion_body(bets: list[dict[str, Any]]) -> bytes:
 
 
 def child() -> dict[str, Any]:
+    """Migrate the database in DATABASE_URL, measure it, return the figures."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forecaster.settings")
     import django
 
     django.setup()
 
-    from django.conf import settings
     from django.core.management import call_command
+    from django.db import connection
+
+    call_command("migrate", verbosity=0, interactive=False)
+    figures = measure_database()
+    connection.close()
+    return figures
+
+
+def measure_database(
+    *,
+    position_counts: tuple[int, ...] = POSITION_COUNTS,
+    responders: tuple[str, ...] = RESPONDERS,
+    agents_per_case: int | None = None,
+) -> dict[str, Any]:
+    """Measure on the database Django is set up with (migrated, its lineup seeded): one case
+    per responder and count of open positions, each the lineup's LLM agents of a cohort of its
+    own (the first `agents_per_case` of them when given); return the figures."""
+    from django.conf import settings
     from django.db import connection
 
     from agents.models import BenchmarkModel
@@ -131,7 +149,6 @@ def child() -> dict[str, Any]:
     from markets.sources import RecordedSource, demo_records
     from tests.replay import ReplayServer, Reply
 
-    call_command("migrate", verbosity=0, interactive=False)
     source = RecordedSource()
     demo_records()  # the recordings are read once per process; keep that out of the timings
     figures: dict[str, Any] = {"vendor": connection.vendor, "version": _server_version()}
@@ -147,8 +164,8 @@ def child() -> dict[str, Any]:
     frozen_first = FrozenMarkets.load(first)
     tradable = [v.market_id for v in frozen_first.universe if _tradable(v)]
     bet_ids = tradable[:BET_MARKETS]
-    held_ids = tradable[BET_MARKETS : BET_MARKETS + max(POSITION_COUNTS)]
-    assert len(held_ids) == max(POSITION_COUNTS), f"only {len(tradable)} tradable markets"
+    held_ids = tradable[BET_MARKETS : BET_MARKETS + max(position_counts)]
+    assert len(held_ids) == max(position_counts), f"only {len(tradable)} tradable markets"
     market_pk = dict(
         SnapshotMarket.objects.filter(run=first, polymarket_id__in=held_ids).values_list(
             "polymarket_id", "market_id"
@@ -164,14 +181,14 @@ def child() -> dict[str, Any]:
     week = cohort_week_start(NOW)
     cases: list[tuple[str, int, list[int]]] = []
     for number, (responder, count) in enumerate(
-        (r, c) for r in RESPONDERS for c in POSITION_COUNTS
+        (r, c) for r in responders for c in position_counts
     ):
         cohort, _ = cohort_start(
             week_start=week - timedelta(weeks=number + 1), now=NOW - timedelta(weeks=number + 1)
         )
         agents = list(
             Agent.objects.filter(cohort=cohort, model__in=llms).order_by("model__display_order")
-        )
+        )[:agents_per_case]
         positions = []
         for agent in agents:
             for pid in held_ids[:count]:
@@ -284,7 +301,6 @@ def child() -> dict[str, Any]:
     figures["rows"] = rows
     figures["openrouter_requests"] = len(server.requests_to("/chat/completions"))
     figures["trades"] = Trade.objects.count()
-    connection.close()
     return figures
 
 

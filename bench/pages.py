@@ -21,7 +21,9 @@ The year, written with COPY on PostgreSQL (executemany on SQLite), ids assigned 
   unparseable first answer) and 0–4 bets (a few rejected), some sells, positions settled at
   their market's resolution, bets scored with Brier;
 - a portfolio snapshot every 10 minutes for every agent while its cohort runs (~2 M rows for
-  52 cohorts × 9 agents × ~4 weeks), a SnapshotTick per slot, a market sync every 5 minutes,
+  52 cohorts × 9 agents × ~4 weeks), their hourly and daily rollup rebuilt from them
+  (`rollup_rebuild`, which every tick keeps in production and the charts read), a
+  SnapshotTick per slot, a market sync every 5 minutes,
   a resolution check every 30, the operations record (runs, cohorts, settlements) and a few
   determinism checks.
 
@@ -256,10 +258,12 @@ class Ledger:
     open: dict[int, dict[str, Any]] = field(default_factory=dict)  # position pk -> position
 
 
-def _markets(rng: random.Random, *, first: datetime, now: datetime) -> list[FakeMarket]:
+def _markets(
+    rng: random.Random, *, first: datetime, now: datetime, count: int = CATALOGUE
+) -> list[FakeMarket]:
     markets = []
     span = (now + timedelta(weeks=16) - first).total_seconds()
-    for pk in range(1, CATALOGUE + 1):
+    for pk in range(1, count + 1):
         if rng.random() < 0.85:
             outcomes = ["Yes", "No"]
             yes = Decimal(rng.randint(2, 98)) / 100
@@ -325,8 +329,9 @@ def _market_line(m: FakeMarket) -> str:
     return " | ".join([*cells, prices])
 
 
-def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
-    """Write the year (module docstring); return counts and timings."""
+def generate(*, weeks: int, seed: int = 7, catalogue: int = CATALOGUE) -> dict[str, Any]:
+    """Write the year (module docstring) with a catalogue of `catalogue` markets; return
+    counts and timings."""
     from django.core.management.color import no_style
     from django.db import connection, transaction
     from django.utils import timezone
@@ -347,6 +352,7 @@ def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
         SystemEvent,
         Trade,
     )
+    from arena.services.rollup import rollup_rebuild
     from markets.models import Market, MarketSyncRun
 
     clock = time.perf_counter()
@@ -360,7 +366,7 @@ def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
     first = last_sunday - timedelta(weeks=weeks - 1)
     now_text = ts(now)
     lineup = list(BenchmarkModel.objects.filter(active=True).order_by("-kind", "display_order"))
-    markets = _markets(rng, first=first, now=now)
+    markets = _markets(rng, first=first, now=now, count=catalogue)
     by_volume = sorted(markets, key=lambda m: -m.volume)
     counts: dict[str, Any] = {}
 
@@ -403,7 +409,7 @@ def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
             universes.append(universe)
             run_rows.append(
                 (w + 1, started.date(), ts(started), ts(started + timedelta(minutes=25)),
-                 "gamma", len(universe), f"synced {CATALOGUE} markets")
+                 "gamma", len(universe), f"synced {catalogue} markets")
             )  # fmt: skip
             for rank, m in enumerate(universe, start=1):
                 snapshot_rows.append(
@@ -678,6 +684,9 @@ def generate(*, weeks: int, seed: int = 7) -> dict[str, Any]:
             with connection.cursor() as cursor:
                 for statement in connection.ops.sequence_reset_sql(no_style(), models):
                     cursor.execute(statement)
+    # The snapshots went in past the tick, which keeps their rollup: rebuilt as
+    # `manage.py rebuild_snapshot_rollup` does, so the charts read what production reads.
+    counts["AgentSnapshotRollup"] = rollup_rebuild()
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")  # as autovacuum would have after a year
     return {**counts, "seconds": round(time.perf_counter() - clock, 1)}
@@ -837,21 +846,30 @@ def has_year(weeks: int) -> bool:
 
 
 def clear() -> None:
-    """Remove everything the generator writes (the lineup, a migration's seed, stays)."""
+    """Remove everything the generator writes: every table of the arena's and the catalogue's
+    models, read from the models so that a table a migration adds is emptied too. The lineup
+    (agents' table, a migration's seed) stays; a proxy model names its concrete model's table
+    (the outside agents are lineup rows), so proxies are left out."""
+    from django.apps import apps
     from django.db import connection, transaction
 
-    tables = [
-        "arena_datarelease", "arena_resolutioncheck", "arena_determinismcheck", "arena_systemevent",
-        "arena_snapshottick", "arena_portfoliosnapshot", "arena_trade", "arena_position",
-        "arena_decisionattempt",
-        "arena_decision", "arena_agent", "arena_cohort", "arena_snapshotmarket",
-        "arena_decisionrun", "markets_marketsyncrun", "markets_market",
-    ]  # fmt: skip
+    tables = sorted(
+        {
+            model._meta.db_table
+            for label in ("arena", "markets")
+            for model in apps.get_app_config(label).get_models()
+            if model._meta.managed and not model._meta.proxy
+        }
+    )
+    quoted = [connection.ops.quote_name(table) for table in tables]
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY")
+            # No CASCADE: a table outside this list that refers to one of them stops the
+            # clear rather than being emptied unasked.
+            cursor.execute(f"TRUNCATE {', '.join(quoted)} RESTART IDENTITY")
         else:
-            for table in tables:
+            # SQLite checks foreign keys at the commit, so the order does not matter.
+            for table in quoted:
                 cursor.execute(f"DELETE FROM {table}")  # noqa: S608 — our own table names
 
 
@@ -888,8 +906,8 @@ class Result:
         return ordered[math.ceil(0.95 * len(ordered)) - 1]  # nearest rank
 
 
-def pages() -> list[Page]:
-    """Every public page, on the data's heaviest objects."""
+def pages(ranges: tuple[str, ...] = RANGES) -> list[Page]:
+    """Every public page, on the data's heaviest objects; the chart pages at each of `ranges`."""
     from django.db.models import Count
 
     from agents.models import BenchmarkModel
@@ -930,7 +948,7 @@ def pages() -> list[Page]:
         Page("cohorts", "arena:cohorts"),
     ]
     for cohort, when in ((old, "oldest"), (recent, "newest")):
-        for key in RANGES:
+        for key in ranges:
             result.append(
                 Page(f"cohort {cohort.number} ({when}) {key}", "arena:cohort", (cohort.number,),
                      f"range={key}")
@@ -945,7 +963,7 @@ def pages() -> list[Page]:
              (market.polymarket_id,)),
         Page("models", "arena:models"),
     ]  # fmt: skip
-    for key in RANGES:
+    for key in ranges:
         result.append(
             Page(f"model {model.internal_id} {key}", "arena:model", (model.internal_id,),
                  f"range={key}")
@@ -958,7 +976,9 @@ def pages() -> list[Page]:
     return result
 
 
-def measure(page: Page, *, requests: int) -> Result:
+def measure(page: Page, *, requests: int, warmups: int = WARMUPS) -> Result:
+    """Time `requests` GETs of `page` after `warmups` untimed ones, then count the queries of
+    one more; a page stops at its first answer that is not 200."""
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
@@ -973,16 +993,18 @@ def measure(page: Page, *, requests: int) -> Result:
     if page.query:
         result.url += "?" + page.query
     client = Client()
-    for _ in range(WARMUPS):
-        response = client.get(result.url)
-    result.status = response.status_code
-    if response.status_code != 200:
-        return result
+    for _ in range(warmups):
+        result.status = client.get(result.url).status_code
+        if result.status != 200:
+            return result
     for _ in range(requests):
         cpu, clock = time.process_time(), time.perf_counter()
         response = client.get(result.url)
         result.times_ms.append((time.perf_counter() - clock) * 1000)
         result.cpu_ms.append((time.process_time() - cpu) * 1000)
+        result.status = response.status_code
+        if result.status != 200:
+            return result
     result.bytes = len(response.content)
     with CaptureQueriesContext(connection) as captured:
         client.get(result.url)
@@ -1061,6 +1083,70 @@ def table_counts() -> str:
     return ", ".join(f"{n:,} {label}" for label, n in parts)
 
 
+def run(
+    *,
+    weeks: int,
+    requests: int,
+    regenerate: bool = False,
+    only: str = "",
+    catalogue: int = CATALOGUE,
+    warmups: int = WARMUPS,
+    ranges: tuple[str, ...] = RANGES,
+) -> tuple[list[Result], list[Result]]:
+    """On the database Django is set up with (migrated): write the year unless it is there,
+    then measure and print every page; return the pages over budget and those that failed.
+    The keywords after `only` shrink the run (the catalogue, the warm-ups, the chart ranges)."""
+    generated: dict[str, Any] | None = None
+    if regenerate or not has_year(weeks):
+        clear()
+        print(f"writing {weeks} weeks of data …", flush=True)
+        generated = generate(weeks=weeks, catalogue=catalogue)
+    print("Server time per page (Django test Client, in-process), on a generated year")
+    for line in facts():
+        print(line)
+    print(f"data: {table_counts()}")
+    if generated is not None:
+        print(f"generated in {generated['seconds']} s")
+    else:
+        print("data reused (--regenerate writes it again)")
+    print(f"{warmups} warm-up requests, then {requests} timed; budget p95 < {BUDGET_MS:.0f} ms")
+    print()
+    header = (
+        f"{'page':<44} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>7} {'queries':>7} "
+        f"{'db ms':>6} {'KB':>5}"
+    )
+    print(header)
+    print("-" * len(header))
+    # As forecaster/wsgi.py does once the app is loaded: what lives as long as the process
+    # (here also the generator's leftovers, collected first) is kept out of the collector's
+    # full scans, which otherwise land on a few requests and make the p95.
+    gc.collect()
+    gc.freeze()
+    over: list[Result] = []
+    failed: list[Result] = []
+    for page in pages(ranges):
+        if only and only not in page.label:
+            continue
+        result = measure(page, requests=requests, warmups=warmups)
+        if result.missing:
+            print(f"{page.label:<44} {result.missing}")
+            continue
+        if result.status != 200:
+            print(f"{page.label:<44} HTTP {result.status} at {result.url}")
+            failed.append(result)
+            continue
+        flag = "  OVER" if result.p95 >= BUDGET_MS else ""
+        print(
+            f"{page.label:<44} {result.p50:>7.1f} {result.p95:>7.1f} {max(result.times_ms):>7.1f}"
+            f" {statistics.median(result.cpu_ms):>7.1f} {result.queries:>7} {result.query_ms:>6.0f}"
+            f" {result.bytes / 1024:>5.0f}{flag}",
+            flush=True,
+        )
+        if result.p95 >= BUDGET_MS:
+            over.append(result)
+    return over, failed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database", default=DEFAULT_URL, help="sqlite:///… or postgres://…")
@@ -1091,56 +1177,9 @@ def main() -> None:
     from django.db import connection
 
     call_command("migrate", verbosity=0, interactive=False)
-    generated: dict[str, Any] | None = None
-    if args.regenerate or not has_year(args.weeks):
-        clear()
-        print(f"writing {args.weeks} weeks of data …", flush=True)
-        generated = generate(weeks=args.weeks)
-    print("Server time per page (Django test Client, in-process), on a generated year")
-    for line in facts():
-        print(line)
-    print(f"data: {table_counts()}")
-    if generated is not None:
-        print(f"generated in {generated['seconds']} s")
-    else:
-        print("data reused (--regenerate writes it again)")
-    print(
-        f"{WARMUPS} warm-up requests, then {args.requests} timed; budget p95 < {BUDGET_MS:.0f} ms"
+    over, failed = run(
+        weeks=args.weeks, requests=args.requests, regenerate=args.regenerate, only=args.only
     )
-    print()
-    header = (
-        f"{'page':<44} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>7} {'queries':>7} "
-        f"{'db ms':>6} {'KB':>5}"
-    )
-    print(header)
-    print("-" * len(header))
-    # As forecaster/wsgi.py does once the app is loaded: what lives as long as the process
-    # (here also the generator's leftovers, collected first) is kept out of the collector's
-    # full scans, which otherwise land on a few requests and make the p95.
-    gc.collect()
-    gc.freeze()
-    over: list[Result] = []
-    failed: list[Result] = []
-    for page in pages():
-        if args.only and args.only not in page.label:
-            continue
-        result = measure(page, requests=args.requests)
-        if result.missing:
-            print(f"{page.label:<44} {result.missing}")
-            continue
-        if result.status != 200:
-            print(f"{page.label:<44} HTTP {result.status} at {result.url}")
-            failed.append(result)
-            continue
-        flag = "  OVER" if result.p95 >= BUDGET_MS else ""
-        print(
-            f"{page.label:<44} {result.p50:>7.1f} {result.p95:>7.1f} {max(result.times_ms):>7.1f}"
-            f" {statistics.median(result.cpu_ms):>7.1f} {result.queries:>7} {result.query_ms:>6.0f}"
-            f" {result.bytes / 1024:>5.0f}{flag}",
-            flush=True,
-        )
-        if result.p95 >= BUDGET_MS:
-            over.append(result)
     connection.close()
     print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.drop and postgres:

@@ -134,7 +134,13 @@ def _side_price(outcomes: list[Any], prices: list[Any], index: int) -> Decimal:
     return price if Decimal("0.01") <= price <= Decimal("0.99") else Decimal("0.5")
 
 
-def build_data(*, seed: int = 7) -> dict[str, Any]:
+def build_data(
+    *,
+    seed: int = 7,
+    cohorts: int = COHORTS,
+    positions_per_agent: int = POSITIONS_PER_AGENT,
+    catalogue: int = CATALOGUE,
+) -> dict[str, Any]:
     """Catalogue, cohorts, agents, decisions, positions and trades; return what was built."""
     from django.db import connection
 
@@ -145,7 +151,7 @@ def build_data(*, seed: int = 7) -> dict[str, Any]:
     from markets.sources import RecordedSource
 
     clock = time.perf_counter()
-    synced = markets_sync_top(limit=CATALOGUE, source=RecordedSource())
+    synced = markets_sync_top(limit=catalogue, source=RecordedSource())
     ids = [m.polymarket_id for m in synced.markets]
     markets = list(
         Market.objects.filter(polymarket_id__in=ids)
@@ -160,19 +166,19 @@ def build_data(*, seed: int = 7) -> dict[str, Any]:
             "display_order"
         )
     )
-    cohorts = []
-    for k in range(COHORTS):
+    cohort_list = []
+    for k in range(cohorts):
         week = LAST_WEEK_START - timedelta(weeks=k)
-        cohorts.append(
+        cohort_list.append(
             Cohort(
                 number=k + 1,
                 week_start=week,
                 started_at=datetime(week.year, week.month, week.day, tzinfo=UTC),
             )
         )
-    Cohort.objects.bulk_create(cohorts)
+    Cohort.objects.bulk_create(cohort_list)
     cohort_rows = list(Cohort.objects.order_by("number").values_list("pk", "week_start"))
-    spent = POSITIONS_PER_AGENT * Decimal("50.00")
+    spent = positions_per_agent * Decimal("50.00")
     Agent.objects.bulk_create(
         [
             Agent(cohort_id=cohort_id, model=model, cash=Decimal("10000.00") - spent)
@@ -204,8 +210,8 @@ def build_data(*, seed: int = 7) -> dict[str, Any]:
     positions: list[Position] = []
     for number, (agent_id, _, week) in enumerate(agents):
         opened = datetime(week.year, week.month, week.day, 0, 5, tzinfo=UTC)
-        start = number * POSITIONS_PER_AGENT
-        for j in range(POSITIONS_PER_AGENT):
+        start = number * positions_per_agent
+        for j in range(positions_per_agent):
             market_pk, outcomes, prices = markets[(start + j) % len(markets)]
             binary = [str(o).lower() for o in outcomes] == ["yes", "no"]
             index = rng.randrange(len(outcomes)) if outcomes else 0
@@ -321,7 +327,7 @@ SNAPSHOT_COLUMNS = (
 )
 
 
-def insert_year(*, agent_ids: list[int]) -> None:
+def insert_year(*, agent_ids: list[int], slots: int = YEAR_SLOTS) -> None:
     """Write a year of 10-minute snapshots for each agent, slot by slot (as ticks interleave
     them). Raw SQL: COPY on PostgreSQL, executemany on SQLite; bulk_create spends ~150 µs a
     row in Python, minutes for these rows, which is not what is measured here."""
@@ -335,7 +341,7 @@ def insert_year(*, agent_ids: list[int]) -> None:
     cash = Decimal("8500.00")
 
     def rows() -> Any:
-        for n in range(YEAR_SLOTS):
+        for n in range(slots):
             slot = adapt(YEAR_START + timedelta(minutes=10 * n))
             for agent_id in agent_ids:
                 total = start + Decimal((n * 7 + agent_id) % 2000 - 1000) / 10
@@ -526,13 +532,34 @@ def diagnostics(repeat: int) -> dict[str, Any]:
 
 
 def child(repeat: int) -> dict[str, Any]:
+    """Migrate the database in DATABASE_URL, measure it, return the figures."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "forecaster.settings")
     import django
 
     django.setup()
 
-    from django.conf import settings
     from django.core.management import call_command
+    from django.db import connection
+
+    call_command("migrate", verbosity=0, interactive=False)
+    figures = measure_database(repeat)
+    connection.close()
+    return figures
+
+
+def measure_database(
+    repeat: int,
+    *,
+    cohorts: int = COHORTS,
+    positions_per_agent: int = POSITIONS_PER_AGENT,
+    catalogue: int = CATALOGUE,
+    scales: tuple[int, ...] = SCALES,
+    year_slots: int = YEAR_SLOTS,
+) -> dict[str, Any]:
+    """Build the data on the database Django is set up with (migrated, its lineup seeded) and
+    measure the tick and the reads (module docstring); return the figures. The keywords
+    shrink the data: `scales` are counts of active cohorts, at most `cohorts`."""
+    from django.conf import settings
     from django.db import connection
 
     from arena.models import Agent, PortfolioSnapshot, Position, SnapshotTick
@@ -546,9 +573,10 @@ def child(repeat: int) -> dict[str, Any]:
     from markets.sources import GammaSource, demo_records
     from tests.replay import ReplayServer
 
-    call_command("migrate", verbosity=0, interactive=False)
     figures: dict[str, Any] = {"vendor": connection.vendor, "version": _server_version()}
-    figures["data"] = build_data()
+    figures["data"] = build_data(
+        cohorts=cohorts, positions_per_agent=positions_per_agent, catalogue=catalogue
+    )
 
     slots = iter(FIRST_TICK + timedelta(minutes=10 * n) for n in range(100_000))
 
@@ -566,8 +594,8 @@ def child(repeat: int) -> dict[str, Any]:
     settings.MARKET_SOURCE = "gamma"
     settings.POLYMARKET_GAMMA_URL = server.url
     try:
-        scales = []
-        for count in SCALES:
+        per_scale = []
+        for count in scales:
             set_active_cohorts(count)
             before = len(server.requests)
             full = _measure(tick(True), repeat=repeat)
@@ -579,7 +607,7 @@ def child(repeat: int) -> dict[str, Any]:
                 reference[name] = _measure(run, repeat=repeat)
                 clean_up()
                 assert reference[name]["result"] == write["result"]["written"]
-            scales.append(
+            per_scale.append(
                 {
                     "cohorts": count,
                     "agents": full["result"]["written"],
@@ -596,9 +624,9 @@ def child(repeat: int) -> dict[str, Any]:
                     },
                 }
             )
-        figures["scales"] = scales
+        figures["scales"] = per_scale
 
-        # The refresh at 100 cohorts, taken apart.
+        # The refresh at the largest scale (100 cohorts), taken apart.
         held: set[str] = held_market_ids()
         ids = sorted(held)
         source = GammaSource()
@@ -629,7 +657,7 @@ def child(repeat: int) -> dict[str, Any]:
     )
     agent = cohort_agents[0]
     clock = time.perf_counter()
-    insert_year(agent_ids=[a.pk for a in cohort_agents])
+    insert_year(agent_ids=[a.pk for a in cohort_agents], slots=year_slots)
     insert_seconds = time.perf_counter() - clock
     # The year went in by COPY, past the tick: its hourly and daily rollups are rebuilt, as
     # `manage.py rebuild_snapshot_rollup` would, and both tables analysed, as autovacuum would
@@ -644,7 +672,7 @@ def child(repeat: int) -> dict[str, Any]:
             if connection.vendor == "sqlite"
             else "ANALYZE arena_portfoliosnapshot, arena_agentsnapshotrollup"
         )
-    year_end = YEAR_START + timedelta(minutes=10 * YEAR_SLOTS)
+    year_end = YEAR_START + timedelta(minutes=10 * year_slots)
     table = PortfolioSnapshot._meta.db_table
     raw_sql = (
         f"SELECT snapshot_timestamp, total_value FROM {table} "
@@ -735,7 +763,6 @@ def child(repeat: int) -> dict[str, Any]:
         "raw": explain(raw_sql, raw_params),
         "value_curves": curve_plan,
     }
-    connection.close()
     return figures
 
 

@@ -147,8 +147,11 @@ def vacuum(tables: tuple[str, ...]) -> None:
             cursor.execute(f"VACUUM (ANALYZE) {connection.ops.quote_name(table)}")
 
 
-def generate(weeks: int, *, seed: int = SEED, season_weeks: int = SEASON_WEEKS) -> dict[str, Any]:
-    """Write (or finish writing) the year through the services; print a line per week."""
+def generate(
+    weeks: int, *, seed: int = SEED, season_weeks: int = SEASON_WEEKS, ticks: int | None = None
+) -> dict[str, Any]:
+    """Write (or finish writing) the year through the services; print a line per week. With
+    `ticks`, stop after that many ticks, as an interruption would (the next call resumes)."""
     from arena import clock
     from arena.models import Decision, SnapshotTick
     from arena.services.cohorts import cohort_start
@@ -172,7 +175,7 @@ def generate(weeks: int, *, seed: int = SEED, season_weeks: int = SEASON_WEEKS) 
         flush=True,
     )
     p = Progress()
-    while moment < end:
+    while moment < end and (ticks is None or p.ticks < ticks):
         offset = moment - start
         source.now = moment
         with clock.simulated(moment):
@@ -247,6 +250,8 @@ def table_rows() -> list[tuple[str, int]]:
     with connection.cursor() as cursor:
         for label in ("arena", "markets", "agents"):
             for model in apps.get_app_config(label).get_models():
+                if model._meta.proxy:
+                    continue  # its concrete model's table, counted with that model
                 table = model._meta.db_table
                 cursor.execute(f"SELECT count(*) FROM {connection.ops.quote_name(table)}")  # noqa: S608 — our own table names
                 counts.append((table, cursor.fetchone()[0]))
@@ -273,6 +278,29 @@ def run_bench(name: str, url: str, season_weeks: int) -> int:
     done = subprocess.run([sys.executable, *command], cwd=ROOT, check=False)  # noqa: S603
     print(f"=== {name}: exit {done.returncode} in {time.perf_counter() - began:.0f} s", flush=True)
     return done.returncode
+
+
+def write(weeks: int, *, season_weeks: int, ticks: int | None = None) -> None:
+    """On the database Django is set up with (migrated): write the year unless it is there
+    (`generate`), then print the rows per table."""
+    for line in pages.facts():
+        print(line)
+    if has_year(weeks):
+        print("year already written (--regenerate writes it again)")
+    else:
+        generated = generate(weeks, season_weeks=season_weeks, ticks=ticks)
+        print(
+            f"generated in {generated['seconds']:,} s: {generated['ticks']:,} ticks "
+            f"({generated['tick_s']:,} s in snapshots_take), {generated['snapshots']:,} "
+            f"snapshots, decisions {generated['decide_s']:,} s, resolution checks and releases "
+            f"{generated['check_s']:,} s, vacuum {generated['vacuum_s']:,} s; "
+            f"{generated['resolved']} markets resolved, "
+            f"{generated['cancelled']} refunded, {generated['completed']} cohorts completed"
+        )
+    print(f"rows per table (database {database_size()}):")
+    for table, rows in table_rows():
+        if rows:
+            print(f"  {table:<40} {rows:>12,}")
 
 
 def main() -> None:
@@ -306,24 +334,7 @@ def main() -> None:
 
     call_command("migrate", verbosity=0, interactive=False)
     print(f"A year through the services on {args.database.rpartition('@')[2]}")
-    for line in pages.facts():
-        print(line)
-    if has_year(args.weeks):
-        print("year already written (--regenerate writes it again)")
-    else:
-        generated = generate(args.weeks, season_weeks=args.season_weeks)
-        print(
-            f"generated in {generated['seconds']:,} s: {generated['ticks']:,} ticks "
-            f"({generated['tick_s']:,} s in snapshots_take), {generated['snapshots']:,} "
-            f"snapshots, decisions {generated['decide_s']:,} s, resolution checks and releases "
-            f"{generated['check_s']:,} s, vacuum {generated['vacuum_s']:,} s; "
-            f"{generated['resolved']} markets resolved, "
-            f"{generated['cancelled']} refunded, {generated['completed']} cohorts completed"
-        )
-    print(f"rows per table (database {database_size()}):")
-    for table, rows in table_rows():
-        if rows:
-            print(f"  {table:<40} {rows:>12,}")
+    write(args.weeks, season_weeks=args.season_weeks)
     connection.close()
     if args.no_bench:
         return

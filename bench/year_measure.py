@@ -10,12 +10,14 @@ on the year as it is.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import statistics
 import sys
 import time
-from datetime import UTC, timedelta
+from collections.abc import Callable
+from datetime import UTC, date, timedelta
 from typing import Any
 
 import year  # bench/year.py (its directory is on sys.path: run as a script)
@@ -30,7 +32,7 @@ def _print_budget(failures: list[str]) -> None:
     print("every budget met")
 
 
-def page_list() -> list[Any]:
+def page_list(ranges: tuple[str, ...]) -> list[Any]:
     """bench/pages.py's pages on this year's heaviest objects; the decision page shows the
     decision with the most attempts of any responder (pages.py looks for an OpenRouter one,
     and here the LLM agents are the offline stand-ins)."""
@@ -52,15 +54,13 @@ def page_list() -> list[Any]:
 
     Decision.objects.filter = openrouter_or_any  # type: ignore[method-assign]
     try:
-        return pages.pages()
+        return pages.pages(ranges)
     finally:
         del Decision.objects.filter
 
 
 def measure_pages(url: str, requests: int) -> None:
     """bench/pages.py's pages and timings (its main would find no OpenRouter decision)."""
-    import pages
-
     year.environment(url)
     import django
     from django.conf import settings
@@ -75,23 +75,41 @@ def measure_pages(url: str, requests: int) -> None:
     warnings.filterwarnings("ignore", message="No directory at")
     from django.db import connection
 
+    failures = run_pages(requests)
+    connection.close()
+    _print_budget(failures)
+
+
+def run_pages(
+    requests: int,
+    *,
+    warmups: int | None = None,
+    ranges: tuple[str, ...] | None = None,
+    only: str = "",
+) -> list[str]:
+    """measure_pages on the database Django is set up with; return what missed its budget.
+    `warmups`, `ranges` (pages.py's by default) and `only` (the pages whose label has it, as
+    pages.py's --only) shrink the run."""
+    import pages
+
+    warmups = pages.WARMUPS if warmups is None else warmups
     print("Server time per page (bench/pages.py's pages) on the year written through the services")
     print(f"data: {pages.table_counts()}")
-    print(
-        f"{pages.WARMUPS} warm-ups, then {requests} timed; budget p95 < {pages.BUDGET_MS:.0f} ms\n"
-    )
+    print(f"{warmups} warm-ups, then {requests} timed; budget p95 < {pages.BUDGET_MS:.0f} ms\n")
     header = (
         f"{'page':<44} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>7} {'queries':>7} "
         f"{'db ms':>6} {'KB':>5}"
     )
     print(header)
     print("-" * len(header))
-    page_set = page_list()
+    page_set = page_list(pages.RANGES if ranges is None else ranges)
     gc.collect()
     gc.freeze()
     failures: list[str] = []
     for page in page_set:
-        result = pages.measure(page, requests=requests)
+        if only and only not in page.label:
+            continue
+        result = pages.measure(page, requests=requests, warmups=warmups)
         if result.missing:
             print(f"{page.label:<44} {result.missing}")
             continue
@@ -108,8 +126,7 @@ def measure_pages(url: str, requests: int) -> None:
         )
         if over:
             failures.append(f"{page.label} ({result.url}) p95 {result.p95:.1f} ms")
-    connection.close()
-    _print_budget(failures)
+    return failures
 
 
 def measure_api(url: str, requests: int, export_rows: int) -> None:
@@ -122,10 +139,30 @@ def measure_api(url: str, requests: int, export_rows: int) -> None:
     os.environ["OPENROUTER_API_KEY"] = ""
     api._setup()
     from django.db import connection
+
+    def export(since: date) -> dict[str, Any]:
+        connection.close()
+        return harness.run_child(api.__file__, url, api.CHILD_FLAG, since.isoformat())
+
+    failures = run_api(requests, export_rows, export)
+    _print_budget(failures)
+
+
+def run_api(
+    requests: int,
+    export_rows: int,
+    export: Callable[[date], dict[str, Any]],
+    *,
+    warmups: int | None = None,
+) -> list[str]:
+    """measure_api on the database Django is set up with, `export(since)` streaming the export
+    in a process of its own; return what missed its budget."""
+    import api
     from django.db.models import Count
 
     from arena.models import Agent, PortfolioSnapshot
 
+    warmups = api.WARMUPS if warmups is None else warmups
     agent = Agent.objects.annotate(n=Count("snapshots")).order_by("-n", "pk").first()
     assert agent is not None, "no agents: write the year first (bench/year.py)"
     print("The JSON API (bench/api.py's requests) on the year written through the services")
@@ -133,7 +170,7 @@ def measure_api(url: str, requests: int, export_rows: int) -> None:
         f"longest-lived agent {agent.pk} ({agent.model.display_name}, cohort "
         f"{agent.cohort.number}): {agent.n:,} snapshots"
     )
-    print(f"{api.WARMUPS} warm-ups, then {requests} timed; budget p95 < {api.BUDGET_MS:.0f} ms\n")
+    print(f"{warmups} warm-ups, then {requests} timed; budget p95 < {api.BUDGET_MS:.0f} ms\n")
     endpoints = api.api_endpoints(agent.pk)
     header = (
         f"{'endpoint':<44} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>7} "
@@ -145,7 +182,7 @@ def measure_api(url: str, requests: int, export_rows: int) -> None:
     gc.freeze()
     failures: list[str] = []
     for label, path, recompute in endpoints:
-        result = api.measure(label, path, requests=requests, recompute=recompute)
+        result = api.measure(label, path, requests=requests, recompute=recompute, warmups=warmups)
         if result.status != 200:
             print(f"{label:<44} HTTP {result.status}")
             failures.append(f"{label} ({path}) answered HTTP {result.status}")
@@ -162,9 +199,8 @@ def measure_api(url: str, requests: int, export_rows: int) -> None:
             failures.append(f"{label} ({path}) p95 {result.p95:.1f} ms >= {api.BUDGET_MS:.0f} ms")
     since, expected = api.export_since(export_rows)
     total = PortfolioSnapshot.objects.count()
-    connection.close()
     print(f"\nexport: snapshots since {since} ({expected:,} of {total:,} rows), in a child process")
-    figures = harness.run_child(api.__file__, url, api.CHILD_FLAG, since.isoformat())
+    figures = export(since)
     api._print_export(figures)
     if "error" in figures:
         failures.append(f"export: {figures['error']}")
@@ -175,7 +211,7 @@ def measure_api(url: str, requests: int, export_rows: int) -> None:
             failures.append(f"export: peak RSS {figures['peak_rss_mb']} MB")
         if figures["rows_per_s"] < api.ROWS_PER_S_BUDGET:
             failures.append(f"export: {figures['rows_per_s']:,} rows/s")
-    _print_budget(failures)
+    return failures
 
 
 def measure_analytics(url: str, runs: int) -> None:
@@ -189,6 +225,16 @@ def measure_analytics(url: str, runs: int) -> None:
     django.setup()
     from django.db import connection
 
+    failures = run_analytics(runs, functools.partial(analytics.measure_rss, url))
+    connection.close()
+    _print_budget(failures)
+
+
+def run_analytics(runs: int, rss: Callable[[str], float | None]) -> list[str]:
+    """measure_analytics on the database Django is set up with, `rss(scope)` giving the peak
+    RSS growth in a fresh process; return what missed its budget."""
+    import analytics
+
     print(
         "Leaderboard analytics (bench/analytics.py's measures) on the year written through "
         "the services"
@@ -201,7 +247,7 @@ def measure_analytics(url: str, runs: int) -> None:
     for scope in analytics.SCOPES:
         label = f"compute_analytics(cohorts={scope!r})"
         f = analytics.measure_compute(module, scope, runs)
-        growth = analytics.measure_rss(url, scope)
+        growth = rss(scope)
         print(
             f"{label:<40} best {f['best']:.0f} ms, median {f['median']:.0f} ms, worst "
             f"{f['worst']:.0f} ms ({runs} runs); {f['queries']} queries ({f['db_ms']:.0f} ms in "
@@ -221,8 +267,7 @@ def measure_analytics(url: str, runs: int) -> None:
     print("model_analytics(model=…), cold / warm:")
     for internal_id, cold, warm in analytics.measure_models(module):
         print(f"  {internal_id:<38} {cold:>7.0f} ms / {warm:.2f} ms")
-    connection.close()
-    _print_budget(failures)
+    return failures
 
 
 def measure_tick(url: str, ticks: int, season_weeks: int) -> None:
@@ -233,6 +278,15 @@ def measure_tick(url: str, ticks: int, season_weeks: int) -> None:
     import django
 
     django.setup()
+    from django.db import connection
+
+    run_tick(ticks, season_weeks)
+    connection.close()
+    _print_budget([])
+
+
+def run_tick(ticks: int, season_weeks: int) -> list[dict[str, Any]]:
+    """measure_tick on the database Django is set up with; return each slot's figures."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -296,8 +350,7 @@ def measure_tick(url: str, ticks: int, season_weeks: int) -> None:
         f"ms, worst {max(tick_ms):.1f} ms; resolutions_check: median "
         f"{statistics.median(check_ms):.1f} ms ({ticks} slots)"
     )
-    connection.close()
-    _print_budget([])
+    return rows
 
 
 def main() -> None:
