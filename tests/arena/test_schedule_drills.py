@@ -124,6 +124,9 @@ def database_url() -> str:
 def process_env(*, redis_url: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
+        # The project's settings with the test pass's own Celery queue, the one this
+        # process sends to and its worker thread consumes (tests/conftest.py).
+        DJANGO_SETTINGS_MODULE="tests.worker_settings",
         DATABASE_URL=database_url(),
         REDIS_URL=redis_url,
         DEBUG="1",
