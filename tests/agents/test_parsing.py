@@ -485,6 +485,7 @@ TARGETS = hostile.Targets(
 )
 
 
+@pytest.mark.slow(reason="300 hypothesis replies from the hostile catalogue through the parser")
 @settings(
     max_examples=example_count(300),
     derandomize=True,

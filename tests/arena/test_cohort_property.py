@@ -365,6 +365,7 @@ def independent_values(agent_ids: list[int]) -> dict[int, Decimal]:
 
 
 @pytest.mark.django_db
+@pytest.mark.slow(reason="25 hypothesis cohorts, each traded, ticked and settled week by week")
 @EXAMPLES
 @given(plan=steps, ending=endings)
 def test_snapshots_add_up_and_settled_cash_is_the_start_plus_realized_pnl(

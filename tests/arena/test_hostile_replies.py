@@ -50,6 +50,9 @@ from tests.profiles import example_count
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply
 
 pytestmark = pytest.mark.django_db
+# Each family of the catalogue is hundreds of examples, each a whole decision through the real
+# client, parser and engine: seconds a family, over the suite's budget by design.
+CATALOGUE_FAMILY = pytest.mark.slow(reason="a family of the hostile catalogue: whole decisions")
 
 COMPLETIONS = "/chat/completions"
 STARTING_BALANCE = Decimal("10000.00")
@@ -239,7 +242,7 @@ def _run_family(family: str, world: World, replies: st.SearchStrategy[tuple[Repl
         EXECUTED[family] += 1
 
     examples()
-    assert EXECUTED[family] - before >= FAMILIES[family]
+    assert EXECUTED[family] - before >= example_count(FAMILIES[family])
 
 
 def _served(bodies: st.SearchStrategy[bytes]) -> st.SearchStrategy[tuple[Reply, ...]]:
@@ -254,12 +257,14 @@ def test_the_catalogue_holds_at_least_a_thousand_hostile_replies() -> None:
     assert sum(FAMILIES.values()) >= 1000
 
 
+@CATALOGUE_FAMILY
 def test_hostile_contents_of_a_real_completion_end_recorded_with_balanced_books(
     world: World,
 ) -> None:
     _run_family("contents", world, _served(hostile.content_bodies(world.targets)))
 
 
+@CATALOGUE_FAMILY
 def test_hostile_sell_replies_of_an_agent_holding_positions_end_recorded_with_balanced_books(
     world: World,
 ) -> None:
@@ -276,6 +281,7 @@ def test_hostile_sell_replies_of_an_agent_holding_positions_end_recorded_with_ba
     _run_family("sells", world, _served(bodies))
 
 
+@CATALOGUE_FAMILY
 def test_bodies_of_the_wrong_shape_or_with_broken_bytes_end_recorded_with_balanced_books(
     world: World,
 ) -> None:
@@ -287,11 +293,13 @@ def test_bodies_of_the_wrong_shape_or_with_broken_bytes_end_recorded_with_balanc
     _run_family("shapes", world, _served(bodies))
 
 
+@CATALOGUE_FAMILY
 def test_hostile_http_responses_end_recorded_with_balanced_books(world: World) -> None:
     responses = hostile.responses(world.targets)
     _run_family("responses", world, responses.map(lambda reply: (reply,)))
 
 
+@CATALOGUE_FAMILY
 def test_a_different_hostile_response_to_the_retry_ends_recorded_with_balanced_books(
     world: World,
 ) -> None:
@@ -301,6 +309,7 @@ def test_a_different_hostile_response_to_the_retry_ends_recorded_with_balanced_b
     _run_family("pairs", world, st.tuples(responses, responses))
 
 
+@CATALOGUE_FAMILY
 def test_hostile_usage_figures_next_to_a_valid_bet_end_recorded_with_balanced_books(
     world: World,
 ) -> None:
@@ -316,6 +325,7 @@ def test_hostile_usage_figures_next_to_a_valid_bet_end_recorded_with_balanced_bo
     _run_family("usage", world, st.builds(body, usages, st.sampled_from(world.targets.binary_ids)))
 
 
+@CATALOGUE_FAMILY
 def test_megabyte_bodies_end_recorded_with_balanced_books(world: World) -> None:
     _run_family("megabyte", world, _served(hostile.megabyte_bodies(world.targets)))
 
@@ -358,6 +368,7 @@ def _decided_again(world: World, agent_id: int, path: str, replies: tuple[Reply,
         transaction.set_rollback(True)
 
 
+@CATALOGUE_FAMILY
 def test_hostile_replies_on_every_path_of_deciding_again_end_recorded_with_balanced_books(
     world: World,
 ) -> None:

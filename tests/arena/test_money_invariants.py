@@ -240,6 +240,7 @@ class Ledger:
 
 
 @pytest.mark.django_db
+@pytest.mark.slow(reason="60 hypothesis sequences of orders, each through the real trade services")
 @EXAMPLES
 @given(sequence=orders)
 def test_cash_never_goes_negative_and_the_ledger_reconciles_to_the_cent(
@@ -254,6 +255,7 @@ def test_cash_never_goes_negative_and_the_ledger_reconciles_to_the_cent(
 
 
 @pytest.mark.django_db
+@pytest.mark.slow(reason="60 hypothesis orders, each through the real trade services")
 @EXAMPLES
 @given(
     market=st.integers(min_value=0, max_value=7),

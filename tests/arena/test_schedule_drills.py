@@ -425,6 +425,7 @@ def broker_at(url: str) -> Iterator[None]:
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 @pytest.mark.celery_worker
 @pytest.mark.drill  # celery and redis-server processes
+@pytest.mark.slow(reason="waits on real beat, worker and redis-server processes")
 def test_redis_down_when_sunday_fires_then_back_the_missed_run_happens_once(
     settings: Any, time_machine: Any, tmp_path: Path
 ) -> None:
@@ -570,6 +571,7 @@ def chains_finished(week: date) -> bool:
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 @pytest.mark.celery_worker
 @pytest.mark.drill  # celery and redis-server processes
+@pytest.mark.slow(reason="waits on real beat, worker and redis-server processes")
 def test_start_and_run_delivered_twice_at_once_make_one_cohort_and_one_decision_per_agent(
     empty_broker: str, tmp_path: Path
 ) -> None:
@@ -619,6 +621,7 @@ def drained(broker: str) -> bool:
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 @pytest.mark.celery_worker
 @pytest.mark.drill  # celery and redis-server processes
+@pytest.mark.slow(reason="waits on real beat, worker and redis-server processes")
 def test_two_beats_firing_the_weekly_schedules_again_and_again_make_one_cohort_and_one_run(
     empty_broker: str, tmp_path: Path
 ) -> None:

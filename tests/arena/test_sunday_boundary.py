@@ -8,6 +8,8 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from agents.models import BenchmarkModel
 from arena.models import (
     Agent,
@@ -113,6 +115,7 @@ def test_saturday_to_sunday_one_cohort_one_decision_per_agent_then_snapshots(
     assert after_tick["snapshots"] == lineup
 
 
+@pytest.mark.slow(reason="three whole weekly runs of the lineup, on either side of the hour")
 def test_a_run_one_second_after_the_hour_and_a_late_first_run_keep_one_decision_a_week(
     db: None, time_machine: Any
 ) -> None:

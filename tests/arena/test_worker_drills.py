@@ -49,6 +49,7 @@ def worker_drill(test: Callable[..., None]) -> Callable[..., None]:
         pytest.mark.django_db(transaction=True, serialized_rollback=True),
         pytest.mark.celery_worker,
         pytest.mark.drill,
+        pytest.mark.slow(reason="waits on real worker processes: started, killed, redelivered"),
     )
     for mark in marks:
         test = mark(test)

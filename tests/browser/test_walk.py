@@ -36,6 +36,7 @@ pytestmark = [
     # test database keep a copy of the seeded lineup, which the module puts back at its end.
     pytest.mark.django_db(serialized_rollback=True),
     pytest.mark.drill,  # a chromium process
+    pytest.mark.slow(reason="a real chromium loads, measures and screenshots every page"),
     pytest.mark.one_pass,  # the pages' rendering, the same on either database
 ]
 

@@ -401,6 +401,7 @@ CHROMIUM = shutil.which("chromium") or (
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make browser)")
 @pytest.mark.drill  # a chromium process
+@pytest.mark.slow(reason="a real chromium starts and loads two pages")
 @pytest.mark.one_pass  # the browser's policy, the same on either database
 def test_the_api_docs_and_the_admin_sign_in_run_under_the_policy_in_chromium(
     live_server: Any,
