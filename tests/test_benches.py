@@ -105,7 +105,8 @@ def export_in_process(since: date) -> dict[str, Any]:
     server would, which finishes the request: the connection is then closed, as any request
     closes one left outside autocommit, and the test's transaction with it."""
     with mock.patch.object(connection, "close_if_unusable_or_obsolete", return_value=None):
-        return api.export_child(since)
+        figures: dict[str, Any] = api.export_child(since)
+    return figures
 
 
 def arena_tables() -> dict[str, Any]:
