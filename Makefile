@@ -83,12 +83,12 @@ check: $(VENV)/.installed-dev
 test-sqlite: $(VENV)/.installed-dev
 	@echo "== test suite on SQLite, Celery on Redis (every test) =="
 	DATABASE_URL=sqlite:///:memory: REDIS_URL=$(REDIS_TEST_URL) CELERY_TEST_QUEUE=sqlite-pass \
-	  $(PYTEST) -q -o cache_dir=.pytest_cache/sqlite
+	  $(PYTEST) -q -o cache_dir=.pytest_cache/sqlite --durations=15
 
 test-postgres: $(VENV)/.installed-dev
 	@echo "== test suite on PostgreSQL, Celery on Redis (the tests that use the database) =="
 	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL_POSTGRES) CELERY_TEST_QUEUE=postgres-pass \
-	  $(PYTEST) -q -o cache_dir=.pytest_cache/postgres --second-pass
+	  $(PYTEST) -q -o cache_dir=.pytest_cache/postgres --second-pass --durations=15
 
 # The inner loop: SQLite, hypothesis' `dev` profile, no drills, failures first (`make
 # test-fast ARGS="--lf"` runs only what failed last time; `ARGS=tests/arena` a folder).
