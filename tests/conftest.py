@@ -35,7 +35,10 @@ DATABASE_FIXTURES = frozenset(
         "live_server",
     }
 )
-TIME_BUDGET_SECONDS = 4.0
+# Calibrated on `make test` from a fresh clone, both passes at once on two cores: the slowest
+# step of an unmarked test took 4.4 s there (a PostgreSQL race of two catalogue upserts), and
+# these machines vary by up to ±50 % from run to run; 8 s keeps every unmarked test clear of it.
+TIME_BUDGET_SECONDS = 8.0
 
 
 def uses_database(item: pytest.Item) -> bool:
