@@ -30,6 +30,8 @@ def example_count(count: int) -> int:
 
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
-settings.register_profile("dev", max_examples=example_count(DEFAULT_EXAMPLES), deadline=None)
-settings.register_profile("thorough", max_examples=example_count(DEFAULT_EXAMPLES), deadline=None)
+for name in ("dev", "thorough"):
+    settings.register_profile(
+        name, max_examples=round(DEFAULT_EXAMPLES * SCALE[name]), deadline=None
+    )
 settings.load_profile(PROFILE)
