@@ -7,6 +7,11 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 # Each database pass has its own Redis database and Celery queue: `make test` runs both at once.
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
 REDIS_TEST_URL_POSTGRES ?= redis://127.0.0.1:6379/14
+# A shard of a pass (`make test-postgres SHARD=2/3`, tests/shards.py): its own Celery queue
+# and pytest cache; .ci/suite gives each its own Redis database too.
+SHARD ?=
+SHARD_ARG = $(if $(SHARD),--shard $(SHARD))
+SHARD_TAG = $(if $(SHARD),-$(firstword $(subst /, ,$(SHARD))))
 # hypothesis' profile (tests/profiles.py): `ci` for the full counts, derandomized.
 HYPOTHESIS_PROFILE ?= ci
 PYTEST = HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/python -m pytest
@@ -20,7 +25,7 @@ PORT ?= 8000
 # suite starts a few hundred of them (manage.py runs, servers, workers).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test test-fast check audit lock test-sqlite test-postgres services browser demo superuser bench clean
+.PHONY: screenshots run test test-fast check audit lock test-sqlite test-postgres services browser demo superuser bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -82,13 +87,13 @@ check: $(VENV)/.installed-dev
 # none cannot depend on it) and are not marked one_pass (tests/conftest.py says which).
 test-sqlite: $(VENV)/.installed-dev
 	@echo "== test suite on SQLite, Celery on Redis (every test) =="
-	DATABASE_URL=sqlite:///:memory: REDIS_URL=$(REDIS_TEST_URL) CELERY_TEST_QUEUE=sqlite-pass \
-	  $(PYTEST) -q -o cache_dir=.pytest_cache/sqlite --durations=15
+	DATABASE_URL=sqlite:///:memory: REDIS_URL=$(REDIS_TEST_URL) CELERY_TEST_QUEUE=sqlite-pass$(SHARD_TAG) \
+	  $(PYTEST) -q -o cache_dir=.pytest_cache/sqlite$(SHARD_TAG) --durations=15 $(SHARD_ARG)
 
 test-postgres: $(VENV)/.installed-dev
 	@echo "== test suite on PostgreSQL, Celery on Redis (the tests that use the database) =="
-	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL_POSTGRES) CELERY_TEST_QUEUE=postgres-pass \
-	  $(PYTEST) -q -o cache_dir=.pytest_cache/postgres --second-pass --durations=15
+	DATABASE_URL=$(PG_URL) REDIS_URL=$(REDIS_TEST_URL_POSTGRES) CELERY_TEST_QUEUE=postgres-pass$(SHARD_TAG) \
+	  $(PYTEST) -q -o cache_dir=.pytest_cache/postgres$(SHARD_TAG) --second-pass --durations=15 $(SHARD_ARG)
 
 # The inner loop: SQLite, hypothesis' `dev` profile, no drills, failures first (`make
 # test-fast ARGS="--lf"` runs only what failed last time; `ARGS=tests/arena` a folder).
@@ -110,6 +115,12 @@ lock: $(BIN)/uv
 # Lint, types, the audit and both database passes run at once (.ci/suite prints each log).
 test: $(VENV)/.installed-dev services browser
 	@MAKE="$(MAKE)" bash .ci/suite
+
+# The browser walk with full-page screenshots of every page at both widths, to look at.
+screenshots: $(VENV)/.installed-dev browser
+	DATABASE_URL=sqlite:///:memory: BROWSER_SCREENSHOTS=tests/browser/screenshots \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider tests/browser/test_walk.py
+	@echo "screenshots in tests/browser/screenshots/"
 
 demo: $(VENV)/.installed-run
 	$(BIN)/python manage.py migrate --noinput -v0

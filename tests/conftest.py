@@ -1,30 +1,34 @@
 """The suite's shape (its passes, its time budget, its markers) and the shared fixtures: replay
 servers for the upstreams, fast retry settings.
 
-`make test` runs two passes at once, one per database. The first (SQLite) runs every test; the
+`make test` runs two passes, one per database. The first (SQLite) runs every test; the
 second (PostgreSQL, `--second-pass`) runs only what can behave differently on another
 database: the tests that use the database, less those marked `one_pass` (the browser walk and
 the production-mode checks, which test the site's own rendering, not the database's). A test
 that uses no database cannot depend on one, so running it twice would only cost time.
 
-Every test has a time budget (`--time-budget`, seconds, for its setup and for its call, each;
-0 turns it off). Fixtures a module or the session shares (the test database, a module's world)
-are left out of the setup's: whichever test comes first would pay for all. A test over the
-budget fails unless it is marked `slow` with a reason, so the suite stays fast as it grows. The
-budget is calibrated for both passes running at once on two cores.
+Every test has a time budget (`--time-budget`, seconds of CPU time, for its setup and for its
+call, each, and four times that of wall time; 0 turns it off; tests/budget.py). Fixtures a
+module or the session shares (the test database, a module's world) are left out of the
+setup's: whichever test comes first would pay for all. A test over the budget fails unless it
+is marked `slow` with a reason, so the suite stays fast as it grows.
+
+`make test` runs each pass as shards, processes at once that each take a share of the test
+files (`--shard K/N`, tests/shards.py).
 """
 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import tests.profiles  # noqa: F401  (loads the hypothesis profile before any test module)
+from tests.budget import TimeBudget
 from tests.replay import ReplayServer
+from tests.shards import Shard, shard_option
 
 DATABASE_FIXTURES = frozenset(
     {
@@ -35,10 +39,10 @@ DATABASE_FIXTURES = frozenset(
         "live_server",
     }
 )
-# Calibrated on `make test` from a fresh clone, both passes at once on two cores: the slowest
-# step of an unmarked test took 4.4 s there (a PostgreSQL race of two catalogue upserts), and
-# these machines vary by up to ±50 % from run to run; 8 s keeps every unmarked test clear of it.
-TIME_BUDGET_SECONDS = 8.0
+# Seconds of CPU time (tests/budget.py). Calibrated on each pass run alone: the most CPU an
+# unmarked test's own setup or call took was about 3.7 s; 6 s leaves room for the slower CPU
+# time of shards sharing two cores, and for these machines' variation from run to run.
+TIME_BUDGET_SECONDS = 6.0
 
 
 def uses_database(item: pytest.Item) -> bool:
@@ -61,6 +65,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="seconds a test's setup, and its call, may each take unless it is marked slow "
         "(default %(default)s, or TEST_TIME_BUDGET; 0: no budget)",
     )
+    group.addoption(
+        "--shard",
+        type=shard_option,
+        default=None,
+        metavar="K/N",
+        help="run only the K-th of N shards of the test files (tests/shards.py)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -69,6 +80,11 @@ def pytest_configure(config: pytest.Config) -> None:
     budget = config.getoption("--time-budget")
     if budget:
         config.pluginmanager.register(TimeBudget(budget), "time-budget")
+    shard = config.getoption("--shard")
+    if shard is not None:
+        database_pass = "postgres" if config.getoption("--second-pass") else "sqlite"
+        k, n = shard
+        config.pluginmanager.register(Shard(k, n, database_pass), "shard")
     queue = os.environ.get("CELERY_TEST_QUEUE")
     if queue:
         from forecaster.celery import app
@@ -91,54 +107,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
-
-
-class TimeBudget:
-    """The per-test time budget, registered as a plugin of its own: a conftest's hooks see only
-    the fixtures of its folder, and the test database is set up by the session's."""
-
-    def __init__(self, budget: float) -> None:
-        self.budget = budget
-        self.shared_setup_seconds = 0.0  # of the test being set up: fixtures it shares
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
-        self.shared_setup_seconds = 0.0
-        return (yield)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_fixture_setup(
-        self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
-    ) -> Generator[None, Any, Any]:
-        """Time the fixtures a module or the session shares: the first test to need one pays
-        for everyone's (the test database, a module's world), so the budget leaves it out."""
-        began = time.perf_counter()
-        try:
-            return (yield)
-        finally:
-            if fixturedef.scope != "function":
-                self.shared_setup_seconds += time.perf_counter() - began
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        shared = self.shared_setup_seconds if call.when == "setup" else 0.0
-        spent = report.duration - shared
-        if (
-            call.when in ("setup", "call")
-            and report.passed
-            and spent > self.budget
-            and item.get_closest_marker("slow") is None
-        ):
-            report.outcome = "failed"
-            report.longrepr = (
-                f"{call.when} took {spent:.1f} s, over the suite's budget of {self.budget:g} s "
-                "a test: make it faster, or mark it @pytest.mark.slow(reason=...) saying why "
-                "it cannot be"
-            )
-        return report
 
 
 @pytest.fixture(autouse=True)
@@ -227,15 +195,22 @@ def celery_worker_on_redis(settings: Any) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None, request: pytest.FixtureRequest
+) -> None:
     """On PostgreSQL, the test connections commit without waiting for the WAL to reach the
     disk (`synchronous_commit=off`): a crash of the test server loses nothing a test needs, and
     every commit, flush and TRUNCATE of the suite stops paying for a disk flush. What a test
-    sees is unchanged: visibility, locks and constraints behave the same."""
+    sees is unchanged: visibility, locks and constraints behave the same. Each shard of a pass
+    has a test database of its own (test_<name>_shard<K>), as shards run at once."""
     from django.db import connections
 
+    shard = request.config.getoption("--shard")
     for alias in connections:
         database = connections.settings[alias]
         if database["ENGINE"] == "django.db.backends.postgresql":
+            if shard is not None:
+                test = database.setdefault("TEST", {})
+                test["NAME"] = f"{test.get('NAME') or 'test_' + database['NAME']}_shard{shard[0]}"
             options = database.setdefault("OPTIONS", {})
             options["options"] = f"{options.get('options', '')} -c synchronous_commit=off".strip()

@@ -5,8 +5,8 @@ methodology → status → about → data → a data release, at 1280×900 and a
 phone). On every page: its key content is there, nothing scrolls sideways (the page is no
 wider than the viewport), the console logged no error, no page error was thrown and no
 request failed (the favicon included). Full-page screenshots go to $BROWSER_SCREENSHOTS
-(default tests/browser/screenshots/). The pages of a world whose every stored text is
-hostile keep their layout too, and run nothing.
+when it is set (`make screenshots`: tests/browser/screenshots/). The pages of a world whose
+every stored text is hostile keep their layout too, and run nothing.
 """
 
 from __future__ import annotations
@@ -116,7 +116,9 @@ def tab(request: pytest.FixtureRequest, browser: Any, site: Site) -> Iterator[An
     context.close()
 
 
-def arrive(page: Any, shots: Path, name: str, url: str | None = None, status: int = 200) -> None:
+def arrive(
+    page: Any, shots: Path | None, name: str, url: str | None = None, status: int = 200
+) -> None:
     """Go to `url` (or stay after a click), then check the width and take the screenshot."""
     visit: Visit = page.visit
     visit.current = f"{page.viewport_name} {name}"
@@ -142,6 +144,8 @@ def arrive(page: Any, shots: Path, name: str, url: str | None = None, status: in
                 .slice(0, 5).map(e => e.tagName + '.' + e.className)"""
         )
         visit.note(f"page is {wide[0]} px wide in a {wide[1]} px viewport: {culprits}")
+    if shots is None:
+        return
     # A page of hostile text can be many screens tall: past 20,000 px the first screen will do.
     full = wide[3] <= 20_000
     page.screenshot(path=str(shots / f"{page.viewport_name}-{name}.png"), full_page=full)
@@ -165,7 +169,7 @@ def first_href(page: Any, selector: str) -> str | None:
 
 
 def test_a_visitor_walks_the_site(
-    release_page: str, tab: Any, site: Site, screenshots: Path
+    release_page: str, tab: Any, site: Site, screenshots: Path | None
 ) -> None:
     page, base = tab, site.url
 
@@ -239,7 +243,7 @@ def test_a_visitor_walks_the_site(
     assert not page.visit.problems, "\n".join(page.visit.problems)
 
 
-def chart_ranges(page: Any, shots: Path, name: str) -> None:
+def chart_ranges(page: Any, shots: Path | None, name: str) -> None:
     """Click every range of the page's chart: each draws again (a canvas, or says there is
     nothing in the range) without a console error."""
     ranges = page.locator(".chart-ranges a")
@@ -261,7 +265,7 @@ def chart_ranges(page: Any, shots: Path, name: str) -> None:
 
 
 def test_hostile_text_keeps_every_page_in_its_width_and_runs_nothing(
-    tab: Any, site: Site, screenshots: Path
+    tab: Any, site: Site, screenshots: Path | None
 ) -> None:
     world = site.hostile
     pages = {

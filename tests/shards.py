@@ -1,0 +1,85 @@
+"""Shards: one pass of the suite split by test file over several pytest processes.
+
+`make test` runs each database's pass as shards at once (`--shard K/N`), so that the machine's
+cores stay busy to the end instead of waiting on the longest pass. A shard collects only its
+own files, so no test module is imported, and no module fixture built, twice.
+
+Files are dealt out by weight: `.ci/test_weights.json` holds each file's seconds per pass, as
+a `--durations=0` run measured them (`.ci/weights.py` updates it), and each file goes to the
+lightest shard so far, heaviest first. A file the table knows only from the other pass has no
+test for this one (it weighs its collection, NO_TESTS_WEIGHT); a file it does not know at all
+weighs DEFAULT_WEIGHT.
+Every shard reads the same files and the same table, so the shards of one pass always split
+the files exactly: each test runs in one shard and only one. Weights only balance the shards;
+stale ones cost time, never a test.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+WEIGHTS = ROOT / ".ci" / "test_weights.json"
+DEFAULT_WEIGHT = 2.0  # seconds: a new file, until the table is measured again
+NO_TESTS_WEIGHT = 0.1
+
+
+def shard_option(value: str) -> tuple[int, int]:
+    """`K/N`: the K-th of N shards, 1 ≤ K ≤ N."""
+    try:
+        k, n = (int(part) for part in value.split("/"))
+    except ValueError:
+        raise pytest.UsageError(f"--shard takes K/N, such as 1/2, not {value!r}") from None
+    if not 1 <= k <= n:
+        raise pytest.UsageError(f"--shard {value}: K must be between 1 and N")
+    return k, n
+
+
+def suite_files() -> list[str]:
+    """Every test file of the suite, relative to the project, in a fixed order."""
+    return sorted(path.relative_to(ROOT).as_posix() for path in TESTS.rglob("test_*.py"))
+
+
+@cache
+def shard_files(count: int, database_pass: str) -> tuple[frozenset[str], ...]:
+    """The files of each of `count` shards of `database_pass` ("sqlite" or "postgres")."""
+    table: dict[str, dict[str, float]] = {}
+    if WEIGHTS.exists():
+        table = json.loads(WEIGHTS.read_text())
+    known = {name for weights in table.values() for name in weights}
+    own = table.get(database_pass, {})
+
+    def weight(name: str) -> float:
+        if name in own:
+            return own[name]
+        return NO_TESTS_WEIGHT if name in known else DEFAULT_WEIGHT
+
+    loads = [0.0] * count
+    shards: list[set[str]] = [set() for _ in range(count)]
+    # Heaviest first, each to the lightest shard so far (ties: the lower shard, then the name).
+    for name in sorted(suite_files(), key=lambda f: (-weight(f), f)):
+        lightest = min(range(count), key=lambda i: (loads[i], i))
+        shards[lightest].add(name)
+        loads[lightest] += weight(name)
+    return tuple(frozenset(files) for files in shards)
+
+
+class Shard:
+    """Skips collecting the test files of the other shards (registered by conftest.py)."""
+
+    def __init__(self, k: int, n: int, database_pass: str) -> None:
+        self.mine = shard_files(n, database_pass)[k - 1]
+
+    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
+        if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+            return None
+        try:
+            name = collection_path.resolve().relative_to(ROOT).as_posix()
+        except ValueError:
+            return None
+        return True if name not in self.mine else None
