@@ -21,6 +21,24 @@ class ClaimLost(Exception):
     was taken over): it must write nothing more for it."""
 
 
+class OutcomesChanged(Exception):
+    """A resolved market whose final record no longer names an outcome that positions were
+    bought on (`unlisted_sides`, against the record's `outcomes`): it is not settled, since
+    nobody can say by the record which of them won; staff decide."""
+
+    def __init__(
+        self, *, polymarket_id: str, outcomes: list[str], unlisted_sides: list[str]
+    ) -> None:
+        self.polymarket_id = polymarket_id
+        self.outcomes = outcomes
+        self.unlisted_sides = unlisted_sides
+        super().__init__(
+            f"market {polymarket_id} not settled: its final record lists the outcomes "
+            f"{outcomes}, which no longer name {unlisted_sides}, bought by positions in it; "
+            "staff must decide how it settles"
+        )
+
+
 class OutsideRefused(Exception):
     """An outside agent's API request refused: `status` (a 4xx), a snake_case `code` and the
     message sent back. The refusal is recorded (`outside_refusal_record` in

@@ -32,6 +32,14 @@ def price_field(**kw: Any) -> Any:
     return models.DecimalField(max_digits=7, decimal_places=6, **kw)
 
 
+def percent_field(**kw: Any) -> Any:
+    """A return in percent, 4 places. Never clamped, so as wide as the money it is read
+    from: a total value (`money`) is under 10^12 dollars, which over a starting balance of
+    a cent or more is under 10^16 percent. A winning $2,500 bet at 0.0002 alone is
+    +124,975%."""
+    return models.DecimalField(max_digits=24, decimal_places=4, **kw)
+
+
 class Cohort(models.Model):
     """One weekly competition: starts Sunday 00:00 UTC, one per normalized UTC week start."""
 
@@ -432,7 +440,7 @@ class PortfolioSnapshot(models.Model):
     positions_value = money()
     total_value = money()
     total_pnl = money()
-    total_pnl_percent = models.DecimalField(max_digits=9, decimal_places=4)
+    total_pnl_percent = percent_field()
     brier_score = models.FloatField(
         null=True, blank=True, help_text="Mean of resolved bets so far."
     )
@@ -475,7 +483,7 @@ class AgentSnapshotRollup(models.Model):
     last_at = models.DateTimeField(help_text="The bucket's last snapshot: the figures below.")
     total_value = money()
     total_pnl = money()
-    total_pnl_percent = models.DecimalField(max_digits=9, decimal_places=4)
+    total_pnl_percent = percent_field()
     min_total_value = money()
     max_total_value = money()
     snapshots = models.PositiveIntegerField()
@@ -572,6 +580,7 @@ class SystemEvent(models.Model):
         MARKET_SETTLED = "market_settled", "Market settled"
         MARKET_CANCELLED = "market_cancelled", "Market cancelled (refunded)"
         SETTLEMENT_FAILED = "settlement_failed", "Settlement failed"
+        OUTCOMES_CHANGED = "outcomes_changed", "Market's outcomes changed: not settled"
         SYNC_FAILED = "sync_failed", "Market sync failed"
         RESOLUTION_CHECK_FAILED = "resolution_check_failed", "Resolution check failed"
         RELEASE_PUBLISHED = "release_published", "Data release published"

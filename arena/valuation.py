@@ -1,11 +1,13 @@
 """A position's mark and value: the one valuation rule that snapshots, pages, exports and the
 agents' prompts all read (001 §2.4, 002).
 
-A position is marked at its side-correct price: YES the YES price, NO 1 − YES, an outcome its
-own price. A market with no usable price keeps the price it had when last open, else the
-position's last trade price, else its average entry, so that a position never collapses to zero
-before the resolution says so. The snapshot write computes the same rule in SQL
-(`arena.services.marking`); a test holds the two to agreement on every case.
+A position holds an outcome by its name (`side_outcome_index`), never by where Gamma lists it:
+a record may list the outcomes in another order than the one the position was bought on. It is
+marked at its side-correct price: YES the YES price, NO 1 − YES, an outcome its own price. A
+market with no usable price keeps the price it had when last open, else the position's last
+trade price, else its average entry, so that a position never collapses to zero before the
+resolution says so. The snapshot write computes the same rule in SQL (`arena.services.marking`);
+a test holds the two to agreement on every case.
 """
 
 from __future__ import annotations
@@ -30,10 +32,27 @@ def _price_at(prices: list[Any], *, side: str, index: int, binary: bool) -> Deci
     return Decimal(str(prices[index]))
 
 
+def side_outcome_index(*, side: str, outcomes: list[Any] | tuple[Any, ...]) -> int | None:
+    """Return the index in `outcomes` of the outcome a position on `side` holds, or None
+    when the list no longer names it.
+
+    A side is an outcome's exact name, or YES / NO, bought on a binary market: the outcome
+    named yes / no in any case, while the market's outcomes are still that pair (in either
+    order). Exact names are unique in a market (markets.parsing refuses repeats), so at most
+    one outcome matches. `arena.services.marking` matches in SQL by the same rule.
+    """
+    names = [str(o) for o in outcomes]
+    if side in names:
+        return names.index(side)
+    lowered = [name.lower() for name in names]
+    if side in ("YES", "NO") and sorted(lowered) == ["no", "yes"]:
+        return lowered.index(side.lower())
+    return None
+
+
 def position_mark(
     *,
     side: str,
-    index: int,
     outcomes: list[Any],
     prices: list[Any],
     last_open_prices: list[Any],
@@ -50,8 +69,8 @@ def position_mark(
     its average entry, rather than collapsing to zero (002).
     """
     price = _known_mark(
-        side=side, index=index, outcomes=outcomes, prices=prices,
-        last_open_prices=last_open_prices, closed=closed, last_price=last_price,
+        side=side, outcomes=outcomes, prices=prices, last_open_prices=last_open_prices,
+        closed=closed, last_price=last_price,
     )  # fmt: skip
     if price is not None:
         return price
@@ -61,7 +80,6 @@ def position_mark(
 def position_value(
     *,
     side: str,
-    index: int,
     outcomes: list[Any],
     prices: list[Any],
     last_open_prices: list[Any],
@@ -73,8 +91,8 @@ def position_value(
     """Return a position's value: shares × `position_mark`; at its average entry, its cost
     basis itself (shares × (cost ÷ shares), without the division's last-digit rounding)."""
     price = _known_mark(
-        side=side, index=index, outcomes=outcomes, prices=prices,
-        last_open_prices=last_open_prices, closed=closed, last_price=last_price,
+        side=side, outcomes=outcomes, prices=prices, last_open_prices=last_open_prices,
+        closed=closed, last_price=last_price,
     )  # fmt: skip
     if price is not None:
         return shares * price
@@ -84,15 +102,18 @@ def position_value(
 def _known_mark(
     *,
     side: str,
-    index: int,
     outcomes: list[Any],
     prices: list[Any],
     last_open_prices: list[Any],
     closed: bool,
     last_price: Decimal | None,
 ) -> Decimal | None:
-    """`position_mark` short of the average entry: None when the position falls to it."""
-    if not 0 <= index < len(outcomes):
+    """`position_mark` short of the average entry: None when the position falls to it.
+
+    `prices` and `last_open_prices` are in the order of `outcomes` (markets.services keeps
+    the prices when last open in the order of the outcomes now listed)."""
+    index = side_outcome_index(side=side, outcomes=outcomes)
+    if index is None:
         return last_price  # an outcome the market no longer lists has no price of its own
     binary = [str(o).lower() for o in outcomes] == ["yes", "no"]
     # Usable or not is decided for the whole market, so both sides of a pair stay
@@ -115,7 +136,7 @@ def positions_value_by_agent(positions: QuerySet[Position]) -> dict[int, Decimal
     the positions, then each of their markets once)."""
     rows = list(
         positions.order_by().values_list(
-            "agent_id", "market_id", "outcome_index", "side", "shares", "cost_basis", "last_price"
+            "agent_id", "market_id", "side", "shares", "cost_basis", "last_price"
         )
     )
     markets = {
@@ -127,10 +148,10 @@ def positions_value_by_agent(positions: QuerySet[Position]) -> dict[int, Decimal
         .values_list("pk", "outcomes", "outcome_prices", "last_open_prices", "closed")
     }
     values: dict[int, Decimal] = {}
-    for agent_id, market_id, index, side, shares, cost, last_price in rows:
+    for agent_id, market_id, side, shares, cost, last_price in rows:
         outcomes, prices, last_open, closed = markets[market_id]
         value = position_value(
-            side=side, index=index, outcomes=outcomes, prices=prices,
+            side=side, outcomes=outcomes, prices=prices,
             last_open_prices=last_open, closed=closed, last_price=last_price,
             shares=shares, cost_basis=cost,
         )  # fmt: skip

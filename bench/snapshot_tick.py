@@ -442,7 +442,6 @@ def diagnostics(repeat: int) -> dict[str, Any]:
     mark_fields = (
         "agent_id",
         "side",
-        "outcome_index",
         "shares",
         "cost_basis",
         "last_price",
@@ -457,7 +456,6 @@ def diagnostics(repeat: int) -> dict[str, Any]:
         for (
             agent_id,
             side,
-            index,
             shares,
             cost,
             last,
@@ -468,7 +466,6 @@ def diagnostics(repeat: int) -> dict[str, Any]:
         ) in open_active.values_list(*mark_fields).iterator(chunk_size=5000):
             price = position_mark(
                 side=side,
-                index=index,
                 outcomes=outcomes,
                 prices=prices,
                 last_open_prices=last_open,
@@ -492,13 +489,12 @@ def diagnostics(repeat: int) -> dict[str, Any]:
             .values_list("pk", "outcomes", "outcome_prices", "last_open_prices", "closed")
         }
         values: dict[int, Decimal] = {}
-        for agent_id, market_id, side, index, shares, cost, last in (
+        for agent_id, market_id, side, shares, cost, last in (
             open_active.order_by()
             .values_list(
                 "agent_id",
                 "market_id",
                 "side",
-                "outcome_index",
                 "shares",
                 "cost_basis",
                 "last_price",
@@ -508,7 +504,6 @@ def diagnostics(repeat: int) -> dict[str, Any]:
             outcomes, prices, last_open, closed = markets[market_id]
             price = position_mark(
                 side=side,
-                index=index,
                 outcomes=outcomes,
                 prices=prices,
                 last_open_prices=last_open,

@@ -114,8 +114,13 @@ def markets_upsert(
     record as the catalogue sync last wrote it; a closed market's record is always kept,
     since it is the evidence its resolution is read from.
 
-    A constant number of statements whatever the count (one read of existing ids, bulk
-    upserts in the database's batch size). Safe to repeat.
+    A closed market keeps the prices it had when last open, in the order of the outcomes
+    it now lists: a record that lists them anew (another order, a renamed one) carries each
+    name's price over, and one update per such market writes it.
+
+    A constant number of statements whatever the count (one read of existing ids, one of
+    the closed ones' outcomes, bulk upserts in the database's batch size), plus that rare
+    update. Safe to repeat.
     """
     now = now or timezone.now()
     # Rows are always locked in one order (by id), whatever order the caller's list is in
@@ -130,7 +135,9 @@ def markets_upsert(
             .order_by("polymarket_id")
             .values_list("polymarket_id", flat=True)
         )
-        # A closed market keeps the prices it had when last open (the valuation fallback).
+        relisted = _closed_last_open_relisted(
+            [m for m in markets if m.closed and m.polymarket_id in existing]
+        )
         for closed in (False, True):
             rows = [_market_row(m, now) for m in markets if m.closed is closed]
             if not closed and not include_raw:
@@ -148,8 +155,29 @@ def markets_upsert(
                     update_fields=fields,
                     batch_size=1000,
                 )
+        for pid, prices in relisted.items():  # rare: outcomes listed anew as it closes
+            Market.objects.filter(polymarket_id=pid).update(last_open_prices=prices)
     created = len(set(ids) - existing)
     return created, len(ids) - created
+
+
+def _closed_last_open_relisted(closed: Sequence[GammaMarket]) -> dict[str, list[Any]]:
+    """Return, for each of the `closed` markets (stored, locked) whose record lists its
+    outcomes otherwise than stored, the prices it had when last open in the order of the
+    outcomes now listed, by name (None for a name never seen open). One read, none when
+    no closed market is upserted (a sync of the open top markets)."""
+    if not closed:
+        return {}
+    listed = {m.polymarket_id: list(m.outcomes) for m in closed}
+    relisted = {}
+    for pid, outcomes, last_open in Market.objects.filter(polymarket_id__in=listed).values_list(
+        "polymarket_id", "outcomes", "last_open_prices"
+    ):
+        names = [str(o) for o in outcomes]
+        if names != listed[pid]:
+            by_name = dict(zip(names, last_open, strict=False))
+            relisted[pid] = [by_name.get(name) for name in listed[pid]]
+    return relisted
 
 
 def _record_run(result: SyncResult, started: datetime) -> int:

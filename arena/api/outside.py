@@ -55,6 +55,7 @@ from arena.services.outside import (
     outside_rate_count,
     outside_token_authenticate,
 )
+from arena.valuation import position_mark, position_value
 from arena.weeks import cohort_week_start, outside_window
 
 # How an outside team takes part: the API's description opens with it (forecaster/api.py);
@@ -396,8 +397,8 @@ def _result(*, agent: Agent, decision: Decision) -> OutsideDecisionResultOut:
     operation_id="arena_outside_api_portfolio",
 )
 def portfolio(request: HttpRequest, number: int) -> OutsidePortfolioOut:
-    """The token's agent in cohort `number`: cash, open positions at their last usable
-    price, every trade (executed or rejected, with the reason) and the latest 10-minute
+    """The token's agent in cohort `number`: cash, open positions marked as the snapshots
+    mark them, every trade (executed or rejected, with the reason) and the latest 10-minute
     snapshot (`null` before the first)."""
     agent = outside_agent_in_cohort(token=_token(request), cohort_number=number)
     snapshot = outside_latest_snapshot(agent=agent)
@@ -422,17 +423,23 @@ def portfolio(request: HttpRequest, number: int) -> OutsidePortfolioOut:
 
 
 def _position(position: Position) -> OutsidePositionOut:
-    price = position.last_price
+    """An open position marked as the snapshots mark it (`arena.valuation`): at its
+    outcome's side-correct price now, or the fallback a closed, unresolved market keeps."""
+    market = position.market
+    marking: dict[str, Any] = {
+        "side": position.side, "outcomes": market.outcomes, "prices": market.outcome_prices,
+        "last_open_prices": market.last_open_prices, "closed": market.closed,
+        "last_price": position.last_price, "shares": position.shares,
+        "cost_basis": position.cost_basis,
+    }  # fmt: skip
     return OutsidePositionOut(
         position_id=str(position.pk),
-        market_id=position.market.polymarket_id,
-        question=position.market.question,
+        market_id=market.polymarket_id,
+        question=market.question,
         side=position.side,
         shares=format(position.shares, "f"),
         avg_entry_price=_s(position.avg_entry_price) or "0",
-        current_price=_s(price),
-        current_value=format(
-            money.cents_down(position.shares * price) if price is not None else Decimal(0), "f"
-        ),
+        current_price=format(money.price(position_mark(**marking)), "f"),
+        current_value=format(money.cents_down(position_value(**marking)), "f"),
         cost_basis=format(position.cost_basis, "f"),
     )

@@ -55,7 +55,9 @@ class OutsideMarketOut(Schema):
 
 
 class OutsidePositionOut(Schema):
-    """An open position, valued at the frozen snapshot (side-correct price)."""
+    """An open position at its side-correct mark (`arena.valuation`): in the prompt at the
+    frozen snapshot's prices, in the books (`/portfolio`) at the prices the 10-minute
+    snapshots value it at."""
 
     position_id: str
     market_id: str

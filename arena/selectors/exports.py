@@ -575,18 +575,70 @@ POSITIONS = _dataset(
         _cohort(),
         (Column("market_id", "string", "Polymarket's id of the market."), "market__polymarket_id"),
         (Column("side", "string", "YES, NO, or the outcome's name."), "side"),
-        (Column("outcome_index", "integer", "The side's index in the outcomes."), "outcome_index"),
-        (Column("status", "string", "open, closed (sold), settled or cancelled."), "status"),
-        (Column("shares", "decimal", "Shares held (0 once closed).", SHARES), "shares"),
-        (Column("cost_basis", "decimal", "USD paid for the shares held.", MONEY), "cost_basis"),
-        (Column("realized_pnl", "decimal", "P/L realized by sells.", MONEY), "realized_pnl"),
-        (Column("last_price", "decimal", "Last usable side-correct price.", PRICE), "last_price"),
         (
-            Column("settlement_value", "decimal", "USD paid out at settlement.", MONEY),
+            Column(
+                "outcome_index",
+                "integer",
+                "The side's index in the market's outcomes when it was opened (settlement and "
+                "valuation find the outcome by its name).",
+            ),
+            "outcome_index",
+        ),
+        (Column("status", "string", "open, closed (sold), settled or cancelled."), "status"),
+        (
+            Column(
+                "shares",
+                "decimal",
+                "Shares held: those a sell left (0 once sold out); a settled or refunded "
+                "position keeps the shares it held.",
+                SHARES,
+            ),
+            "shares",
+        ),
+        (
+            Column(
+                "cost_basis",
+                "decimal",
+                "USD paid for the shares held: a sell takes off the cost basis it releases; a "
+                "settled or refunded position keeps it.",
+                MONEY,
+            ),
+            "cost_basis",
+        ),
+        (
+            Column(
+                "realized_pnl",
+                "decimal",
+                "P/L realized: each sell's proceeds − the cost basis it released, and at "
+                "settlement the payout − the cost basis held.",
+                MONEY,
+            ),
+            "realized_pnl",
+        ),
+        (
+            Column(
+                "last_price",
+                "decimal",
+                "Side-correct price of its last trade, a buy or a sell.",
+                PRICE,
+            ),
+            "last_price",
+        ),
+        (
+            Column(
+                "settlement_value",
+                "decimal",
+                "USD paid out at settlement: $1 a winning share (cents down), $0 a losing one, "
+                "the cost basis when refunded; empty before.",
+                MONEY,
+            ),
             "settlement_value",
         ),
         (Column("opened_at", "timestamp", "When it was opened."), "opened_at"),
-        (Column("closed_at", "timestamp", "When it was closed or settled."), "closed_at"),
+        (
+            Column("closed_at", "timestamp", "When it was sold out, settled or refunded."),
+            "closed_at",
+        ),
     ],
     day_field="opened_at",
 )

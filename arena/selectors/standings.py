@@ -421,7 +421,7 @@ def agent_positions(*, agent: Agent) -> list[PositionRow]:
             continue
         market = position.market
         price = position_mark(
-            side=position.side, index=position.outcome_index, outcomes=market.outcomes,
+            side=position.side, outcomes=market.outcomes,
             prices=market.outcome_prices, last_open_prices=market.last_open_prices,
             closed=market.closed, last_price=position.last_price,
             shares=position.shares, cost_basis=position.cost_basis,

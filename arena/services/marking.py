@@ -82,44 +82,48 @@ def _price_at_sql(prices: str, *, index: str, binary: str) -> str:
 
 def _marks_ctes(markets: str) -> str:
     """SQL of two common table expressions: `held_markets`, what `valuation._known_mark`
-    decides once per market (binary or not, prices usable or not) for the markets `markets`
-    selects (a query of market ids), and `marks`, the known mark of each of their outcomes,
-    NULL where a position falls to its last trade price or its entry. The JSON is read once
-    per market and outcome, not for every position."""
+    decides once per market (binary or not, a yes / no pair in either order or not, prices
+    usable or not) for the markets `markets` selects (a query of market ids), and `marks`,
+    the name and known mark of each of their outcomes, NULL where a position falls to its
+    last trade price or its entry. The JSON is read once per market and outcome, not for
+    every position."""
     if connection.vendor == "postgresql":
-        binary = (
-            "(jsonb_array_length(m.outcomes) = 2 AND lower(m.outcomes ->> 0) = 'yes' "
-            "AND lower(m.outcomes ->> 1) = 'no')"
-        )
+        first, second = "lower(m.outcomes ->> 0)", "lower(m.outcomes ->> 1)"
+        two = "jsonb_array_length(m.outcomes) = 2"
         length = "jsonb_array_length(m.outcome_prices)"
         unusable = (
             "SELECT 1 FROM jsonb_array_elements_text(m.outcome_prices) AS e(v) "
             "WHERE e.v IS NULL OR e.v::numeric = 0"
         )
         index = "o.outcome_index"
+        name = "m.outcomes ->> o.outcome_index"
         outcomes = (
             "CROSS JOIN LATERAL generate_series(0, jsonb_array_length(m.outcomes) - 1) "
             "AS o(outcome_index)"
         )
     else:
-        binary = (
-            "(json_array_length(m.outcomes) = 2 "
-            "AND lower(json_extract(m.outcomes, '$[0]')) = 'yes' "
-            "AND lower(json_extract(m.outcomes, '$[1]')) = 'no')"
-        )
+        first = "lower(json_extract(m.outcomes, '$[0]'))"
+        second = "lower(json_extract(m.outcomes, '$[1]'))"
+        two = "json_array_length(m.outcomes) = 2"
         length = "json_array_length(m.outcome_prices)"
         unusable = (
             "SELECT 1 FROM json_each(m.outcome_prices) AS e "
             "WHERE e.value IS NULL OR CAST(e.value AS REAL) = 0"
         )
         index = "o.key"  # an array element's key is its index, an integer
+        name = "o.value"
         outcomes = "JOIN json_each(m.outcomes) o"
+    binary = f"({two} AND {first} = 'yes' AND {second} = 'no')"
+    pair = (
+        f"({two} AND {first} IN ('yes', 'no') AND {second} IN ('yes', 'no') "
+        f"AND {first} <> {second})"
+    )
     # Usable or not is decided for the whole market, as valuation.position_mark decides it.
     usable = f"({length} > 0 AND NOT (m.closed AND EXISTS ({unusable})))"
     price = _price_at_sql("m.outcome_prices", index=index, binary="m.is_binary")
     last_open = _price_at_sql("m.last_open_prices", index=index, binary="m.is_binary")
     mark = f"COALESCE(CASE WHEN m.usable THEN {price} END, {last_open})"
-    # SQLite's exact sum (_VALUE_UNITS_SQLITE) reads the mark in millionths, scaled once here.
+    # SQLite's exact sum (_CENTS_SQLITE) reads the mark in millionths, scaled once here.
     units = (
         ""
         if connection.vendor == "postgresql"
@@ -128,11 +132,11 @@ def _marks_ctes(markets: str) -> str:
     return f"""
         held_markets AS MATERIALIZED (
             SELECT m.id, m.outcomes, m.outcome_prices, m.last_open_prices,
-                   {binary} AS is_binary, {usable} AS usable
+                   {binary} AS is_binary, {pair} AS is_pair, {usable} AS usable
             FROM {Market._meta.db_table} m WHERE m.id IN ({markets})
         ),
         marks AS MATERIALIZED (
-            SELECT m.id AS market_id, {index} AS outcome_index, {mark} AS price{units}
+            SELECT m.id AS market_id, {name} AS name, m.is_pair, {mark} AS price{units}
             FROM held_markets m {outcomes}
         )
     """  # noqa: S608 — the table name is ours  # nosec B608
@@ -152,22 +156,30 @@ _VALUE_SQL = (
 # SQLite keeps decimals as floating point, and a float sum can land a hair on the wrong side
 # of a cent (123.479999999999 summed as 123.48). So it sums exact integers there: shares and
 # prices have 6 decimal places at most (markets.parsing quantizes every price), so shares ×
-# price is a whole number of 1e-12 dollars; a cost basis (2 places) is scaled to the same.
-# (A sum past 9.2 M dollars an agent would overflow SQLite's 64-bit integers.)
-UNITS_PER_CENT = 10**10
-_VALUE_UNITS_SQLITE = (
-    "CASE WHEN k.price_units IS NOT NULL "
-    "THEN CAST(ROUND(h.shares * 1000000) AS INTEGER) * k.price_units "
-    "WHEN h.last_price IS NOT NULL "
-    "THEN CAST(ROUND(h.shares * 1000000) AS INTEGER) "
-    "* CAST(ROUND(h.last_price * 1000000) AS INTEGER) "
-    f"WHEN h.shares <> 0 THEN CAST(ROUND(h.cost_basis * 100) AS INTEGER) * {UNITS_PER_CENT} "
-    "ELSE 0 END"
+# price is a whole number of 1e-12 dollars. Summed so, SQLite's 64-bit integers would
+# overflow past $9.2 M an agent, and one windfall would fail the whole tick: so each value
+# is summed in two parts, whole shares × price in millionths of a dollar (a cost basis, in
+# cents, scaled to the same) and the shares' millionths × price in 1e-12 dollars, carried
+# together once summed. An agent's sum then holds $9.2 trillion, past any money column.
+_SHARES_UNITS = "CAST(ROUND(h.shares * 1000000) AS INTEGER)"
+_PRICE_UNITS = "COALESCE(k.price_units, CAST(ROUND(h.last_price * 1000000) AS INTEGER))"
+_MICROS_SQLITE = (
+    f"CASE WHEN {_PRICE_UNITS} IS NOT NULL THEN ({_SHARES_UNITS} / 1000000) * {_PRICE_UNITS} "
+    "WHEN h.shares <> 0 THEN CAST(ROUND(h.cost_basis * 100) AS INTEGER) * 10000 ELSE 0 END"
 )
+# (%% is a literal %: the statement carries parameters.)
+_PICOS_SQLITE = f"COALESCE(({_SHARES_UNITS} %% 1000000) * {_PRICE_UNITS}, 0)"
+# The sum in cents, rounded down: (micros + picos ÷ 10^6) ÷ 10^4, in integer division.
+_CENTS_SQLITE = f"(SUM({_MICROS_SQLITE}) + SUM({_PICOS_SQLITE}) / 1000000) / 10000"
 # A LEFT JOIN keeps every position (one without a mark falls back) and, on SQLite, makes the
 # positions the outer loop, read in agent order through the agent index (no sort for the
-# sum) while each probes the marks by an automatic index.
-_MARK_JOIN = "LEFT JOIN marks k ON k.market_id = h.market_id AND k.outcome_index = h.outcome_index"
+# sum) while each probes the marks by an automatic index. A position finds its outcome by
+# name, as `valuation.side_outcome_index` does: the exact name, or YES / NO the outcome of
+# a yes / no pair named so in any case; at most one outcome matches.
+_MARK_JOIN = (
+    "LEFT JOIN marks k ON k.market_id = h.market_id AND (k.name = h.side "
+    "OR (h.side IN ('YES', 'NO') AND k.is_pair AND lower(k.name) = lower(h.side)))"
+)
 
 
 def position_values_sql(positions: QuerySet[Position]) -> dict[int, Decimal]:
@@ -205,7 +217,7 @@ def _snapshots_insert(*, agents: QuerySet[Agent], at: datetime, stale: bool) -> 
     if postgres:
         positions_value = f"TRUNC(SUM({_VALUE_SQL}), 2)"
     else:
-        positions_value = f"(SUM({_VALUE_UNITS_SQLITE}) / {UNITS_PER_CENT}) / 100.0"
+        positions_value = f"{_CENTS_SQLITE} / 100.0"
     total = "(a.cash + COALESCE(v.positions_value, 0))"
     # The agents are read once (their filter has correlated sub-selects), and the marks once
     # per (market, outcome) (PostgreSQL would fold them back into the join, per position).

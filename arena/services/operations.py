@@ -15,18 +15,22 @@ from django.conf import settings
 
 from arena import clock
 from arena.evidence import error_text, traceback_summary
-from arena.exceptions import DecisionNotRetryable
+from arena.exceptions import DecisionNotRetryable, OutcomesChanged
 from arena.models import Decision
 from arena.services.audit import determinism_check, determinism_sample
 from arena.services.cohorts import cohorts_complete
 from arena.services.decisions.run import decision_retry
 from arena.services.events import Kind, Level, event_record
-from arena.services.settlement import market_settle, market_settlement_event_record
+from arena.services.settlement import (
+    market_outcomes_changed_record,
+    market_settle,
+    market_settlement_event_record,
+)
 from markets import services as market_services
 from markets.exceptions import GammaUnavailable
 from markets.models import Market
 from markets.parsing import parse_markets
-from markets.resolution import verdict_for_record
+from markets.resolution import Verdict, verdict_for_record
 from markets.sources import MarketSource, market_source
 
 logger = logging.getLogger(__name__)
@@ -117,6 +121,10 @@ def market_resolution_check(
         settled = verdict.state != "open" and market_settle(
             polymarket_id=polymarket_id, verdict=verdict
         )
+    except OutcomesChanged as exc:  # staff decide; the event says why, as the hourly check's
+        report.failed.append(str(exc))
+        market_outcomes_changed_record(refusal=exc)
+        return report
     except Exception as exc:  # recorded like the hourly check's failures; the market stays open
         logger.exception("settling market %s failed", polymarket_id)
         report.failed.append(f"market {polymarket_id}: settlement failed: {error_text(exc)}")
@@ -137,6 +145,15 @@ def market_resolution_check(
         report.done.append(f"market {polymarket_id}: already settled, nothing to do")
         return report
     market_settlement_event_record(polymarket_id=polymarket_id, verdict=verdict)
+    _cohorts_complete_after(report=report, polymarket_id=polymarket_id, verdict=verdict)
+    return report
+
+
+def _cohorts_complete_after(
+    *, report: OperationReport, polymarket_id: str, verdict: Verdict
+) -> None:
+    """Complete the cohorts that hold nothing more now that the market settled, and report
+    the settlement with them."""
     outcome = (
         f"resolved {verdict.winning_outcome!r}"
         if verdict.state == "resolved"
@@ -150,12 +167,11 @@ def market_resolution_check(
             f"market {polymarket_id}: {outcome}, but completing its cohorts failed: "
             f"{error_text(exc)}; the next resolution check completes them"
         )
-        return report
+        return
     report.done.append(
         f"market {polymarket_id}: {outcome}"
         + (f"; cohorts completed: {', '.join(map(str, completed))}" if completed else "")
     )
-    return report
 
 
 def markets_resolution_check(

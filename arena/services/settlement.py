@@ -6,20 +6,24 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 
 from arena import clock, money
 from arena.evidence import error_text, storable_text, traceback_summary
+from arena.exceptions import OutcomesChanged
 from arena.models import (
     Agent,
     Position,
     ResolutionCheck,
+    SystemEvent,
     Trade,
 )
 from arena.services.cohorts import cohorts_complete
 from arena.services.events import Kind, Level, event_record
+from arena.valuation import side_outcome_index
 from markets import services as market_services
 from markets.exceptions import GammaUnavailable
 from markets.models import Market
@@ -58,55 +62,34 @@ def market_settle(*, polymarket_id: str, verdict: Verdict, now: datetime | None 
     transaction: the market is marked only if its settlement succeeds (002). Resolved: a
     winning share pays $1, a losing one $0, and every bet placed in the market gets its Brier
     score from its implied confidence. Cancelled: each position is refunded its cost basis,
-    no Brier. Return False when there was nothing to do (already settled)."""
+    no Brier. Return False when there was nothing to do (already settled).
+
+    A position wins by its outcome's name (`valuation.side_outcome_index`), never by where
+    the record lists it: the market row holds the outcomes of the record the verdict was
+    read from (the callers upsert it first). Raise OutcomesChanged, settling nothing, when
+    that list no longer names an outcome a position in the market was bought on."""
     now = now or clock.now()
     with transaction.atomic():
         market = Market.objects.select_for_update(of=("self",)).get(polymarket_id=polymarket_id)
         if market.resolution != Market.Resolution.OPEN:
             return False
         resolved = verdict.state == "resolved"
+        winner = _winning_index(market=market, verdict=verdict) if resolved else None
         positions = list(
             Position.objects.select_for_update(of=("self",))
             .filter(market=market, status=Position.Status.OPEN)
             .order_by("pk")
         )
-        payouts: dict[int, Decimal] = {}
-        for position in positions:
-            if resolved:
-                won = position.outcome_index == verdict.winning_index
-                payout = money.cents_down(position.shares) if won else Decimal("0.00")
-                position.status = Position.Status.SETTLED
-            else:
-                payout = position.cost_basis
-                position.status = Position.Status.CANCELLED
-            position.settlement_value = payout
-            position.realized_pnl = position.realized_pnl + payout - position.cost_basis
-            position.closed_at = now
-            payouts[position.agent_id] = payouts.get(position.agent_id, Decimal(0)) + payout
-        Position.objects.bulk_update(
-            positions, ["status", "settlement_value", "realized_pnl", "closed_at"]
+        payouts = _positions_settle(
+            positions=positions, outcomes=market.outcomes, winner=winner, now=now
         )
         for agent in (
             Agent.objects.select_for_update(of=("self",)).filter(pk__in=payouts).order_by("pk")
         ):
             if payouts[agent.pk]:
                 Agent.objects.filter(pk=agent.pk).update(cash=agent.cash + payouts[agent.pk])
-        if resolved:
-            bets = list(
-                Trade.objects.select_related("position").filter(
-                    market=market, kind=Trade.Kind.BUY, status=Trade.Status.EXECUTED
-                )
-            )
-            for bet in bets:
-                won = (
-                    bet.position is not None and bet.position.outcome_index == verdict.winning_index
-                )
-                bet.side_won = won
-                bet.brier_score = bet_brier_for_outcome(
-                    confidence=bet.implied_confidence or 0.0, side_won=won
-                )
-                bet.scored_at = now
-            Trade.objects.bulk_update(bets, ["side_won", "brier_score", "scored_at"])
+        if winner is not None:
+            _bets_score(market=market, winner=winner, now=now)
         market.resolution = Market.Resolution.RESOLVED if resolved else Market.Resolution.CANCELLED
         market.winning_outcome = verdict.winning_outcome or "" if resolved else ""
         market.resolved_at = now
@@ -115,6 +98,71 @@ def market_settle(*, polymarket_id: str, verdict: Verdict, now: datetime | None 
             update_fields=["resolution", "winning_outcome", "resolved_at", "resolution_note"]
         )
     return True
+
+
+def _winning_index(*, market: Market, verdict: Verdict) -> int:
+    """Return the index of the verdict's winner in the market's outcomes; raise
+    OutcomesChanged when the outcomes no longer name a side a position was bought on."""
+    outcomes = [str(o) for o in market.outcomes]
+    if verdict.winning_outcome not in outcomes:
+        raise ValueError(
+            f"the winner {verdict.winning_outcome!r} is not an outcome of market "
+            f"{market.polymarket_id} {outcomes}"
+        )
+    sides = (
+        Position.objects.filter(market=market).order_by().values_list("side", flat=True).distinct()
+    )
+    unlisted = sorted(s for s in sides if side_outcome_index(side=s, outcomes=outcomes) is None)
+    if unlisted:
+        raise OutcomesChanged(
+            polymarket_id=market.polymarket_id, outcomes=outcomes, unlisted_sides=unlisted
+        )
+    return outcomes.index(verdict.winning_outcome)
+
+
+def _positions_settle(
+    *, positions: list[Position], outcomes: list[str], winner: int | None, now: datetime
+) -> dict[int, Decimal]:
+    """Settle `positions` (locked) to the outcome at `winner`, or refund them when it is
+    None; return the payout per agent."""
+    payouts: dict[int, Decimal] = {}
+    for position in positions:
+        if winner is not None:
+            won = side_outcome_index(side=position.side, outcomes=outcomes) == winner
+            payout = money.cents_down(position.shares) if won else Decimal("0.00")
+            position.status = Position.Status.SETTLED
+        else:
+            payout = position.cost_basis
+            position.status = Position.Status.CANCELLED
+        position.settlement_value = payout
+        position.realized_pnl = position.realized_pnl + payout - position.cost_basis
+        position.closed_at = now
+        payouts[position.agent_id] = payouts.get(position.agent_id, Decimal(0)) + payout
+    Position.objects.bulk_update(
+        positions, ["status", "settlement_value", "realized_pnl", "closed_at"]
+    )
+    return payouts
+
+
+def _bets_score(*, market: Market, winner: int, now: datetime) -> None:
+    """Give every executed bet in the market its Brier score: its side won when its
+    position's outcome is the one at `winner` in the market's outcomes (001 §1.3)."""
+    bets = list(
+        Trade.objects.select_related("position").filter(
+            market=market, kind=Trade.Kind.BUY, status=Trade.Status.EXECUTED
+        )
+    )
+    for bet in bets:
+        won = (
+            bet.position is not None
+            and side_outcome_index(side=bet.position.side, outcomes=market.outcomes) == winner
+        )
+        bet.side_won = won
+        bet.brier_score = bet_brier_for_outcome(
+            confidence=bet.implied_confidence or 0.0, side_won=won
+        )
+        bet.scored_at = now
+    Trade.objects.bulk_update(bets, ["side_won", "brier_score", "scored_at"])
 
 
 def resolutions_check(
@@ -149,32 +197,8 @@ def resolutions_check(
                 markets=[m for m in batch.markets if m.polymarket_id in wanted], include_raw=False
             )
             for record in records:
-                if not isinstance(record, dict) or str(record.get("id")) not in wanted:
-                    continue
-                pid = str(record["id"])
-                try:
-                    verdict = verdict_for_record(record, now=now)
-                    if verdict.state == "open":
-                        continue
-                    if market_settle(polymarket_id=pid, verdict=verdict, now=now):
-                        settled = (
-                            report.resolved if verdict.state == "resolved" else report.cancelled
-                        )
-                        settled.append(pid)
-                        market_settlement_event_record(polymarket_id=pid, verdict=verdict)
-                except Exception as exc:  # a failed settlement must not stop the others
-                    logger.exception("settling market %s failed; the next check retries it", pid)
-                    report.failed.append(pid)
-                    event_record(
-                        kind=Kind.SETTLEMENT_FAILED,
-                        level=Level.ERROR,
-                        message=f"settling market {pid} failed; the next check retries it: "
-                        f"{error_text(exc)}",
-                        market_id=Market.objects.filter(polymarket_id=pid)
-                        .values_list("pk", flat=True)
-                        .first(),
-                        data={"traceback": traceback_summary(exc)},
-                    )
+                if isinstance(record, dict) and str(record.get("id")) in wanted:
+                    _record_settle(record=record, report=report, now=now)
         report.completed_cohorts = cohorts_complete(now=now)
     except Exception as exc:
         report.error = f"the check broke off: {error_text(exc)}"
@@ -182,6 +206,57 @@ def resolutions_check(
     finally:
         _check_record(report=report, at=now)
     return report
+
+
+def _record_settle(*, record: dict[str, Any], report: ResolutionReport, now: datetime) -> None:
+    """Settle the market of one final record if its verdict is final, and report it. A
+    failure is recorded on the market, which the next check retries, and goes no further."""
+    pid = str(record["id"])
+    try:
+        verdict = verdict_for_record(record, now=now)
+        if verdict.state == "open":
+            return
+        if market_settle(polymarket_id=pid, verdict=verdict, now=now):
+            settled = report.resolved if verdict.state == "resolved" else report.cancelled
+            settled.append(pid)
+            market_settlement_event_record(polymarket_id=pid, verdict=verdict)
+    except OutcomesChanged as exc:  # waits for staff; every check finds it again
+        report.failed.append(pid)
+        market_outcomes_changed_record(refusal=exc)
+    except Exception as exc:  # a failed settlement must not stop the others
+        logger.exception("settling market %s failed; the next check retries it", pid)
+        report.failed.append(pid)
+        event_record(
+            kind=Kind.SETTLEMENT_FAILED,
+            level=Level.ERROR,
+            message=f"settling market {pid} failed; the next check retries it: {error_text(exc)}",
+            market_id=Market.objects.filter(polymarket_id=pid).values_list("pk", flat=True).first(),
+            data={"traceback": traceback_summary(exc)},
+        )
+
+
+def market_outcomes_changed_record(*, refusal: OutcomesChanged) -> None:
+    """Tell staff that a market was not settled because its outcomes changed: one error
+    event per market and list of outcomes, however many checks find it so."""
+    market_id = (
+        Market.objects.filter(polymarket_id=refusal.polymarket_id)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    told = SystemEvent.objects.filter(
+        kind=Kind.OUTCOMES_CHANGED, market__polymarket_id=refusal.polymarket_id
+    )
+    if any(
+        data.get("outcomes") == refusal.outcomes for data in told.values_list("data", flat=True)
+    ):
+        return
+    event_record(
+        kind=Kind.OUTCOMES_CHANGED,
+        level=Level.ERROR,
+        message=str(refusal),
+        market_id=market_id,
+        data={"outcomes": refusal.outcomes, "unlisted_sides": refusal.unlisted_sides},
+    )
 
 
 def _check_record(*, report: ResolutionReport, at: datetime) -> None:

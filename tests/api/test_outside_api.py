@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -20,12 +21,23 @@ from django.db import connection
 from django.test import Client
 
 from agents.models import BenchmarkModel
-from arena.models import Agent, Cohort, Decision, OutsideAgentToken, SystemEvent, Trade
+from arena import money
+from arena.models import (
+    Agent,
+    Cohort,
+    Decision,
+    OutsideAgentToken,
+    PortfolioSnapshot,
+    Position,
+    SystemEvent,
+    Trade,
+)
 from arena.services.cohorts import cohort_start
 from arena.services.decisions.outside import outside_decisions_close
 from arena.services.decisions.run import decisions_run_all
 from arena.services.marking import snapshots_take
 from arena.services.outside import outside_admission_set, outside_token_issue
+from markets.models import Market
 from markets.sources import RecordedSource
 from tests.api.helpers import API, assert_envelope
 from tests.arena.conftest import COHORT_AT, RUN_AT, WEEK, snapshot_cache_clear
@@ -167,6 +179,35 @@ def test_me_names_the_tokens_agent_and_the_window(week: Week, client: Client) ->
             "decision_status": "awaiting",
         }
     ]
+
+
+def test_the_portfolio_values_a_position_as_the_snapshots_do(week: Week, client: Client) -> None:
+    """The agent bets NO; the market's price then moves, and then it closes unresolved with
+    a zero price: the position's mark is 1 − the YES price when last open, not the price it
+    was bought at. The books show that mark, and the value the snapshot holds (002)."""
+    bet = a_bet(prompt_of(client, week), amount=1000)
+    assert submit(client, week, bet).status_code == 200
+    pid = bet["bets"][0]["market_id"]
+    position = Position.objects.get(agent=week.agent(), market__polymarket_id=pid)
+    assert position.last_price is not None
+    moved = (Decimal(1) - position.last_price) / 2  # YES halfway to 0: NO dearer
+    Market.objects.filter(polymarket_id=pid).update(  # as a refresh writes a closed market
+        closed=True, outcome_prices=["0", "1"], last_open_prices=[str(moved), str(1 - moved)]
+    )
+    snapshots_take(now=IN_WINDOW + timedelta(minutes=10), refresh=False)
+    snapshot = PortfolioSnapshot.objects.get(agent=week.agent())
+
+    books = client.get(
+        f"{OUTSIDE}/cohorts/{week.cohort.number}/portfolio", headers=bearer(week.token)
+    ).json()
+
+    [held] = books["positions"]
+    mark = Decimal(1) - moved
+    assert mark != position.last_price
+    assert Decimal(held["current_price"]) == mark
+    assert Decimal(held["current_value"]) == money.cents_down(position.shares * mark)
+    assert Decimal(held["current_value"]) == snapshot.positions_value
+    assert books["latest_snapshot"]["positions_value"] == held["current_value"]
 
 
 # --------------------------------------------------------------------------- submitting

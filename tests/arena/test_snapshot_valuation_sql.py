@@ -1,9 +1,9 @@
 """The snapshot write values positions in the database: its SQL valuation is
 `arena.valuation.position_mark`'s, checked on an exhaustive table of cases — binary and
-multi-outcome markets, each side or outcome index (and one the market no longer lists), prices
-missing, null, zero, short or numeric, open or closed, with and without prices when last open,
-with and without a last trade price — and the snapshots it writes are those the Python reference
-(`portfolio_snapshots_build`) builds.
+multi-outcome markets, a yes / no pair listed the other way round, each side found by its name
+(and sides the market no longer lists), prices missing, null, zero, short or numeric, open or
+closed, with and without prices when last open, with and without a last trade price — and the
+snapshots it writes are those the Python reference (`portfolio_snapshots_build`) builds.
 
 PostgreSQL computes in numeric, exactly; SQLite, which stores decimals as floating point,
 agrees to within a ten-millionth of a dollar per position, and to the cent on the snapshot.
@@ -35,7 +35,15 @@ pytestmark = pytest.mark.django_db
 NOW = datetime(2030, 6, 2, 12, 3, 41, tzinfo=UTC)
 OPENED = datetime(2030, 6, 1, tzinfo=UTC)
 YES_NO = ["Yes", "No"]
+NO_YES = ["No", "Yes"]  # a yes / no pair listed the other way round: not binary, own prices
 THREE = ["Red", "Green", "Blue"]
+# The sides held in each kind of market: its outcomes by name, and sides it does not list
+# (a record whose outcomes changed after the bet; YES outside a yes / no pair).
+SIDES: dict[tuple[str, ...], list[str]] = {
+    tuple(YES_NO): ["YES", "NO", "Maybe"],
+    tuple(NO_YES): ["YES", "NO", "Maybe"],
+    tuple(THREE): ["Red", "Green", "Blue", "Purple", "YES"],
+}
 
 # Every shape of price list position_mark tells apart, per kind of market.
 PRICES: dict[tuple[str, ...], list[list[Any]]] = {
@@ -49,6 +57,7 @@ PRICES: dict[tuple[str, ...], list[list[Any]]] = {
         ["0", "0"],
         ["0.000001", "0.999999"],
     ],
+    tuple(NO_YES): [[], ["0.38", "0.62"], [None, "0.62"], ["1", "0"], ["0", "0"]],
     tuple(THREE): [
         [],
         ["0.2", "0.5", "0.3"],
@@ -60,6 +69,7 @@ PRICES: dict[tuple[str, ...], list[list[Any]]] = {
 }
 LAST_OPEN: dict[tuple[str, ...], list[list[Any]]] = {
     tuple(YES_NO): [[], ["0.55", "0.45"], [None, "0.45"]],
+    tuple(NO_YES): [[], ["0.45", "0.55"]],
     tuple(THREE): [[], ["0.1", "0.6", "0.3"], ["0.1", None]],
 }
 LAST_PRICES = [None, Decimal("0.42"), Decimal("0")]
@@ -68,9 +78,10 @@ HOLDINGS = [(Decimal("100"), Decimal("40.00")), (Decimal("3.333333"), Decimal("2
 
 def exhaustive_positions(agent: Agent) -> list[Position]:
     """One market per (outcomes, prices, closed, last-open prices), and in each a position
-    per (outcome index, last trade price, holding), including one on an outcome index past
-    the market's outcomes (a record whose outcomes changed after the bet): it has no mark
-    of its own and falls to its last trade price, then its entry."""
+    per (side, last trade price, holding), including sides the market does not list (a
+    record whose outcomes changed after the bet): those have no mark of their own and fall
+    to their last trade price, then their entry. One position per market and side is open
+    (which one varies); the others are closed, and valued alike."""
     positions = []
     combos = [
         (outcomes, prices, closed, last_open)
@@ -79,6 +90,7 @@ def exhaustive_positions(agent: Agent) -> list[Position]:
         for closed in (False, True)
         for last_open in LAST_OPEN[outcomes]
     ]
+    holdings = list(itertools.product(LAST_PRICES, HOLDINGS))
     for n, (outcomes, prices, closed, last_open) in enumerate(combos):
         market = Market.objects.create(
             polymarket_id=f"case-{agent.pk}-{n}",
@@ -88,21 +100,22 @@ def exhaustive_positions(agent: Agent) -> list[Position]:
             last_open_prices=last_open,
             closed=closed,
         )
-        for k, (index, last_price, (shares, cost)) in enumerate(
-            itertools.product(range(len(outcomes) + 1), LAST_PRICES, HOLDINGS)
-        ):
-            positions.append(
-                Position(
-                    agent=agent,
-                    market=market,
-                    side=f"side-{k}",  # one open position per market and side
-                    outcome_index=index,
-                    shares=shares,
-                    cost_basis=cost,
-                    last_price=last_price,
-                    opened_at=OPENED,
+        for s, side in enumerate(SIDES[outcomes]):
+            for k, (last_price, (shares, cost)) in enumerate(holdings):
+                is_open = k == (n + s) % len(holdings)
+                positions.append(
+                    Position(
+                        agent=agent,
+                        market=market,
+                        side=side,
+                        outcome_index=0,  # where it was listed when bought: never read
+                        status=Position.Status.OPEN if is_open else Position.Status.CLOSED,
+                        shares=shares,
+                        cost_basis=cost,
+                        last_price=last_price,
+                        opened_at=OPENED,
+                    )
                 )
-            )
     return Position.objects.bulk_create(positions)
 
 
@@ -110,7 +123,6 @@ def reference_value(position: Position) -> Decimal:
     market = position.market
     return position_value(
         side=position.side,
-        index=position.outcome_index,
         outcomes=market.outcomes,
         prices=market.outcome_prices,
         last_open_prices=market.last_open_prices,
@@ -137,7 +149,7 @@ def test_the_sql_valuation_is_position_marks_on_every_case() -> None:
             position.market.outcome_prices,
             position.market.closed,
             position.market.last_open_prices,
-            position.outcome_index,
+            position.side,
             position.last_price,
             position.shares,
         )
@@ -153,7 +165,7 @@ def test_a_position_on_an_outcome_its_market_no_longer_lists_is_worth_its_last_p
 
     def value(last_price: Decimal | None) -> Decimal:
         return position_value(
-            side="Green", index=2, outcomes=YES_NO, prices=["0.62", "0.38"],
+            side="Green", outcomes=YES_NO, prices=["0.62", "0.38"],
             last_open_prices=[], closed=False, last_price=last_price,
             shares=Decimal("100"), cost_basis=Decimal("40.00"),
         )  # fmt: skip

@@ -20,6 +20,7 @@ from agents.models import BenchmarkModel
 from arena.models import (
     STARTING_BALANCE,
     Agent,
+    AgentSnapshotRollup,
     Cohort,
     PortfolioSnapshot,
     Position,
@@ -110,7 +111,6 @@ def snapshot_of(agent: Agent, slot: datetime = SLOT) -> PortfolioSnapshot:
 def mark(
     *,
     side: str,
-    index: int,
     prices: list[Any],
     outcomes: list[str] | None = None,
     closed: bool = False,
@@ -121,7 +121,6 @@ def mark(
 ) -> Decimal:
     return position_mark(
         side=side,
-        index=index,
         outcomes=list(outcomes or YES_NO),
         prices=prices,
         last_open_prices=last_open or [],
@@ -146,20 +145,20 @@ def open_copy(record: dict[str, Any], prices: list[str]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("side", "index", "prices", "expected"),
+    ("side", "prices", "expected"),
     [
-        ("YES", 0, ["0.37", "0.63"], Decimal("0.37")),
-        ("NO", 1, ["0.37", "0.63"], Decimal("0.63")),
+        ("YES", ["0.37", "0.63"], Decimal("0.37")),
+        ("NO", ["0.37", "0.63"], Decimal("0.63")),
         # NO is 1 − YES (001 §2.2), not the stored NO price, even if upstream's do not sum to 1
-        ("NO", 1, ["0.37", "0.60"], Decimal("0.63")),
-        ("YES", 0, ["0.999", "0.001"], Decimal("0.999")),
-        ("NO", 1, ["0.000001", "0.999999"], Decimal("0.999999")),
+        ("NO", ["0.37", "0.60"], Decimal("0.63")),
+        ("YES", ["0.999", "0.001"], Decimal("0.999")),
+        ("NO", ["0.000001", "0.999999"], Decimal("0.999999")),
     ],
 )
 def test_binary_position_is_marked_at_its_side_correct_price(
-    side: str, index: int, prices: list[str], expected: Decimal
+    side: str, prices: list[str], expected: Decimal
 ) -> None:
-    assert mark(side=side, index=index, prices=prices) == expected
+    assert mark(side=side, prices=prices) == expected
 
 
 @pytest.mark.parametrize(("index", "expected"), [(0, "0.2"), (1, "0.5"), (2, "0.3")])
@@ -167,23 +166,54 @@ def test_multi_outcome_position_is_marked_at_its_own_outcomes_price(
     index: int, expected: str
 ) -> None:
     outcomes = ["Acend", "Bebop", "Draw"]
-    price = mark(side=outcomes[index], index=index, outcomes=outcomes, prices=["0.2", "0.5", "0.3"])
+    price = mark(side=outcomes[index], outcomes=outcomes, prices=["0.2", "0.5", "0.3"])
     assert price == Decimal(expected)
 
 
 @pytest.mark.parametrize(
-    ("side", "index", "prices", "expected"),
+    ("side", "outcomes", "prices", "expected"),
     [
-        ("YES", 0, ["0", "1"], "0.3"),  # price 0 on a closed market: not a valuation
-        ("YES", 0, [], "0.3"),  # no prices at all
-        ("YES", 0, [None, None], "0.3"),  # prices missing
-        ("NO", 1, [None, None], "0.7"),
+        ("Acend", ["Bebop", "Draw", "Acend"], ["0.2", "0.5", "0.3"], Decimal("0.3")),
+        # a yes / no pair listed the other way round: each side its own outcome's price
+        ("YES", ["No", "Yes"], ["0.63", "0.37"], Decimal("0.37")),
+        ("NO", ["No", "Yes"], ["0.63", "0.37"], Decimal("0.63")),
+        ("YES", ["no", "YES"], ["0.63", "0.37"], Decimal("0.37")),
+    ],
+)
+def test_a_position_is_marked_at_its_outcome_found_by_name_wherever_it_is_listed(
+    side: str, outcomes: list[str], prices: list[str], expected: Decimal
+) -> None:
+    assert mark(side=side, outcomes=outcomes, prices=prices, last_price="0.42") == expected
+
+
+@pytest.mark.parametrize(
+    ("side", "outcomes"),
+    [
+        ("Acend", ["Acend Esports", "Bebop"]),  # renamed
+        ("YES", ["Yes", "No", "Maybe"]),  # no longer a yes / no pair
+        ("acend", ["Acend", "Bebop"]),  # a name is exact
+    ],
+)
+def test_a_position_whose_outcome_is_no_longer_listed_keeps_its_last_trade_price(
+    side: str, outcomes: list[str]
+) -> None:
+    prices = ["0.9"] + ["0.05"] * (len(outcomes) - 1)
+    assert mark(side=side, outcomes=outcomes, prices=prices, last_price="0.42") == Decimal("0.42")
+
+
+@pytest.mark.parametrize(
+    ("side", "prices", "expected"),
+    [
+        ("YES", ["0", "1"], "0.3"),  # price 0 on a closed market: not a valuation
+        ("YES", [], "0.3"),  # no prices at all
+        ("YES", [None, None], "0.3"),  # prices missing
+        ("NO", [None, None], "0.7"),
     ],
 )
 def test_closed_unresolved_binary_without_a_usable_price_keeps_its_last_open_price(
-    side: str, index: int, prices: list[Any], expected: str
+    side: str, prices: list[Any], expected: str
 ) -> None:
-    price = mark(side=side, index=index, prices=prices, closed=True, last_open=["0.3", "0.7"])
+    price = mark(side=side, prices=prices, closed=True, last_open=["0.3", "0.7"])
     assert price == Decimal(expected)
 
 
@@ -191,7 +221,6 @@ def test_closed_unresolved_multi_outcome_with_zero_price_keeps_its_last_open_pri
     outcomes = ["Pakistan", "Afghanistan"]
     price = mark(
         side="Afghanistan",
-        index=1,
         outcomes=outcomes,
         prices=["1", "0"],
         closed=True,
@@ -201,25 +230,25 @@ def test_closed_unresolved_multi_outcome_with_zero_price_keeps_its_last_open_pri
 
 
 def test_closed_unresolved_market_without_last_open_prices_falls_back_to_last_trade_price() -> None:
-    price = mark(side="YES", index=0, prices=["0", "1"], closed=True, last_price="0.42")
+    price = mark(side="YES", prices=["0", "1"], closed=True, last_price="0.42")
     assert price == Decimal("0.42")
 
 
 def test_closed_unresolved_market_without_any_price_is_kept_at_its_average_entry() -> None:
-    price = mark(side="YES", index=0, prices=[], closed=True, shares="250", cost="100")
+    price = mark(side="YES", prices=[], closed=True, shares="250", cost="100")
     assert price == Decimal("0.4")
 
 
 def test_open_market_price_is_used_as_is_even_when_it_is_zero() -> None:
     """Only a *closed* unresolved market falls back: an open market's price is the market."""
-    assert mark(side="YES", index=0, prices=["0", "1"], last_open=["0.3", "0.7"]) == 0
+    assert mark(side="YES", prices=["0", "1"], last_open=["0.3", "0.7"]) == 0
 
 
 def test_closed_all_zero_prices_keep_a_no_position_at_its_last_open_price() -> None:
     """The recorded shape `["0", "0"]` (market 12, closed, no UMA status) carries no usable
     price for either side. The NO side must fall back like the YES side does (002), not be
     read as 1 − 0 = $1 a share."""
-    price = mark(side="NO", index=1, prices=["0", "0"], closed=True, last_open=["0.3", "0.7"])
+    price = mark(side="NO", prices=["0", "0"], closed=True, last_open=["0.3", "0.7"])
     assert price == Decimal("0.7")
 
 
@@ -252,6 +281,56 @@ def test_snapshot_values_yes_no_and_multi_outcome_positions(db: None) -> None:
     assert snap.total_pnl_percent == Decimal("-35.0661")
     assert snap.prices_stale is False
     assert snap.snapshot_timestamp == SLOT
+
+
+# ------------------------------------------------------------------------- a windfall
+
+
+def test_a_windfall_is_snapshotted_exactly_and_every_other_agent_with_it(db: None) -> None:
+    """A winning $2,500 bet at 0.0002 pays $12,500,000: that agent's return is +124,975%.
+    Another holds two windfalls still open, $5.4 M each. The tick writes every agent's
+    snapshot in one statement, so one figure too wide for its column would cost every
+    agent its snapshot: each must be written, to the cent and the ten-thousandth of a
+    percent, and merged into the hourly and daily rollups."""
+    paid, holding, ordinary = lineup(new_cohort(), 3)
+    Agent.objects.filter(pk=paid.pk).update(cash=Decimal("12507500.00"))
+    Agent.objects.filter(pk=holding.pk).update(cash=Decimal("7000.00"))
+    Agent.objects.filter(pk=ordinary.pk).update(cash=Decimal("9600.00"))
+    up, down, plain = (
+        market("9100021", ["0.9", "0.1"]),
+        market("9100022", ["0.1", "0.9"]),
+        market("9100023", ["0.37", "0.63"]),
+    )
+    hold(holding, up, "YES", "6000000", cost="1200.00")  # 0.0002 a share when bought
+    hold(holding, down, "NO", "6000000", cost="1200.00")
+    hold(holding, plain, "YES", "1234.567891", cost="600.00")
+    hold(ordinary, plain, "YES", "1000", cost="400.00")
+
+    report = snapshots_take(now=NOW, refresh=False)
+
+    assert report.written == 3
+    expected = {
+        # cash, positions value, total value, total P/L, total P/L %
+        paid: ("12507500.00", "0.00", "12507500.00", "12497500.00", "124975.0000"),
+        # 6,000,000 × 0.9 × 2 + 1,234.567891 × 0.37 = 10,800,456.79011967, cents down
+        holding: ("7000.00", "10800456.79", "10807456.79", "10797456.79", "107974.5679"),
+        ordinary: ("9600.00", "370.00", "9970.00", "-30.00", "-0.3000"),
+    }
+    for agent, figures in expected.items():
+        snap = snapshot_of(agent)
+        written = (
+            snap.cash,
+            snap.positions_value,
+            snap.total_value,
+            snap.total_pnl,
+            snap.total_pnl_percent,
+        )
+        assert written == tuple(Decimal(f) for f in figures), agent
+        rollups = AgentSnapshotRollup.objects.filter(agent=agent)
+        assert rollups.count() == 2  # its hour and its day
+        for rollup in rollups:
+            assert rollup.total_value == snap.total_value
+            assert rollup.total_pnl_percent == snap.total_pnl_percent
 
 
 def test_worked_example_of_001_cash_7500_and_positions_3200_is_plus_700_or_7_percent(

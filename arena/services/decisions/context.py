@@ -35,12 +35,14 @@ def portfolio_view(
     for position in open_positions:
         market = position.market
         row = frozen.rows.get(market.polymarket_id)
+        outcomes = row.outcomes if row else market.outcomes
         price = position_mark(
             side=position.side,
-            index=position.outcome_index,
-            outcomes=row.outcomes if row else market.outcomes,
+            outcomes=outcomes,
             prices=row.outcome_prices if row else market.outcome_prices,
-            last_open_prices=market.last_open_prices,
+            # The prices when last open follow the market's outcomes as now listed: they
+            # pair with the frozen ones only while those are listed alike.
+            last_open_prices=market.last_open_prices if outcomes == market.outcomes else [],
             closed=row.closed if row else market.closed,
             last_price=position.last_price,
             shares=position.shares,
