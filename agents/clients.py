@@ -7,6 +7,10 @@ and returns a frozen `Completion`, or raises a typed `OpenRouterError`. Transien
 bodies) are retried here with exponential backoff, honouring Retry-After; the caller sees the
 typed error only after the last attempt.
 
+A request is its messages and its parameters (`request_parameters`: every other field of the
+body, and where the cache breakpoint goes); `request_body` rebuilds the body from the two, so
+a request stored that way can be sent again exactly as it was (`OpenRouterClient.send`).
+
 Error bodies come in two shapes and both are read: the one OpenRouter really sends,
 `{"error": {"message", "code", "metadata"}, "user_id"}`, and the newer documented one with
 `error_type`, `http_status` and `availability` and no numeric `code`.
@@ -29,6 +33,7 @@ from typing import Any
 import requests
 
 __all__ = [
+    "CACHE_BREAKPOINT",
     "Completion",
     "OpenRouterAuthError",
     "OpenRouterBadRequest",
@@ -42,6 +47,8 @@ __all__ = [
     "OpenRouterRateLimited",
     "OpenRouterTimeout",
     "OpenRouterUpstreamError",
+    "request_body",
+    "request_parameters",
 ]
 
 DEFAULT_APP_NAME = "Forecaster Arena"
@@ -519,19 +526,89 @@ def with_cache_breakpoint(
     the text itself is unchanged. Without such a message, `messages` go as they are.
     """
     wire: list[dict[str, Any]] = [dict(message) for message in messages]
-    if not shared_prefix:
-        return wire
-    for message in reversed(wire):
-        content = message.get("content")
-        if isinstance(content, str) and content.startswith(shared_prefix):
-            parts: list[dict[str, Any]] = [
-                {"type": "text", "text": shared_prefix, "cache_control": dict(CACHE_CONTROL)}
-            ]
-            if len(content) > len(shared_prefix):
-                parts.append({"type": "text", "text": content[len(shared_prefix) :]})
-            message["content"] = parts
-            break
+    at = _breakpoint_message(messages, shared_prefix)
+    if at is not None:
+        _mark_breakpoint(wire[at], len(shared_prefix))
     return wire
+
+
+def _breakpoint_message(messages: Sequence[dict[str, str]], shared_prefix: str) -> int | None:
+    """Return the index of the last message starting with `shared_prefix`, or None."""
+    if not shared_prefix:
+        return None
+    for index in range(len(messages) - 1, -1, -1):
+        content = messages[index].get("content")
+        if isinstance(content, str) and content.startswith(shared_prefix):
+            return index
+    return None
+
+
+def _mark_breakpoint(message: dict[str, Any], chars: int) -> None:
+    """Send `message` as text parts, its first `chars` characters marked `cache_control`."""
+    content = str(message.get("content", ""))
+    parts: list[dict[str, Any]] = [
+        {"type": "text", "text": content[:chars], "cache_control": dict(CACHE_CONTROL)}
+    ]
+    if len(content) > chars:
+        parts.append({"type": "text", "text": content[chars:]})
+    message["content"] = parts
+
+
+# --- the request ----------------------------------------------------------------------------
+
+# Not a field of the body: where the messages carry the prompt-cache breakpoint, as
+# {"message": index, "chars": length of the marked start}, so that the stored plain messages
+# and the parameters rebuild the very body that was sent (`request_body`).
+CACHE_BREAKPOINT = "cache_breakpoint"
+# The body's fields in the order they are sent; `messages` goes after `model`.
+_BODY_ORDER = ("model", "messages", "temperature", "max_tokens", "usage", "provider", "reasoning")
+DEFAULT_MAX_TOKENS = 16000
+
+
+def request_parameters(
+    *,
+    model: str,
+    messages: Sequence[dict[str, str]],
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    provider_order: Sequence[str] = (),
+    reasoning_max_tokens: int | None = None,
+    shared_prefix: str = "",
+) -> dict[str, Any]:
+    """Return the parameters of one chat completion: every field of its body but `messages`
+    (the model, temperature 0, the token limit, usage accounting; the pinned providers with
+    no fallbacks and the reasoning budget when given), and CACHE_BREAKPOINT when the model
+    caches only at an explicit breakpoint and a message starts with `shared_prefix`.
+
+    Plain JSON: stored beside the messages, it is what a replay of the request sends again.
+    """
+    parameters: dict[str, Any] = {
+        "model": model,
+        "temperature": 0,
+        "max_tokens": max_tokens,
+        "usage": {"include": True},
+    }
+    if provider_order:
+        parameters["provider"] = {"order": list(provider_order), "allow_fallbacks": False}
+    if reasoning_max_tokens is not None:
+        parameters["reasoning"] = {"max_tokens": reasoning_max_tokens}
+    at = _breakpoint_message(messages, shared_prefix) if needs_cache_breakpoint(model) else None
+    if at is not None:
+        parameters[CACHE_BREAKPOINT] = {"message": at, "chars": len(shared_prefix)}
+    return parameters
+
+
+def request_body(messages: Sequence[dict[str, Any]], parameters: dict[str, Any]) -> dict[str, Any]:
+    """Return the body sent for `messages` with `parameters` (from `request_parameters`, or
+    as stored, in whatever key order): its fields in the order sent, the messages with their
+    cache breakpoint put back."""
+    fields = {name: value for name, value in parameters.items() if name != CACHE_BREAKPOINT}
+    wire: list[dict[str, Any]] = [dict(message) for message in messages]
+    mark = parameters.get(CACHE_BREAKPOINT)
+    if isinstance(mark, dict) and 0 <= int(mark["message"]) < len(wire):
+        _mark_breakpoint(wire[int(mark["message"])], int(mark["chars"]))
+    fields["messages"] = wire
+    ordered = {name: fields.pop(name) for name in _BODY_ORDER if name in fields}
+    return {**ordered, **dict(sorted(fields.items()))}
 
 
 # --- the client -----------------------------------------------------------------------------
@@ -618,7 +695,7 @@ class OpenRouterClient:
         *,
         model: str,
         messages: list[dict[str, str]],
-        max_tokens: int = 16000,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
         provider_order: Sequence[str] = (),
         reasoning_max_tokens: int | None = None,
         shared_prefix: str = "",
@@ -629,27 +706,27 @@ class OpenRouterClient:
         fallbacks. `reasoning_max_tokens` sets the model's thinking budget. `shared_prefix`
         is the start of a message that other calls share (the run's market table): for a
         model that caches only at an explicit breakpoint, one is put at its end; other models
-        cache the prefix by themselves. Retry transient failures up to `max_retries` more
-        times, then raise the typed OpenRouterError. Each call is a new, billed generation:
-        a repeat is not idempotent.
+        cache the prefix by themselves. See `send` for what is retried and raised.
         """
-        wire_messages: list[dict[str, Any]] = (
-            with_cache_breakpoint(messages, shared_prefix)
-            if needs_cache_breakpoint(model)
-            else [dict(message) for message in messages]
+        parameters = request_parameters(
+            model=model,
+            messages=messages,
+            max_tokens=max_tokens,
+            provider_order=provider_order,
+            reasoning_max_tokens=reasoning_max_tokens,
+            shared_prefix=shared_prefix,
         )
-        payload: dict[str, Any] = {
-            "model": model,
-            "messages": wire_messages,
-            "temperature": 0,
-            "max_tokens": max_tokens,
-            "usage": {"include": True},
-        }
-        if provider_order:
-            payload["provider"] = {"order": list(provider_order), "allow_fallbacks": False}
-        if reasoning_max_tokens is not None:
-            payload["reasoning"] = {"max_tokens": reasoning_max_tokens}
-        data = json.dumps(payload).encode()
+        return self.send(messages=messages, parameters=parameters)
+
+    def send(self, *, messages: Sequence[dict[str, Any]], parameters: dict[str, Any]) -> Completion:
+        """Send the chat completion `request_body(messages, parameters)` and return it: a
+        request as `request_parameters` built it, or one stored earlier, sent again as it was.
+
+        Retry transient failures up to `max_retries` more times, then raise the typed
+        OpenRouterError. Each call is a new, billed generation: a repeat is not idempotent.
+        """
+        model = str(parameters["model"])
+        data = json.dumps(request_body(messages, parameters)).encode()
         url = f"{self.base_url}/chat/completions"
         started = time.monotonic()
         attempt = 0

@@ -118,7 +118,7 @@ def _user_parts(context: DecisionContext, version: str) -> tuple[str, str]:
         week_start=context.week_start.isoformat(),
         cohort_number=str(context.cohort_number),
         cash=_money(portfolio.cash),
-        max_bet=_money(portfolio.max_bet),
+        max_bet=_max_bet(portfolio),
         positions_value=_money(portfolio.positions_value),
         total_value=_money(portfolio.total_value),
         pnl=_money(portfolio.pnl, signed=True),
@@ -132,6 +132,18 @@ def _user_parts(context: DecisionContext, version: str) -> tuple[str, str]:
     if not marker:  # no shared part in this version's layout
         return "", _fill(own, values)
     return _fill(shared, values), _fill(own, values)
+
+
+def _max_bet(portfolio: PortfolioView) -> str:
+    """Return the maximum bet as the prompt shows it; when it is under the minimum, with the
+    consequence spelled out, so the model is not left to discover that its bets all fail."""
+    shown = _money(portfolio.max_bet)
+    if portfolio.can_bet:
+        return shown
+    return (
+        f"{shown}, under the {_money(portfolio.min_bet)} minimum bet: no bet can execute, "
+        "so reply SELL or HOLD"
+    )
 
 
 def format_positions(portfolio: PortfolioView) -> str:

@@ -11,7 +11,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Literal
 
-from scoring.portfolio import max_bet
+from scoring.portfolio import MIN_BET, max_bet
 
 BINARY_OUTCOMES = ("Yes", "No")
 
@@ -90,6 +90,18 @@ class PortfolioView:
     def max_bet(self) -> Decimal:
         """The largest bet that executes now: 25% of cash floored to the cent."""
         return max_bet(self.cash)
+
+    @property
+    def min_bet(self) -> Decimal:
+        """The smallest bet that executes: $50."""
+        return Decimal(str(MIN_BET))
+
+    @property
+    def can_bet(self) -> bool:
+        """Whether any bet can execute: the maximum bet is at least the minimum (cash of
+        $200 or more). An agent with less is not bankrupt while it has $50 or a position, but
+        it can only SELL or HOLD."""
+        return self.max_bet >= self.min_bet
 
 
 @dataclass(frozen=True)

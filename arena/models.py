@@ -248,6 +248,15 @@ class DecisionAttempt(models.Model):
     responder = models.CharField(max_length=16)
     requested_model = models.CharField(max_length=200, blank=True)
     request_messages = models.JSONField()
+    request_parameters = models.JSONField(
+        null=True,
+        blank=True,
+        help_text=(
+            "Every other field of the request body sent to OpenRouter (model, temperature, "
+            "max_tokens, reasoning, provider, usage) and where its cache breakpoint went: with "
+            "the messages, the request exactly as sent. None when no request went to OpenRouter."
+        ),
+    )
     raw_response = models.TextField(blank=True, help_text="The response body as received.")
     response_text = models.TextField(blank=True, help_text="The text that was parsed.")
     used_reasoning = models.BooleanField(default=False)

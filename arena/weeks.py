@@ -1,5 +1,5 @@
-"""The arena's calendar: the cohort week, its grace periods, the outside agents' decision
-window, and the 10-minute snapshot slot.
+"""The arena's calendar: the cohort week, its grace periods, the decisions' retry deadline,
+the outside agents' decision window, and the 10-minute snapshot slot.
 
 Pure arithmetic on moments and dates, read by every layer (services, selectors, the API, the
 demo), so that a rule about time is written once. Everything is in UTC.
@@ -34,6 +34,13 @@ def cohort_week_start(now: datetime | None = None) -> date:
 def week_opens(week_start: date) -> datetime:
     """Return the moment the week of `week_start` opens: that day's 00:00 UTC."""
     return datetime(week_start.year, week_start.month, week_start.day, tzinfo=UTC)
+
+
+def retry_deadline(week_start: date) -> datetime:
+    """Return the moment after which no decision of the week of `week_start` is asked again:
+    DECISION_RETRY_DEADLINE_HOURS after Sunday 00:00 UTC (default 24: the end of Sunday).
+    A retry later than that would decide on prices days younger than every other agent's."""
+    return week_opens(week_start) + timedelta(hours=settings.DECISION_RETRY_DEADLINE_HOURS)
 
 
 def outside_window(week_start: date) -> tuple[datetime, datetime]:

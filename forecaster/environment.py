@@ -157,6 +157,11 @@ class Environment:
     http_retry_after_cap_seconds: float
     # The decision protocol: malformed output is sent back this many times, then HOLD.
     decision_parse_retries: int
+    # Retries of a decision of which nothing executed (an API failure, a BET/SELL whose every
+    # order was rejected): at most this many rounds in all (the first included), and no round
+    # after this many hours into the week (after Sunday 00:00 UTC); then it closes as a HOLD.
+    decision_max_rounds: int
+    decision_retry_deadline_hours: int
     # Outside agents: the weekly decision window, in minutes after Sunday 00:00 UTC (default
     # 00:05 to 01:00), in which they read their prompt and submit through the API; a per-token
     # rate limit (requests per fixed window); the largest submission body accepted; how long an
@@ -199,6 +204,13 @@ def read_environment(environ: Mapping[str, str]) -> Environment:
         raise ImproperlyConfigured(
             f"the outside agents' decision window must open before it closes, within the week: "
             f"OUTSIDE_WINDOW_OPENS_MINUTES={opens}, OUTSIDE_WINDOW_CLOSES_MINUTES={closes}"
+        )
+    deadline = environment.decision_retry_deadline_hours
+    if deadline > 7 * 24:
+        # A week's decision is never retried in the next week: that week closes it.
+        raise ImproperlyConfigured(
+            f"the decisions' retry deadline must fall within their week (at most 168 hours "
+            f"after Sunday 00:00 UTC): DECISION_RETRY_DEADLINE_HOURS={deadline}"
         )
     if not environment.openrouter_api_key and not environment.offline_agents:
         raise ImproperlyConfigured(
@@ -250,6 +262,10 @@ def read_every_variable(env: EnvironmentReader) -> Environment:
             "HTTP_RETRY_AFTER_CAP_SECONDS", 60.0, validate=AT_LEAST_0
         ),
         decision_parse_retries=env.int("DECISION_PARSE_RETRIES", 1, validate=AT_LEAST_0),
+        decision_max_rounds=env.int("DECISION_MAX_ROUNDS", 3, validate=AT_LEAST_1),
+        decision_retry_deadline_hours=env.int(
+            "DECISION_RETRY_DEADLINE_HOURS", 24, validate=AT_LEAST_1
+        ),
         outside_window_opens_minutes=env.int(
             "OUTSIDE_WINDOW_OPENS_MINUTES", 5, validate=AT_LEAST_0
         ),

@@ -42,6 +42,8 @@ HTTP_MAX_RETRIES = _env.http_max_retries
 HTTP_BACKOFF_SECONDS = _env.http_backoff_seconds
 HTTP_RETRY_AFTER_CAP_SECONDS = _env.http_retry_after_cap_seconds
 DECISION_PARSE_RETRIES = _env.decision_parse_retries
+DECISION_MAX_ROUNDS = _env.decision_max_rounds
+DECISION_RETRY_DEADLINE_HOURS = _env.decision_retry_deadline_hours
 
 OUTSIDE_WINDOW_OPENS_MINUTES = _env.outside_window_opens_minutes
 OUTSIDE_WINDOW_CLOSES_MINUTES = _env.outside_window_closes_minutes

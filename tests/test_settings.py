@@ -58,6 +58,8 @@ MALFORMED = (
     ("HTTP_BACKOFF_SECONDS", "nan"),
     ("HTTP_RETRY_AFTER_CAP_SECONDS", "-5"),
     ("DECISION_PARSE_RETRIES", "1.5"),
+    ("DECISION_MAX_ROUNDS", "0"),
+    ("DECISION_RETRY_DEADLINE_HOURS", "0"),
     ("REDIS_URL", "http://x"),
     ("API_RATE_LIMIT", "-1"),
     ("API_RATE_LIMIT", "lots"),
@@ -175,6 +177,18 @@ def test_an_outside_window_that_closes_before_it_opens_stops_start_up() -> None:
     message = refusal({"OUTSIDE_WINDOW_CLOSES_MINUTES": "3"})
     assert "decision window must open before it closes" in message
     assert "OUTSIDE_WINDOW_CLOSES_MINUTES=3" in message
+
+
+def test_a_retry_deadline_past_the_week_stops_start_up() -> None:
+    message = refusal({"DECISION_RETRY_DEADLINE_HOURS": "169"})
+    assert "retry deadline must fall within their week" in message
+    assert "DECISION_RETRY_DEADLINE_HOURS=169" in message
+    assert environment.read_environment({"DECISION_RETRY_DEADLINE_HOURS": "168"})
+
+
+def test_the_retry_bounds_default_to_three_rounds_by_the_end_of_sunday() -> None:
+    read = environment.read_environment({})
+    assert (read.decision_max_rounds, read.decision_retry_deadline_hours) == (3, 24)
 
 
 @pytest.mark.parametrize(

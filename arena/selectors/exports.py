@@ -472,6 +472,17 @@ ATTEMPTS = _dataset(
         ),
         (Column("requested_model", "string", "The model id requested."), "requested_model"),
         (Column("request_messages", "json", "The chat messages sent."), "request_messages"),
+        (
+            Column(
+                "request_parameters",
+                "json",
+                "The request's other body fields as sent to OpenRouter (model, temperature, "
+                "max_tokens, reasoning budget, provider, usage), and cache_breakpoint: which "
+                "message's first chars went marked cache_control. With request_messages, "
+                "enough to replay the request. Empty when none went to OpenRouter.",
+            ),
+            "request_parameters",
+        ),
         (Column("raw_response", "string", "The response body as received."), "raw_response"),
         (Column("response_text", "string", "The text that was parsed."), "response_text"),
         (

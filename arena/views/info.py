@@ -56,6 +56,8 @@ def methodology(request: HttpRequest) -> HttpResponse:
             "prompt_version": PROMPT_VERSION,
             "prompt_templates": prompt_templates(),
             "versions": info_selectors.methodology_versions(),
+            "max_rounds": settings.DECISION_MAX_ROUNDS,
+            "retry_deadline_hours": settings.DECISION_RETRY_DEADLINE_HOURS,
         },
     )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from html import unescape
 from typing import Any
@@ -40,6 +40,7 @@ from arena.weeks import cohort_week_start
 from markets.models import Market, MarketSyncRun
 from markets.parsing import parse_market
 from markets.services import markets_upsert
+from tests.arena.conftest import RUN_AT
 from tests.markets.conftest import by_id_handler, gamma_json
 from tests.page_world import World, build_world, published_release
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply
@@ -283,8 +284,9 @@ def post_action(client: Client, model: type[Any], action: str, pks: list[int]) -
 
 
 def test_retry_action_retries_a_retryable_decision_and_refuses_a_final_one(
-    admin_client: Client, decision: Decision, other_decision: Decision
+    admin_client: Client, decision: Decision, other_decision: Decision, time_machine: Any
 ) -> None:
+    time_machine.move_to(RUN_AT + timedelta(hours=1))  # within the week's retry deadline
     Decision.objects.filter(pk=decision.pk).update(status=Decision.Status.RETRYABLE)
     Decision.objects.filter(pk=other_decision.pk).update(
         status=Decision.Status.DONE, action=Decision.Action.HOLD

@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from agents.types import MarketView
-from arena import money
+from arena import clock, money
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, Position
 from arena.services.decisions.lifecycle import CLAIM_TTL, decision_claim
 from arena.services.decisions.run import decision_retry, decision_run
@@ -360,8 +360,9 @@ def _decided_again(world: World, agent_id: int, path: str, replies: tuple[Reply,
                 decision_run(
                     agent_id=agent_id, run_id=world.run_id, now=RUN_AT + timedelta(hours=1)
                 )
-            else:
-                decision_retry(decision_id=decision.pk, source=RecordedSource())
+            else:  # staff retry it within the week's retry deadline
+                with clock.simulated(RUN_AT + timedelta(hours=1)):
+                    decision_retry(decision_id=decision.pk, source=RecordedSource())
         recorded = _assert_recorded(agent_id)
         assert Decision.objects.get(pk=recorded["pk"]).tries >= 2
         assert_books_balance(cohort_id=world.cohort_id)

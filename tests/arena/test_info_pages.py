@@ -146,6 +146,23 @@ def test_methodology_cites_the_spec_section_of_each_rule(client: Client) -> None
 
 
 @pytest.mark.django_db
+def test_methodology_states_the_retry_bounds_by_default_and_as_configured(
+    client: Client, settings: Any
+) -> None:
+    text = _text(_get(client, "arena:methodology"))
+    assert "at most 3 rounds in all" in text  # the stated defaults, and why
+    assert "retry deadline, 24 hours into the week" in text
+    assert "the end of the week's first day" in text
+    assert "Retries in use" in text
+    assert "asked at most 3 rounds in all, and never after 24 hours into its week" in text
+    settings.DECISION_MAX_ROUNDS, settings.DECISION_RETRY_DEADLINE_HOURS = 5, 48
+
+    configured = _text(_get(client, "arena:methodology"))
+
+    assert "asked at most 5 rounds in all, and never after 48 hours into its week" in configured
+
+
+@pytest.mark.django_db
 def test_methodology_gives_the_chart_downsampling_buckets(client: Client) -> None:
     content = _get(client, "arena:methodology").content.decode()
     for key, bucket in BUCKETS:

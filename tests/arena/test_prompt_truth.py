@@ -32,7 +32,11 @@ from scoring.portfolio import max_bet
 from tests.arena.conftest import RUN_AT, WEEK, Reprice
 from tests.profiles import example_count
 
-SHOWN_MAX = re.compile(r"^Maximum bet \(25% of cash\): \$([0-9,]+\.[0-9]{2})$", re.MULTILINE)
+SHOWN_MAX = re.compile(
+    r"^Maximum bet \(25% of cash\): \$([0-9,]+\.[0-9]{2})(, under the \$50\.00 minimum bet: "
+    r"no bet can execute, so reply SELL or HOLD)?$",
+    re.MULTILINE,
+)
 
 
 @pytest.fixture
@@ -59,8 +63,11 @@ def prompt_for(agent: Agent, frozen: FrozenMarkets) -> str:
 
 
 def shown_max(prompt: str) -> Decimal:
-    [shown] = SHOWN_MAX.findall(prompt)
-    return Decimal(shown.replace(",", ""))
+    """The maximum bet the prompt shows; when it is under the minimum, the prompt says so."""
+    [(shown, warned)] = SHOWN_MAX.findall(prompt)
+    amount = Decimal(shown.replace(",", ""))
+    assert bool(warned) == (amount < MIN_BET)
+    return amount
 
 
 def bet(decision: Decision, frozen: FrozenMarkets, market: MarketView, amount: Decimal) -> Trade:

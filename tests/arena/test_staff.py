@@ -5,7 +5,7 @@ nothing, Operators also run the actions — and every action run is recorded wit
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -24,6 +24,7 @@ from arena.weeks import cohort_week_start
 from markets.models import Market
 from markets.parsing import parse_market
 from markets.services import markets_upsert
+from tests.arena.conftest import RUN_AT
 from tests.markets.conftest import by_id_handler, gamma_json
 from tests.replay import ReplayServer
 
@@ -196,7 +197,10 @@ def operator(request: pytest.FixtureRequest, db: None) -> Any:
     return staff_user(request.param)
 
 
-def test_a_retry_run_is_recorded_with_who_ran_it(operator: Any, decision: Decision) -> None:
+def test_a_retry_run_is_recorded_with_who_ran_it(
+    operator: Any, decision: Decision, time_machine: Any
+) -> None:
+    time_machine.move_to(RUN_AT + timedelta(hours=1))  # within the week's retry deadline
     Decision.objects.filter(pk=decision.pk).update(status=Decision.Status.RETRYABLE)
     post_action(signed_in(operator), Decision, "retry", [decision.pk])
     decision.refresh_from_db()

@@ -18,11 +18,12 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max, QuerySet, Sum
 
 from agents.types import BetOrder, ParsedDecision, SellOrder
-from arena import clock
+from arena import clock, money
 from arena.evidence import clipped, error_text, storable_json, storable_text, traceback_summary
 from arena.exceptions import ClaimLost, TradeRejected
 from arena.models import Agent, Decision, DecisionAttempt, DecisionRun, Trade
@@ -87,6 +88,8 @@ class Progress:
     attempt_id: int | None = None
     reply: Reply | None = None
     responder: str = ""  # who answers the attempt under way (a Decision.Responder)
+    # The parameters the attempt under way is sent to OpenRouter with (None: not sent there).
+    request_parameters: dict[str, Any] | None = None
 
 
 def decision_claim_for(
@@ -186,11 +189,13 @@ def attempt_record(
     error: str = "",
     trace: str = "",
     responder: str = "",
+    request_parameters: dict[str, Any] | None = None,
 ) -> DecisionAttempt:
     """Store one attempt whole. Text from the model or provider is made storable (NUL and
     lone surrogates escaped) and provider strings are clipped to their columns. `error` and
     `trace` record an unexpected failure while the attempt was handled; `responder` says who
-    was asked when there is no `reply`."""
+    was asked when there is no `reply`; `request_parameters` are those the request went to
+    OpenRouter with (None when none went there)."""
     number = (decision.attempts.aggregate(n=Max("number"))["n"] or 0) + 1
     with transaction.atomic():
         return DecisionAttempt.objects.create(
@@ -202,6 +207,7 @@ def attempt_record(
                 reply.requested_model if reply else decision.agent.model.openrouter_id, 200
             ),
             request_messages=storable_json(messages),
+            request_parameters=request_parameters,
             raw_response=storable_text(reply.raw) if reply else storable_text(error_body),
             response_text=storable_text(reply.text) if reply else "",
             used_reasoning=reply.used_reasoning if reply else False,
@@ -296,6 +302,7 @@ def answer_store(
         progress.attempt_id = attempt_record(
             decision=decision, run_id=run_id, messages=messages, reply=reply,
             api_error="", parse_error="", started_at=started_at, parsed=parsed,
+            request_parameters=progress.request_parameters,
         ).pk  # fmt: skip
         stored = under_claim(decision).update(
             parsed=storable_json(parsed_json(parsed)),
@@ -357,9 +364,11 @@ def decision_finish(
     reply: Reply | None,
     parsed: ParsedDecision | None = None,
     parse_failed: bool = False,
+    action: str | None = None,
 ) -> bool:
     """Finish the decision under this executor's claim; return False (and write nothing)
-    when the claim was taken over meanwhile."""
+    when the claim was taken over meanwhile. `action` is what it counts as, when not the
+    parsed answer's (a decision closed as a HOLD keeps the answer it gave as evidence)."""
     totals = decision.attempts.aggregate(
         prompt=Sum("prompt_tokens"),
         cached=Sum("cached_prompt_tokens"),
@@ -371,7 +380,7 @@ def decision_finish(
     fields: dict[str, Any] = {
         "status": status,
         "error": storable_text(error),
-        "action": parsed.action if parsed else "",
+        "action": action if action is not None else parsed.action if parsed else "",
         "reasoning": storable_text(parsed.reasoning) if parsed else "",
         "parsed": storable_json(parsed_json(parsed)) if parsed else None,
         "parse_failed": parse_failed,
@@ -399,23 +408,81 @@ def decision_conclude(
     outcome: DecisionOutcome,
     reply: Reply | None,
 ) -> DecisionOutcome:
-    """Finish a decision whose answer was executed: DONE, or RETRYABLE when it was a BET or
-    SELL of which no order executed in this round (002)."""
+    """Finish a decision whose answer was executed: DONE, or when it was a BET or SELL of
+    which no order executed in this round, RETRYABLE (002) — or closed as a HOLD when it may
+    not be asked again (`retry_refusal`)."""
     if outcome.claim_lost:
         outcome.status = CLAIM_LOST
         return outcome
-    no_trade = parsed.action != "HOLD" and not round_executed(decision)
-    status = Decision.Status.RETRYABLE if no_trade else Decision.Status.DONE
-    error = "no trade of this BET/SELL executed: " + "; ".join(outcome.notes) if no_trade else ""
-    if not decision_finish(
-        decision=decision, status=status, error=error, reply=reply, parsed=parsed
-    ):
-        outcome.status = CLAIM_LOST
+    if parsed.action == "HOLD" or round_executed(decision):
+        done = decision_finish(
+            decision=decision, status=Decision.Status.DONE, error="", reply=reply, parsed=parsed
+        )
+        outcome.status = Decision.Status.DONE if done else CLAIM_LOST
         return outcome
-    if no_trade:
-        decision_failure_event(decision=decision, message=error, level=Level.WARNING)
-    outcome.status = status
+    error = "no trade of this BET/SELL executed: " + "; ".join(outcome.notes)
+    status = retryable_finish(
+        decision=decision, error=error, reply=reply, parsed=parsed, bet=parsed.action == "BET"
+    )
+    outcome.status = status or CLAIM_LOST
     return outcome
+
+
+def rounds_asked(decision: Decision) -> int:
+    """Return how many rounds the decision has been asked in: the runs (each its own frozen
+    snapshot) its attempts were made in, and the run of the round under way. A task
+    delivered again after its worker was lost asks again in the same run, and a reclaim that
+    resumes a stored answer asks no one: neither is a round of its own."""
+    runs = set(decision.attempts.exclude(run=None).values_list("run_id", flat=True))
+    return len(runs | ({decision.run_id} if decision.run_id else set()))
+
+
+def retry_refusal(*, decision: Decision, bet: bool = False) -> str:
+    """Return why the decision, whose round just ended with nothing executed, is not asked
+    again ("" when it is): it has had DECISION_MAX_ROUNDS rounds (`rounds_asked`), or — for
+    a `bet` — its agent's maximum bet (25% of its cash now) is under the minimum, so no bet
+    of its can execute in any round. (The week's retry deadline is the retry run's to apply.)"""
+    if bet:
+        cash = Agent.objects.filter(pk=decision.agent_id).values_list("cash", flat=True).get()
+        if money.max_bet(cash) < money.MIN_BET:
+            return (
+                f"no bet can execute: the maximum bet ${money.max_bet(cash)} (25% of "
+                f"${cash} cash) is under the ${money.MIN_BET} minimum"
+            )
+    rounds = rounds_asked(decision)
+    if rounds >= settings.DECISION_MAX_ROUNDS:
+        return f"not asked again after {rounds} rounds (DECISION_MAX_ROUNDS)"
+    return ""
+
+
+def retryable_finish(
+    *,
+    decision: Decision,
+    error: str,
+    reply: Reply | None,
+    parsed: ParsedDecision | None = None,
+    bet: bool = False,
+) -> str | None:
+    """Finish a round that ended with nothing executed (`error` says why): RETRYABLE, for
+    the next retry run to ask again, unless `retry_refusal` says it may not be — then it is
+    closed, SKIPPED as a HOLD with both reasons (its answer, if any, kept as evidence). A
+    `decision_failed` warning records either. Return the status, or None when the claim was
+    taken over meanwhile (nothing written)."""
+    refusal = retry_refusal(decision=decision, bet=bet)
+    if refusal:
+        error = f"{error}; closed as a HOLD: {refusal}"
+    status = Decision.Status.SKIPPED if refusal else Decision.Status.RETRYABLE
+    if not decision_finish(
+        decision=decision,
+        status=status,
+        error=error,
+        reply=reply,
+        parsed=parsed,
+        action=Decision.Action.HOLD if refusal else None,
+    ):
+        return None
+    decision_failure_event(decision=decision, message=error, level=Level.WARNING)
+    return status
 
 
 def decision_failure_event(*, decision: Decision, message: str, level: str) -> None:
@@ -489,12 +556,22 @@ def _failure_record(*, decision: Decision, progress: Progress, error: str, trace
             # with what is known, so the decision page shows where it broke.
             _failed_attempt_record(decision=decision, progress=progress, error=error, trace=trace)
         executed = round_executed(decision)
-        status = Decision.Status.DONE if executed else Decision.Status.RETRYABLE
+        refusal = "" if executed else retry_refusal(decision=decision)
+        status = (
+            Decision.Status.DONE
+            if executed
+            else Decision.Status.SKIPPED
+            if refusal
+            else Decision.Status.RETRYABLE
+        )
+        closed = {"action": Decision.Action.HOLD} if refusal else {}
         under_claim(decision).update(
             status=status,
-            error=f"unexpected failure: {error}",
+            error=f"unexpected failure: {error}"
+            + (f"; closed as a HOLD: {refusal}" if refusal else ""),
             traceback=trace,
             finished_at=clock.now(),
+            **closed,
         )
     return status
 
@@ -514,6 +591,7 @@ def _failed_attempt_record(
             error=error,
             trace=trace,
             responder=progress.responder,
+            request_parameters=progress.request_parameters,
         )
 
     try:

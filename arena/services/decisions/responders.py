@@ -9,11 +9,12 @@ decision finished through the lifecycle, exactly as an outside team's submission
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 
 from agents import offline
-from agents.clients import OpenRouterClient, OpenRouterError
+from agents.clients import OpenRouterClient, OpenRouterError, request_parameters
 from agents.exceptions import DecisionParseError
 from agents.models import BenchmarkModel
 from agents.parsing import parse_decision
@@ -32,9 +33,8 @@ from arena.services.decisions.lifecycle import (
     attempt_record,
     decision_conclude,
     decision_execute,
-    decision_finish,
+    retryable_finish,
 )
-from arena.services.events import Kind, Level, event_record
 from arena.services.frozen import FrozenMarkets
 
 
@@ -51,6 +51,29 @@ def responder_kind(model: BenchmarkModel) -> str:
     )
 
 
+def openrouter_parameters(
+    *, model: BenchmarkModel, kind: str, context: DecisionContext, messages: list[dict[str, str]]
+) -> dict[str, Any] | None:
+    """Return the parameters `messages` go to OpenRouter with for `model` (its pinned
+    providers, its reasoning budget, the run's shared prefix as a cache breakpoint), stored on
+    the attempt so the request can be sent again as it was; None when `kind` asks no one there."""
+    if kind != Decision.Responder.OPENROUTER:
+        return None
+    return _parameters(model=model, context=context, messages=messages)
+
+
+def _parameters(
+    *, model: BenchmarkModel, context: DecisionContext, messages: list[dict[str, str]]
+) -> dict[str, Any]:
+    return request_parameters(
+        model=model.openrouter_id,
+        messages=messages,
+        provider_order=list(model.provider_order or []),
+        reasoning_max_tokens=model.reasoning_max_tokens,
+        shared_prefix=shared_prefix(context),
+    )
+
+
 def respond(
     *,
     model: BenchmarkModel,
@@ -58,17 +81,15 @@ def respond(
     context: DecisionContext,
     messages: list[dict[str, str]],
     attempt: int = 1,
+    parameters: dict[str, Any] | None = None,
 ) -> Reply:
-    """Ask whoever answers for `model`. Raises OpenRouterError when the API fails."""
+    """Ask whoever answers for `model`; OpenRouter with `parameters` (openrouter_parameters').
+    Raises OpenRouterError when the API fails."""
     if kind == Decision.Responder.OPENROUTER:
         client = OpenRouterClient.from_settings()
-        completion = client.complete(
-            model=model.openrouter_id,
-            messages=messages,
-            provider_order=list(model.provider_order or []),
-            reasoning_max_tokens=model.reasoning_max_tokens,
-            shared_prefix=shared_prefix(context),
-        )
+        if parameters is None:
+            parameters = _parameters(model=model, context=context, messages=messages)
+        completion = client.send(messages=messages, parameters=parameters)
         return Reply(
             text=completion.text,
             raw=completion.raw_body,
@@ -131,6 +152,9 @@ def decision_ask(
         started = clock.now()
         progress.messages, progress.attempt_started = messages, started
         progress.attempt_id, progress.reply, progress.responder = None, None, kind
+        progress.request_parameters = openrouter_parameters(
+            model=agent.model, kind=kind, context=context, messages=messages
+        )
         try:
             reply = respond(
                 model=agent.model,
@@ -138,11 +162,12 @@ def decision_ask(
                 context=context,
                 messages=messages,
                 attempt=attempt + 1,
+                parameters=progress.request_parameters,
             )
         except OpenRouterError as exc:
             return _call_failed(
-                decision=decision, agent=agent, run=run, messages=messages, started=started,
-                exc=exc, kind=kind, progress=progress,
+                decision=decision, run=run, messages=messages, started=started, exc=exc,
+                kind=kind, progress=progress,
             )  # fmt: skip
         progress.reply = reply
         try:
@@ -152,6 +177,7 @@ def decision_ask(
             progress.attempt_id = attempt_record(
                 decision=decision, run_id=run.pk, messages=messages, reply=reply,
                 api_error="", parse_error=last_error, started_at=started,
+                request_parameters=progress.request_parameters,
             ).pk  # fmt: skip
             if attempt < settings.DECISION_PARSE_RETRIES:
                 messages = build_retry_messages(
@@ -177,7 +203,6 @@ def decision_ask(
 def _call_failed(
     *,
     decision: Decision,
-    agent: Agent,
     run: DecisionRun,
     messages: list[dict[str, str]],
     started: datetime,
@@ -186,26 +211,13 @@ def _call_failed(
     progress: Progress,
 ) -> DecisionOutcome:
     """Keep the failed model call as an attempt (with the error body the API sent) and leave
-    the decision RETRYABLE for the hourly retry run."""
+    the decision RETRYABLE for the hourly retry run, or closed as a HOLD when it has had its
+    rounds (`retryable_finish`)."""
     error = error_text(exc)
     progress.attempt_id = attempt_record(
         decision=decision, run_id=run.pk, messages=messages, reply=None, api_error=error,
         parse_error="", started_at=started, error_body=exc.raw_body, responder=kind,
+        request_parameters=progress.request_parameters,
     ).pk  # fmt: skip
-    if not decision_finish(
-        decision=decision,
-        status=Decision.Status.RETRYABLE,
-        error=f"model call failed: {error}",
-        reply=None,
-    ):
-        return DecisionOutcome(decision.pk, CLAIM_LOST, notes=[error])
-    event_record(
-        kind=Kind.DECISION_FAILED,
-        level=Level.WARNING,
-        message=f"decision {decision.pk} ({agent}): model call failed: {error}",
-        cohort_id=agent.cohort_id,
-        agent_id=agent.pk,
-        decision_id=decision.pk,
-        run_id=run.pk,
-    )
-    return DecisionOutcome(decision.pk, Decision.Status.RETRYABLE, notes=[error])
+    status = retryable_finish(decision=decision, error=f"model call failed: {error}", reply=None)
+    return DecisionOutcome(decision.pk, status or CLAIM_LOST, notes=[error])

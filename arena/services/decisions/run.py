@@ -11,11 +11,13 @@ process. `decision_retry` runs one decision again on a freshly frozen snapshot.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
 from agents.prompts import PROMPT_VERSION, build_messages
 from arena import clock, money
@@ -36,6 +38,7 @@ from arena.services.decisions.lifecycle import (
     decision_failure_event,
     decision_resume,
     round_executed,
+    rounds_asked,
     under_claim,
 )
 from arena.services.decisions.outside import outside_decision_await
@@ -43,7 +46,14 @@ from arena.services.decisions.responders import decision_ask, responder_kind
 from arena.services.events import Kind, Level, event_record
 from arena.services.frozen import FrozenMarkets, run_prepare
 from arena.services.schedule import cohort_missed_record
-from arena.weeks import COHORT_START_GRACE, RUN_GRACE, cohort_week_start, outside_window, week_opens
+from arena.weeks import (
+    COHORT_START_GRACE,
+    RUN_GRACE,
+    cohort_week_start,
+    outside_window,
+    retry_deadline,
+    week_opens,
+)
 from markets.sources import MarketSource
 
 logger = logging.getLogger(__name__)
@@ -232,6 +242,7 @@ def _round_open(
         )
     if new_round != 1:
         return DecisionOutcome(decision.pk, CLAIM_LOST, notes=["claim taken over"])
+    decision.run = run  # what this round records (its events) names this round's run
     if kind == Decision.Responder.OUTSIDE:
         return outside_decision_await(decision=decision, now=now)
     return decision_ask(
@@ -378,6 +389,7 @@ def run_open(
     else:
         cohort_missed_record(week_start=week_start)  # said once, on the status page too
     decisions_expire(before=week_start, now=now)
+    retries_close(week_start=week_start, now=now)  # before anyone is found due
     # No run may split a week between two snapshots: while a run of the week is still
     # working through its agents, a retry run (hourly) serves only decisions sent for retry
     # or left by a dead worker, and so does a second delivery of the scheduled run (the beat
@@ -429,11 +441,54 @@ def decisions_expire(*, before: date, now: datetime) -> list[int]:
         Q(status__in=(*Decision.CLAIMABLE, Decision.Status.AWAITING))
         | Q(status=Decision.Status.RUNNING, claimed_at__lt=now - CLAIM_TTL)
     )
+    closed = _decisions_close(stale, now=now, why=lambda decision: "its week ended")
+    closed += _first_weeks_missed(before=before, now=now)
+    return closed
+
+
+def retries_close(*, week_start: date, now: datetime) -> list[int]:
+    """Close the decisions of the week of `week_start` that may not be asked again: RETRYABLE
+    ones that have had DECISION_MAX_ROUNDS rounds, and, once the week's retry deadline
+    (`retry_deadline`) has passed, every RETRYABLE one and every one RUNNING under a dead
+    claim — a retry then would decide on prices days younger than every other agent's, and a
+    dead claim's stored answer would execute at prices days old. Each ends as `decisions_expire`
+    ends a decision whose week ended. A PENDING decision (its first round) is left alone.
+    Return the ids closed; a repeat closes nothing."""
+    deadline = retry_deadline(week_start)
+    week = Decision.objects.filter(week_start=week_start)
+    if now >= deadline:
+        due = week.filter(
+            Q(status=Decision.Status.RETRYABLE)
+            | Q(status=Decision.Status.RUNNING, claimed_at__lt=now - CLAIM_TTL)
+        )
+    else:  # the round that used the last one closed its decision; unless the cap was lowered
+        due = week.filter(status=Decision.Status.RETRYABLE).filter(
+            pk__in=week.annotate(rounds=Count("attempts__run", distinct=True))
+            .filter(rounds__gte=settings.DECISION_MAX_ROUNDS)
+            .values("pk")
+        )
+
+    def why(decision: Decision) -> str:
+        if now >= deadline:
+            return (
+                f"not asked again: its week's retry deadline ({deadline:%Y-%m-%d %H:%M} UTC) passed"
+            )
+        return f"not asked again after {rounds_asked(decision)} rounds (DECISION_MAX_ROUNDS)"
+
+    return _decisions_close(due, now=now, why=why)
+
+
+def _decisions_close(
+    decisions: QuerySet[Decision], *, now: datetime, why: Callable[[Decision], str]
+) -> list[int]:
+    """Close each of `decisions` that is still as it was read: SKIPPED as a HOLD, or DONE
+    when orders of its stored answer had executed (those trades stand, the rest never
+    execute), with the reason (`why`, its status, the last error) and a warning event.
+    The row is locked as it stands first, so a trade still in flight under its claim commits
+    before `executed` is read, or finds the claim gone. Return the ids closed."""
     closed = []
-    for decision in stale.select_related("agent__model", "agent__cohort"):
+    for decision in decisions.select_related("agent__model", "agent__cohort"):
         with transaction.atomic():
-            # Locked as it stands first, so a trade still in flight under its claim commits
-            # before `executed` is read, or finds the claim gone.
             locked = (
                 Decision.objects.select_for_update(of=("self",))
                 .filter(pk=decision.pk, status=decision.status, tries=decision.tries)
@@ -445,7 +500,7 @@ def decisions_expire(*, before: date, now: datetime) -> list[int]:
                 continue
             executed = round_executed(decision)
             reason = (
-                f"its week ended while it was {decision.get_status_display().lower()}"
+                f"{why(decision)} while it was {decision.get_status_display().lower()}"
                 + (": the orders executed stand" if executed else ": counted as a HOLD")
                 + (f" (last error: {decision.error})" if decision.error else "")
             )
@@ -457,7 +512,6 @@ def decisions_expire(*, before: date, now: datetime) -> list[int]:
             )
         closed.append(decision.pk)
         decision_failure_event(decision=decision, message=reason, level=Level.WARNING)
-    closed += _first_weeks_missed(before=before, now=now)
     return closed
 
 
@@ -549,8 +603,9 @@ def _connection_renew() -> None:
 def decision_retry(*, decision_id: int, source: MarketSource | None = None) -> DecisionOutcome:
     """Run a RETRYABLE decision again now, on a freshly frozen snapshot for its week; or
     reclaim one left RUNNING by a dead worker (a claim older than CLAIM_TTL), which resumes
-    its stored answer if it had one. Raise DecisionNotRetryable for a final decision or one
-    a live claim holds."""
+    its stored answer if it had one. Raise DecisionNotRetryable for a final decision, one a
+    live claim holds, one past its week's retry deadline, or a RETRYABLE one that has had
+    DECISION_MAX_ROUNDS rounds."""
     decision = Decision.objects.select_related("agent__model").get(pk=decision_id)
     now = clock.now()
     stale = (
@@ -566,6 +621,17 @@ def decision_retry(*, decision_id: int, source: MarketSource | None = None) -> D
     if decision.agent.model.is_outside and now >= outside_window(decision.week_start)[1]:
         raise DecisionNotRetryable(
             f"decision {decision_id} is an outside agent's and its decision window has closed"
+        )
+    deadline = retry_deadline(decision.week_start)
+    if now >= deadline:
+        raise DecisionNotRetryable(
+            f"decision {decision_id}: its week's retry deadline ({deadline:%Y-%m-%d %H:%M} UTC) "
+            "has passed"
+        )
+    rounds = rounds_asked(decision)
+    if decision.status == Decision.Status.RETRYABLE and rounds >= settings.DECISION_MAX_ROUNDS:
+        raise DecisionNotRetryable(
+            f"decision {decision_id} has had {rounds} rounds (DECISION_MAX_ROUNDS)"
         )
     run = run_prepare(source=source, week_start=decision.week_start)
     outcome = decision_run(agent_id=decision.agent_id, run_id=run.pk)
