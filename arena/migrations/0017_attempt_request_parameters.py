@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('arena', '0014_snapshot_and_brier_indexes'),
+        ('arena', '0016_snapshot_percent_widened'),
     ]
 
     operations = [
