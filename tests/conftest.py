@@ -12,6 +12,9 @@ Every test has a time budget (`--time-budget`, seconds, for its setup and for it
 are left out of the setup's: whichever test comes first would pay for all. A test over the
 budget fails unless it is marked `slow` with a reason, so the suite stays fast as it grows. The
 budget is calibrated for both passes running at once on two cores.
+
+State that many tests of a module read is built once for the module where it is costly
+(tests/worlds.py: the module's world, in a transaction each test's own is nested in).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import pytest
 
 import tests.profiles  # noqa: F401  (loads the hypothesis profile before any test module)
 from tests.replay import ReplayServer
+from tests.worlds import WorldsPlugin
 
 DATABASE_FIXTURES = frozenset(
     {
@@ -39,6 +43,17 @@ DATABASE_FIXTURES = frozenset(
 # step of an unmarked test took 4.4 s there (a PostgreSQL race of two catalogue upserts), and
 # these machines vary by up to ±50 % from run to run; 8 s keeps every unmarked test clear of it.
 TIME_BUDGET_SECONDS = 8.0
+
+# The settings every test runs with (the autouse fixtures below), and so every module's world
+# is built with (tests/worlds.py).
+FAST_HASHING = {"PASSWORD_HASHERS": ["django.contrib.auth.hashers.MD5PasswordHasher"]}
+FAST_HTTP = {
+    "HTTP_BACKOFF_SECONDS": 0.01,
+    "HTTP_RETRY_AFTER_CAP_SECONDS": 1,
+    "HTTP_CONNECT_TIMEOUT": 2,
+    "HTTP_READ_TIMEOUT": 2,
+}
+NO_API_RATE_LIMIT = {"API_RATE_LIMIT": 0}
 
 
 def uses_database(item: pytest.Item) -> bool:
@@ -69,6 +84,10 @@ def pytest_configure(config: pytest.Config) -> None:
     budget = config.getoption("--time-budget")
     if budget:
         config.pluginmanager.register(TimeBudget(budget), "time-budget")
+    every_test = {**FAST_HASHING, **FAST_HTTP, **NO_API_RATE_LIMIT}
+    config.pluginmanager.register(
+        WorldsPlugin(settings=every_test, uses_database=uses_database), "worlds"
+    )
     queue = os.environ.get("CELERY_TEST_QUEUE")
     if queue:
         from forecaster.celery import app
@@ -144,23 +163,23 @@ class TimeBudget:
 @pytest.fixture(autouse=True)
 def _fast_hashing(settings: Any) -> None:
     """Staff logins in tests need no slow key stretching."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    for name, value in FAST_HASHING.items():
+        setattr(settings, name, value)
 
 
 @pytest.fixture(autouse=True)
 def _fast_http(settings: Any) -> None:
     """Keep the real retry logic but make its waits short, so the suite stays fast."""
-    settings.HTTP_BACKOFF_SECONDS = 0.01
-    settings.HTTP_RETRY_AFTER_CAP_SECONDS = 1
-    settings.HTTP_CONNECT_TIMEOUT = 2
-    settings.HTTP_READ_TIMEOUT = 2
+    for name, value in FAST_HTTP.items():
+        setattr(settings, name, value)
 
 
 @pytest.fixture(autouse=True)
 def _no_api_rate_limit(settings: Any) -> None:
     """The API's rate limit is tested on purpose (tests/api/test_api_http.py), off elsewhere:
     its counts (in Redis when REDIS_URL is set) would carry over from test to test."""
-    settings.API_RATE_LIMIT = 0
+    for name, value in NO_API_RATE_LIMIT.items():
+        setattr(settings, name, value)
 
 
 @pytest.fixture(autouse=True)
