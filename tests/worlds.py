@@ -10,7 +10,7 @@ done) and write a little on top of it. `module_world` builds that state once for
         return WeekIds(cohort_id=cohort.pk)
 
     @pytest.fixture
-    def week(db: None, week_world: World[WeekIds]) -> Cohort:
+    def week(db: None, week_world: ModuleWorld[WeekIds]) -> Cohort:
         return Cohort.objects.get(pk=week_world.value.cohort_id)
 
 How it works: the module-scoped fixture opens an outer `transaction.atomic()` on every
@@ -19,7 +19,7 @@ nothing is ever committed. Each test keeps the ordinary (non-transactional) `dja
 pytest-django wraps it in Django's TestCase atomics, which inside the outer one are
 savepoints, rolled back after the test. So every test starts from the same world whatever
 the tests before it wrote. Tests re-fetch what they use from the ids the build returned
-(`World.value`): a Python object kept from the build would not see a test's writes, nor
+(`ModuleWorld.value`): a Python object kept from the build would not see a test's writes, nor
 forget them after the test's rollback.
 
 A world is there only for the tests that ask for it (its fixture is in their closure):
@@ -27,9 +27,9 @@ before any other test of the module that uses the database it is rolled back, an
 again before the next test that asks. A transactional test (`transaction=True`,
 `transactional_db`, `live_server`) could not run inside an outer transaction at all, and a
 test that did not ask must see the database it always saw. pytest-django runs transactional
-tests after all others, and `WorldsPlugin` runs the tests of a module that do not ask before
-those that do, so a world is normally built once (a run that reorders, `--ff`, may build it
-again: it is still right).
+tests after all others, and `WorldsPlugin` runs the tests of a module that ask for no world
+first, then those of each world together, so a world is normally built once (a run that
+reorders them, `--ff`, may build it again: it is still right). One world is open at a time.
 
 The build sees the settings every test gets (`WorldsPlugin`'s, from tests/conftest.py) and
 those given to `module_world`; a build that needs the clock somewhere sets it itself
@@ -74,10 +74,10 @@ def forget_caches() -> None:
     frozen._FROZEN_CACHE.clear()
 
 
-class World(Generic[T]):
+class ModuleWorld(Generic[T]):
     """One module's world: built in an outer transaction, rolled back when done."""
 
-    _open: World[Any] | None = None  # at most one world is open at a time, in any module
+    _open: ModuleWorld[Any] | None = None  # at most one world is open at a time, in any module
 
     def __init__(
         self, *, name: str, build: Callable[[], T], settings: Mapping[str, Any], blocker: Any
@@ -86,30 +86,30 @@ class World(Generic[T]):
         self.build = build
         self.settings = dict(settings)
         self.blocker = blocker
-        self._value: T | None = None
+        self._built: tuple[T] | None = None  # what `build` returned, while the world is open
         self._failure: BaseException | None = None
         self._atomics: ExitStack | None = None
 
     @property
     def is_open(self) -> bool:
-        return World._open is self
+        return ModuleWorld._open is self
 
     @property
     def value(self) -> T:
         """What the build returned, for the test being run."""
         if self._failure is not None:
             raise RuntimeError(f"the world {self.name} could not be built") from self._failure
-        if not self.is_open or self._value is None:
+        if not self.is_open or self._built is None:
             raise RuntimeError(f"the world {self.name} is not open for this test")
-        return self._value
+        return self._built[0]
 
     def open(self) -> None:
         """Build the world in a new outer transaction (rolling back any other world first).
         A failed build is rolled back and raised, and raised again by `value`."""
         if self.is_open:
             return
-        if World._open is not None:
-            World._open.close()
+        if ModuleWorld._open is not None:
+            ModuleWorld._open.close()
         from django.db import connections, transaction
         from django.test.utils import override_settings
 
@@ -118,10 +118,10 @@ class World(Generic[T]):
             atomics = ExitStack()
             for alias in connections:
                 atomics.enter_context(transaction.atomic(using=alias))
-            self._atomics, World._open = atomics, self
+            self._atomics, ModuleWorld._open = atomics, self
             try:
                 with override_settings(**self.settings):
-                    self._value = self.build()
+                    self._built = (self.build(),)
             except BaseException as failure:
                 self._failure = failure
                 self.close()
@@ -137,7 +137,7 @@ class World(Generic[T]):
             for alias in connections:
                 transaction.set_rollback(True, using=alias)
             self._atomics.close()
-        self._atomics, self._value, World._open = None, None, None
+        self._atomics, self._built, ModuleWorld._open = None, None, None
         forget_caches()
 
 
@@ -151,25 +151,28 @@ class WorldsPlugin:
     ) -> None:
         self.settings = dict(settings)
         self.uses_database = uses_database
-        self.worlds: dict[str, dict[str, World[Any]]] = {}  # module node id → name → world
+        self.worlds: dict[str, dict[str, ModuleWorld[Any]]] = {}  # module node id → name → world
 
     @staticmethod
-    def asks_for_a_world(item: pytest.Item) -> bool:
+    def worlds_asked(item: pytest.Item) -> tuple[str, ...]:
+        """The names of the module worlds in the test's fixture closure."""
         info = getattr(item, "_fixtureinfo", None)
         if info is None:
-            return False
-        return any(
-            getattr(definitions[-1].func, WORLD_MARK, False)
-            for definitions in info.name2fixturedefs.values()
-            if definitions
+            return ()
+        return tuple(
+            sorted(
+                name
+                for name, definitions in info.name2fixturedefs.items()
+                if definitions and getattr(definitions[-1].func, WORLD_MARK, False)
+            )
         )
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         """Within each run of one module's tests (pytest-django has sorted them: those
         sharing the database's transaction, then the transactional, then those using none),
-        the tests that do not ask for a world first."""
+        the tests that ask for no world first, then those of each world together."""
         for item in items:
-            if transactional(item) and self.asks_for_a_world(item):
+            if transactional(item) and self.worlds_asked(item):
                 raise pytest.UsageError(
                     f"{item.nodeid}: a transactional test commits, so it cannot run in a "
                     "module's world (an outer transaction): it builds its own"
@@ -183,7 +186,7 @@ class WorldsPlugin:
             end = start + 1
             while end < len(items) and run_of(items[end]) == run_of(items[start]):
                 end += 1
-            items[start:end] = sorted(items[start:end], key=self.asks_for_a_world)
+            items[start:end] = sorted(items[start:end], key=self.worlds_asked)
             start = end
 
     @pytest.hookimpl(tryfirst=True)
@@ -194,7 +197,7 @@ class WorldsPlugin:
         worlds = self.worlds.get(module.nodeid, {}) if module is not None else {}
         for name, world in worlds.items():
             if name in getattr(item, "fixturenames", ()):
-                with contextlib.suppress(Exception):  # World.value raises it in the test
+                with contextlib.suppress(Exception):  # ModuleWorld.value raises it in the test
                     world.open()
             elif self.uses_database(item):
                 world.close()
@@ -205,9 +208,9 @@ class WorldsPlugin:
         build: Callable[[], T],
         settings: Mapping[str, Any],
         blocker: Any,
-    ) -> Iterator[World[T]]:
+    ) -> Iterator[ModuleWorld[T]]:
         module, name = request.node.nodeid, build.__name__
-        world = World(
+        world = ModuleWorld(
             name=name, build=build, settings={**self.settings, **settings}, blocker=blocker
         )
         self.worlds.setdefault(module, {})[name] = world
@@ -220,13 +223,13 @@ class WorldsPlugin:
 
 
 def module_world(*, settings: Mapping[str, Any] | None = None) -> Callable[[Callable[[], T]], Any]:
-    """Make `build` a module-scoped fixture of its name yielding its `World`: built once, in
+    """Make `build` a module-scoped fixture of its name yielding its `ModuleWorld`: built once, in
     an outer transaction rolled back at the module's end (the module docstring says how)."""
 
     def decorate(build: Callable[[], T]) -> Any:
         def world(
             request: pytest.FixtureRequest, django_db_setup: None, django_db_blocker: Any
-        ) -> Iterator[World[T]]:
+        ) -> Iterator[ModuleWorld[T]]:
             plugin = request.config.pluginmanager.get_plugin("worlds")
             assert isinstance(plugin, WorldsPlugin), "tests/conftest.py registers it"
             yield from plugin.world_fixture(request, build, settings or {}, django_db_blocker)

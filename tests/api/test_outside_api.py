@@ -29,7 +29,7 @@ from arena.services.outside import outside_admission_set, outside_token_issue
 from markets.sources import RecordedSource
 from tests.api.helpers import API, assert_envelope
 from tests.arena.conftest import COHORT_AT, OFFLINE, RUN_AT, WEEK, snapshot_cache_clear
-from tests.worlds import World, module_world
+from tests.worlds import ModuleWorld, module_world
 
 OUTSIDE = f"{API}/outside"
 IN_WINDOW = datetime(2026, 3, 8, 0, 20, tzinfo=UTC)
@@ -106,7 +106,7 @@ def outside_week() -> WeekIds:
 
 
 @pytest.fixture
-def week(db: None, outside_week: World[WeekIds], time_machine: Any) -> Week:
+def week(db: None, outside_week: ModuleWorld[WeekIds], time_machine: Any) -> Week:
     started = tokens_issued(outside_week.value)
     time_machine.move_to(IN_WINDOW, tick=False)
     return started

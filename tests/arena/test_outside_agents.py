@@ -39,7 +39,7 @@ from arena.services.outside import (
 )
 from markets.sources import RecordedSource
 from tests.arena.conftest import COHORT_AT, OFFLINE, RUN_AT, WEEK
-from tests.worlds import World, module_world
+from tests.worlds import ModuleWorld, module_world
 
 pytestmark = pytest.mark.django_db
 
@@ -75,12 +75,12 @@ def outside_week() -> WeekIds:
 
 
 @pytest.fixture
-def team(db: None, outside_week: World[WeekIds]) -> BenchmarkModel:
+def team(db: None, outside_week: ModuleWorld[WeekIds]) -> BenchmarkModel:
     return BenchmarkModel.objects.get(pk=outside_week.value.team_id)
 
 
 @pytest.fixture
-def week(db: None, outside_week: World[WeekIds]) -> Cohort:
+def week(db: None, outside_week: ModuleWorld[WeekIds]) -> Cohort:
     """The cohort of WEEK started with the outside agent in it, and its first run done."""
     return Cohort.objects.get(pk=outside_week.value.cohort_id)
 
