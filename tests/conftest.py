@@ -15,6 +15,9 @@ is marked `slow` with a reason, so the suite stays fast as it grows.
 
 `make test` runs each pass as shards, processes at once that each take a share of the test
 files (`--shard K/N`, tests/shards.py).
+
+State that many tests of a module read is built once for the module where it is costly
+(tests/worlds.py: the module's world, in a transaction each test's own is nested in).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import tests.profiles  # noqa: F401  (loads the hypothesis profile before any te
 from tests.budget import TimeBudget
 from tests.replay import ReplayServer
 from tests.shards import Shard, shard_option
+from tests.worlds import WorldsPlugin
 
 DATABASE_FIXTURES = frozenset(
     {
@@ -43,6 +47,17 @@ DATABASE_FIXTURES = frozenset(
 # unmarked test's own setup or call took was about 3.7 s; 6 s leaves room for the slower CPU
 # time of shards sharing two cores, and for these machines' variation from run to run.
 TIME_BUDGET_SECONDS = 6.0
+
+# The settings every test runs with (the autouse fixtures below), and so every module's world
+# is built with (tests/worlds.py).
+FAST_HASHING = {"PASSWORD_HASHERS": ["django.contrib.auth.hashers.MD5PasswordHasher"]}
+FAST_HTTP = {
+    "HTTP_BACKOFF_SECONDS": 0.01,
+    "HTTP_RETRY_AFTER_CAP_SECONDS": 1,
+    "HTTP_CONNECT_TIMEOUT": 2,
+    "HTTP_READ_TIMEOUT": 2,
+}
+NO_API_RATE_LIMIT = {"API_RATE_LIMIT": 0}
 
 
 def uses_database(item: pytest.Item) -> bool:
@@ -85,6 +100,10 @@ def pytest_configure(config: pytest.Config) -> None:
         database_pass = "postgres" if config.getoption("--second-pass") else "sqlite"
         k, n = shard
         config.pluginmanager.register(Shard(k, n, database_pass), "shard")
+    every_test = {**FAST_HASHING, **FAST_HTTP, **NO_API_RATE_LIMIT}
+    config.pluginmanager.register(
+        WorldsPlugin(settings=every_test, uses_database=uses_database), "worlds"
+    )
     queue = os.environ.get("CELERY_TEST_QUEUE")
     if queue:
         from forecaster.celery import app
@@ -112,23 +131,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(autouse=True)
 def _fast_hashing(settings: Any) -> None:
     """Staff logins in tests need no slow key stretching."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    for name, value in FAST_HASHING.items():
+        setattr(settings, name, value)
 
 
 @pytest.fixture(autouse=True)
 def _fast_http(settings: Any) -> None:
     """Keep the real retry logic but make its waits short, so the suite stays fast."""
-    settings.HTTP_BACKOFF_SECONDS = 0.01
-    settings.HTTP_RETRY_AFTER_CAP_SECONDS = 1
-    settings.HTTP_CONNECT_TIMEOUT = 2
-    settings.HTTP_READ_TIMEOUT = 2
+    for name, value in FAST_HTTP.items():
+        setattr(settings, name, value)
 
 
 @pytest.fixture(autouse=True)
 def _no_api_rate_limit(settings: Any) -> None:
     """The API's rate limit is tested on purpose (tests/api/test_api_http.py), off elsewhere:
     its counts (in Redis when REDIS_URL is set) would carry over from test to test."""
-    settings.API_RATE_LIMIT = 0
+    for name, value in NO_API_RATE_LIMIT.items():
+        setattr(settings, name, value)
 
 
 @pytest.fixture(autouse=True)

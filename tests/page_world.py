@@ -44,6 +44,18 @@ class World:
     market: Market  # a market it bet on, with a frozen price history
     model: BenchmarkModel
 
+    def refetched(self) -> World:
+        """The same rows read again, for a test of a module that shares the world
+        (tests/worlds.py): instances kept from the build hold no test's writes, and would keep
+        what one test cached on them for the next."""
+        return World(
+            cohort=Cohort.objects.get(pk=self.cohort.pk),
+            agent=Agent.objects.get(pk=self.agent.pk),
+            decision=Decision.objects.get(pk=self.decision.pk),
+            market=Market.objects.get(pk=self.market.pk),
+            model=BenchmarkModel.objects.get(pk=self.model.pk),
+        )
+
 
 def build_world(*, scale: int = 1, text: str = "plain text") -> World:
     n = next(_serial)

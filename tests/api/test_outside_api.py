@@ -40,7 +40,8 @@ from arena.services.outside import outside_admission_set, outside_token_issue
 from markets.models import Market
 from markets.sources import RecordedSource
 from tests.api.helpers import API, assert_envelope
-from tests.arena.conftest import COHORT_AT, RUN_AT, WEEK, snapshot_cache_clear
+from tests.arena.conftest import COHORT_AT, OFFLINE, RUN_AT, WEEK, snapshot_cache_clear
+from tests.worlds import ModuleWorld, module_world
 
 OUTSIDE = f"{API}/outside"
 IN_WINDOW = datetime(2026, 3, 8, 0, 20, tzinfo=UTC)
@@ -49,8 +50,8 @@ WINDOW_CLOSES = datetime(2026, 3, 8, 1, 0, tzinfo=UTC)
 
 @pytest.fixture(autouse=True)
 def _offline(settings: Any) -> None:
-    settings.OPENROUTER_API_KEY = ""
-    settings.MARKET_SOURCE = "demo"
+    for name, value in OFFLINE.items():
+        setattr(settings, name, value)
     snapshot_cache_clear()
 
 
@@ -78,19 +79,47 @@ class Week:
         return Agent.objects.get(cohort=self.cohort, model=model or self.team)
 
 
-def week_started() -> Week:
-    """Two outside teams with a token each; the cohort of WEEK started and its run done."""
+@dataclass(frozen=True)
+class WeekIds:
+    team_id: int
+    rival_id: int
+    cohort_id: int
+
+
+def week_begun() -> WeekIds:
+    """Two outside teams registered; the cohort of WEEK started and its run done."""
     team, rival = outside_model("team-x"), outside_model("team-y")
-    row, token = outside_token_issue(model=team, actor_id=None, now=COHORT_AT)
-    _, rival_token = outside_token_issue(model=rival, actor_id=None, now=COHORT_AT)
     cohort, _ = cohort_start(week_start=WEEK, now=COHORT_AT)
     decisions_run_all(now=RUN_AT, source=RecordedSource())
+    return WeekIds(team_id=team.pk, rival_id=rival.pk, cohort_id=cohort.pk)
+
+
+def tokens_issued(ids: WeekIds) -> Week:
+    """A token for each team. Each test issues its own: the rate limit counts requests by
+    token in a cache no rollback empties (Redis), so a token shared by the module's tests
+    would carry one test's requests over to the next."""
+    team = BenchmarkModel.objects.get(pk=ids.team_id)
+    rival = BenchmarkModel.objects.get(pk=ids.rival_id)
+    row, token = outside_token_issue(model=team, actor_id=None, now=COHORT_AT)
+    _, rival_token = outside_token_issue(model=rival, actor_id=None, now=COHORT_AT)
+    cohort = Cohort.objects.get(pk=ids.cohort_id)
     return Week(cohort, team, token, row, rival, rival_token)
 
 
+def week_started() -> Week:
+    """Two outside teams with a token each; the cohort of WEEK started and its run done."""
+    return tokens_issued(week_begun())
+
+
+@module_world(settings=OFFLINE)
+def outside_week() -> WeekIds:
+    """The week of two outside teams, built once for the module (tests/worlds.py)."""
+    return week_begun()
+
+
 @pytest.fixture
-def week(db: None, time_machine: Any) -> Week:
-    started = week_started()
+def week(db: None, outside_week: ModuleWorld[WeekIds], time_machine: Any) -> Week:
+    started = tokens_issued(outside_week.value)
     time_machine.move_to(IN_WINDOW, tick=False)
     return started
 

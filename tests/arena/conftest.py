@@ -26,13 +26,15 @@ RUN_AT = datetime(2026, 3, 8, 0, 5, tzinfo=UTC)
 
 Reprice = Callable[[str, Sequence[str | None]], FrozenMarkets]
 
+# No API key (offline agents answer) and the embedded demo market source: what every arena
+# test runs with unless it asks for a replay server, and what a module's world is built with.
+OFFLINE = {"OPENROUTER_API_KEY": "", "MARKET_SOURCE": "demo"}
+
 
 @pytest.fixture(autouse=True)
 def _offline(settings: Any) -> None:
-    """No API key (offline agents answer) and the embedded demo market source, unless a test
-    asks for a replay server."""
-    settings.OPENROUTER_API_KEY = ""
-    settings.MARKET_SOURCE = "demo"
+    for name, value in OFFLINE.items():
+        setattr(settings, name, value)
 
 
 def snapshot_cache_clear() -> None:

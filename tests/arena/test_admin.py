@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from html import unescape
@@ -36,14 +37,18 @@ from arena.models import (
     SnapshotTick,
     SystemEvent,
 )
+from arena.services.cohorts import cohort_start
+from arena.services.frozen import run_prepare
 from arena.weeks import cohort_week_start
 from markets.models import Market, MarketSyncRun
 from markets.parsing import parse_market
 from markets.services import markets_upsert
-from tests.arena.conftest import RUN_AT
+from markets.sources import RecordedSource
+from tests.arena.conftest import COHORT_AT, OFFLINE, RUN_AT, WEEK
 from tests.markets.conftest import by_id_handler, gamma_json
 from tests.page_world import World, build_world, published_release
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply
+from tests.worlds import ModuleWorld, module_world
 
 HOSTILE = '<script>alert("admin")</script>'
 ESCAPED = "&lt;script&gt;alert(&quot;admin&quot;)&lt;/script&gt;"
@@ -177,14 +182,19 @@ def test_read_only_pages_show_no_save_and_no_delete(admin_client: Client) -> Non
     assert {"determinismcheck", "systemevent", "snapshotmarket", "decisionrun"} <= set(checked)
 
 
+@module_world()
+def audited_page_world() -> None:
+    """A page world with the rows it does not write (audit_rows): once for the module."""
+    audit_rows(build_world(scale=1))
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     "model", our_admins(), ids=lambda m: f"{m._meta.app_label}.{m._meta.model_name}"
 )
 def test_each_changelist_issues_the_same_queries_at_three_times_the_data(
-    admin_client: Client, model: type[Any]
+    admin_client: Client, audited_page_world: ModuleWorld[None], model: type[Any]
 ) -> None:
-    audit_rows(build_world(scale=1))
     url = changelist(model)
     admin_client.get(url)  # warm the per-process caches (content types, session)
     with CaptureQueriesContext(connection) as small:
@@ -281,6 +291,42 @@ def test_decision_search_by_text_never_breaks_on_the_id_column(admin_client: Cli
 
 def post_action(client: Client, model: type[Any], action: str, pks: list[int]) -> Any:
     return client.post(changelist(model), {"action": action, "_selected_action": pks}, follow=True)
+
+
+@dataclass(frozen=True)
+class FrozenWeek:
+    cohort_id: int
+    run_id: int
+
+
+@module_world(settings=OFFLINE)
+def frozen_week() -> FrozenWeek:
+    """The cohort of WEEK and its run frozen from the recordings, as tests/arena/conftest.py's
+    `cohort` and `run` make them: once for the module's decision actions (tests/worlds.py)."""
+    cohort, created = cohort_start(week_start=WEEK, now=COHORT_AT)
+    assert created
+    run = run_prepare(now=RUN_AT, source=RecordedSource())
+    return FrozenWeek(cohort_id=cohort.pk, run_id=run.pk)
+
+
+@pytest.fixture
+def run(db: None, frozen_week: ModuleWorld[FrozenWeek]) -> DecisionRun:
+    return DecisionRun.objects.get(pk=frozen_week.value.run_id)
+
+
+@pytest.fixture
+def agent(db: None, frozen_week: ModuleWorld[FrozenWeek]) -> Agent:
+    """The GPT agent of the frozen week (`decision` claims its decision)."""
+    return Agent.objects.select_related("model").get(
+        cohort_id=frozen_week.value.cohort_id, model__internal_id="gpt-5.1"
+    )
+
+
+@pytest.fixture
+def other_agent(db: None, frozen_week: ModuleWorld[FrozenWeek]) -> Agent:
+    return Agent.objects.select_related("model").get(
+        cohort_id=frozen_week.value.cohort_id, model__internal_id="claude-opus-4.5"
+    )
 
 
 def test_retry_action_retries_a_retryable_decision_and_refuses_a_final_one(

@@ -37,6 +37,7 @@ from arena.services.exports import (
 )
 from tests.api.helpers import assert_envelope
 from tests.page_world import World, build_world
+from tests.worlds import ModuleWorld, module_world
 
 TYPES = {"integer", "string", "decimal", "float", "boolean", "timestamp", "date", "json"}
 NAMES = ["decisions", "attempts", "trades", "positions", "snapshots", "bets"]
@@ -48,9 +49,17 @@ class Worlds:
     second: World
 
 
-@pytest.fixture
-def worlds(db: None) -> Worlds:
+@module_world()
+def two_worlds() -> Worlds:
+    """Two page worlds, the first with quotes, a line break and accents in every text field:
+    built once for the module (tests/worlds.py)."""
     return Worlds(build_world(scale=2, text='Yes, "quoted"\nand ünïcode'), build_world(scale=1))
+
+
+@pytest.fixture
+def worlds(db: None, two_worlds: ModuleWorld[Worlds]) -> Worlds:
+    built = two_worlds.value
+    return Worlds(built.first.refetched(), built.second.refetched())
 
 
 def csv_of(dataset: Dataset, **bounds: Any) -> list[dict[str, str]]:

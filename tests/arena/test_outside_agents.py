@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -37,7 +38,8 @@ from arena.services.outside import (
     outside_token_revoke,
 )
 from markets.sources import RecordedSource
-from tests.arena.conftest import COHORT_AT, RUN_AT, WEEK
+from tests.arena.conftest import COHORT_AT, OFFLINE, RUN_AT, WEEK
+from tests.worlds import ModuleWorld, module_world
 
 pytestmark = pytest.mark.django_db
 
@@ -56,17 +58,31 @@ def outside_model(internal_id: str = "team-x") -> BenchmarkModel:
     )
 
 
-@pytest.fixture
-def team() -> BenchmarkModel:
-    return outside_model()
+@dataclass(frozen=True)
+class WeekIds:
+    team_id: int
+    cohort_id: int
 
 
-@pytest.fixture
-def week(team: BenchmarkModel) -> Cohort:
-    """The cohort of WEEK started with the outside agent in it, and its first run done."""
+@module_world(settings=OFFLINE)
+def outside_week() -> WeekIds:
+    """The outside team registered, the cohort of WEEK started with its agent in it, and the
+    week's first run done: built once for the module (tests/worlds.py)."""
+    team = outside_model()
     cohort, _ = cohort_start(week_start=WEEK, now=COHORT_AT)
     decisions_run_all(now=RUN_AT, source=RecordedSource())
-    return cohort
+    return WeekIds(team_id=team.pk, cohort_id=cohort.pk)
+
+
+@pytest.fixture
+def team(db: None, outside_week: ModuleWorld[WeekIds]) -> BenchmarkModel:
+    return BenchmarkModel.objects.get(pk=outside_week.value.team_id)
+
+
+@pytest.fixture
+def week(db: None, outside_week: ModuleWorld[WeekIds]) -> Cohort:
+    """The cohort of WEEK started with the outside agent in it, and its first run done."""
+    return Cohort.objects.get(pk=outside_week.value.cohort_id)
 
 
 def outside_agent(cohort: Cohort, model: BenchmarkModel) -> Agent:

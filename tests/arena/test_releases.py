@@ -11,7 +11,8 @@ Releases are written under a RELEASES_ROOT of the test's own (tmp_path). The coh
 tests/page_world.py (decisions with attempts, bets open and scored, a rejection, a sell,
 snapshots; the baselines of the lineup among its agents), completed by hand — with the
 baselines' positions settled before the last snapshot, so final — unless a test is about
-completion or finality itself.
+completion or finality itself. The tests that publish one such cohort share it (`cohort`,
+built once for the module: tests/worlds.py).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from arena.services.releases import release_publish, releases_publish, releases_
 from arena.services.settlement import market_settle
 from markets.resolution import Verdict
 from tests.page_world import World, build_world
+from tests.worlds import ModuleWorld, module_world
 
 PUBLISHED_AT = datetime(2031, 3, 2, 1, 0, tzinfo=UTC)
 CORRECTED_AT = datetime(2031, 3, 9, 1, 0, tzinfo=UTC)
@@ -77,6 +79,19 @@ def completed(world: World, *, at: datetime = PUBLISHED_AT, final: bool = True) 
             closed_at=world.cohort.started_at,
         )
     return Cohort.objects.get(pk=world.cohort.pk)
+
+
+@module_world()
+def completed_world() -> int:
+    """A page world (scale 1) whose cohort is completed and final: built once for the module
+    (tests/worlds.py), for the tests that publish one such cohort."""
+    return completed(build_world(scale=1)).pk
+
+
+@pytest.fixture
+def cohort(db: None, completed_world: ModuleWorld[int]) -> Cohort:
+    """The completed, final cohort of the module's world (not tests/arena/conftest.py's)."""
+    return Cohort.objects.get(pk=completed_world.value)
 
 
 def baseline_positions(cohort: Cohort) -> Any:
@@ -179,10 +194,10 @@ def test_the_release_holds_only_its_cohorts_rows_and_every_one_of_them(root: Pat
 
 
 @pytest.mark.django_db
-def test_every_files_sha256_matches_the_manifest_the_row_and_sha256sums(root: Path) -> None:
-    release = release_publish(
-        cohort_number=completed(build_world(scale=1)).number, now=PUBLISHED_AT
-    ).release
+def test_every_files_sha256_matches_the_manifest_the_row_and_sha256sums(
+    root: Path, cohort: Cohort
+) -> None:
+    release = release_publish(cohort_number=cohort.number, now=PUBLISHED_AT).release
     assert release is not None
     folder = root / release.name
 
@@ -208,8 +223,7 @@ def test_every_files_sha256_matches_the_manifest_the_row_and_sha256sums(root: Pa
 
 
 @pytest.mark.django_db
-def test_the_schema_readme_and_citation_describe_the_release(root: Path) -> None:
-    cohort = completed(build_world(scale=1))
+def test_the_schema_readme_and_citation_describe_the_release(root: Path, cohort: Cohort) -> None:
     release = release_publish(cohort_number=cohort.number, now=PUBLISHED_AT).release
     assert release is not None
     folder = root / release.name
@@ -236,10 +250,8 @@ def test_the_schema_readme_and_citation_describe_the_release(root: Path) -> None
 
 
 @pytest.mark.django_db
-def test_published_files_are_read_only(root: Path) -> None:
-    release = release_publish(
-        cohort_number=completed(build_world(scale=1)).number, now=PUBLISHED_AT
-    ).release
+def test_published_files_are_read_only(root: Path, cohort: Cohort) -> None:
+    release = release_publish(cohort_number=cohort.number, now=PUBLISHED_AT).release
     assert release is not None
     for path in (root / release.name).iterdir():
         assert not path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH), path
@@ -347,8 +359,7 @@ def test_a_cohort_still_active_or_not_final_is_refused_and_nothing_written(root:
 
 
 @pytest.mark.django_db
-def test_publishing_again_unchanged_data_does_nothing(root: Path) -> None:
-    cohort = completed(build_world(scale=1))
+def test_publishing_again_unchanged_data_does_nothing(root: Path, cohort: Cohort) -> None:
     first = release_publish(cohort_number=cohort.number, now=PUBLISHED_AT).release
     assert first is not None
     stamps = {p.name: p.stat().st_mtime_ns for p in (root / first.name).iterdir()}
@@ -415,11 +426,10 @@ def test_a_correction_is_version_2_saying_what_changed_and_version_1_stays(root:
 @pytest.mark.django_db
 @pytest.mark.skipif(not PARQUET_AVAILABLE, reason="needs pyarrow to write Parquet")
 def test_a_format_more_or_less_with_the_same_csv_is_no_new_release(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, cohort: Cohort, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Parquet's bytes depend on the pyarrow that wrote them, and a worker without pyarrow
     writes none: only the CSV files decide whether the data changed."""
-    cohort = completed(build_world(scale=1))
     v1 = release_publish(cohort_number=cohort.number, now=PUBLISHED_AT).release
     assert v1 is not None
     assert any(f.get("format") == "parquet" for f in v1.files)
@@ -437,9 +447,8 @@ def test_a_format_more_or_less_with_the_same_csv_is_no_new_release(
 @pytest.mark.django_db
 @pytest.mark.skipif(not PARQUET_AVAILABLE, reason="needs pyarrow to write Parquet")
 def test_a_correction_says_a_format_removed_as_such_not_as_changed_rows(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, cohort: Cohort, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cohort = completed(build_world(scale=1))
     v1 = release_publish(cohort_number=cohort.number, now=PUBLISHED_AT).release
     assert v1 is not None
     Trade.objects.filter(agent__cohort=cohort, brier_score__isnull=True).update(brier_score=0.25)
@@ -515,9 +524,8 @@ def test_each_weeks_completed_cohort_gets_its_own_release(root: Path) -> None:
 
 @pytest.mark.django_db
 def test_a_crash_while_writing_leaves_no_row_no_folder_and_the_next_publish_succeeds(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, cohort: Cohort, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cohort = completed(build_world(scale=1))
     real_write = release_services.write_export  # type: ignore[attr-defined]
 
     def crashing_write(folder: Path, **kw: Any) -> dict[str, Any]:
@@ -547,11 +555,11 @@ def test_a_crash_while_writing_leaves_no_row_no_folder_and_the_next_publish_succ
 @pytest.mark.django_db
 def test_a_partial_folder_is_removed_and_an_unverifiable_orphan_is_moved_aside(
     root: Path,
+    cohort: Cohort,
 ) -> None:
     """A process killed mid-write leaves its partial folder, which the next publish removes. A
     `cohort-N-vK` folder with no row that does not verify is never deleted — it may have been
     downloaded and cited — but moved aside and recorded, and its name is never given again."""
-    cohort = completed(build_world(scale=1))
     n = cohort.number
     root.mkdir(parents=True)
     (root / f".partial-cohort-{n}-0123456789ab").mkdir()
@@ -579,9 +587,8 @@ def test_a_partial_folder_is_removed_and_an_unverifiable_orphan_is_moved_aside(
 
 @pytest.mark.django_db
 def test_a_release_whose_row_failed_to_commit_is_adopted_by_the_next_publish(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, cohort: Cohort, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cohort = completed(build_world(scale=1))
     real_create = DataRelease.objects.create
 
     def refused(**kw: Any) -> DataRelease:
@@ -650,8 +657,7 @@ def test_after_a_database_restore_a_verified_folder_is_adopted_and_a_tampered_on
 
 
 @pytest.mark.django_db
-def test_a_publish_finds_another_publish_of_the_cohort_busy(root: Path) -> None:
-    cohort = completed(build_world(scale=1))
+def test_a_publish_finds_another_publish_of_the_cohort_busy(root: Path, cohort: Cohort) -> None:
     root.mkdir(parents=True)
 
     with release_services._cohort_lock(root, cohort.number) as held:
@@ -705,9 +711,8 @@ def test_a_soft_time_limit_stops_the_loop_rather_than_being_reported_and_skipped
 
 @pytest.mark.django_db
 def test_a_failed_publish_is_tried_again_an_hour_after_the_failure_not_at_every_check(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, cohort: Cohort, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cohort = completed(build_world(scale=1))
     real_write = release_services.write_export  # type: ignore[attr-defined]
 
     def broken(folder: Path, **kw: Any) -> dict[str, Any]:

@@ -11,12 +11,14 @@ JSON cannot say the hostile value (1e400, a 5,000-digit integer).
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 from django.test import Client
+from django.test.utils import override_settings
 
 from markets.models import Market, MarketSyncRun
 from markets.parsing import DESCRIPTION_MAX
@@ -25,6 +27,7 @@ from tests.api.helpers import assert_envelope
 from tests.hostile import MEGABYTE, Raw, render
 from tests.markets.conftest import TOP_500, gamma_json
 from tests.replay import ReplayServer, Reply, Request
+from tests.worlds import ModuleWorld, module_world
 
 pytestmark = pytest.mark.django_db
 
@@ -112,12 +115,21 @@ STORED_IDS = {key: str(RECORDS[len(REFUSED) + i]["id"]) for i, key in enumerate(
 PLAIN_IDS = [str(r["id"]) for r in RECORDS[-3:]]
 
 
-@pytest.fixture
-def synced(gamma_server: ReplayServer) -> SyncResult:
-    """The crafted page synced through the Gamma client and `markets_sync_top`."""
+@module_world()
+def hostile_sync() -> SyncResult:
+    """The crafted page synced through the Gamma client and `markets_sync_top`, from a
+    replay server of its own: once for the module (tests/worlds.py)."""
     body = render(RECORDS).encode("utf-8", "surrogatepass")
-    gamma_server.route("GET", "/markets", Reply(body=body))
-    return markets_sync_top(limit=500)
+    with ReplayServer() as gamma_server:
+        gamma_server.route("GET", "/markets", Reply(body=body))
+        with override_settings(POLYMARKET_GAMMA_URL=gamma_server.url, MARKET_SOURCE="gamma"):
+            return markets_sync_top(limit=500)
+
+
+@pytest.fixture
+def synced(db: None, hostile_sync: ModuleWorld[SyncResult]) -> SyncResult:
+    """The crafted page synced: the sync's result, the test's own copy."""
+    return copy.deepcopy(hostile_sync.value)
 
 
 def test_the_hostile_page_is_synced_with_every_other_record_stored(synced: SyncResult) -> None:
