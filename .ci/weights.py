@@ -1,39 +1,48 @@
 """Update .ci/test_weights.json, the seconds each test file takes in a pass, which
 tests/shards.py uses to balance a pass's shards.
 
-    .venv/bin/python -m pytest --durations=0 -q ... > run.log   (one whole pass, unsharded)
-    python .ci/weights.py sqlite run.log          (or: postgres run.log)
+    python .ci/weights.py --last-run    (from the pytest caches the last `make test` left)
 
+Each pytest run leaves its files' seconds in its cache (tests/shards.py, FileSeconds); the
+shards of a pass are added together. Run it after a `make test` on an otherwise idle machine.
 The figures only balance the shards: stale ones cost wall time, never a test.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
-from collections import defaultdict
 from pathlib import Path
 
-WEIGHTS = Path(__file__).resolve().parent / "test_weights.json"
-LINE = re.compile(r"\s*([\d.]+)s (?:setup|call|teardown)\s+(\S+?)::")
+ROOT = Path(__file__).resolve().parent.parent
+WEIGHTS = ROOT / ".ci" / "test_weights.json"
+CACHES = ROOT / ".pytest_cache"
+KEY = Path("v") / "forecaster" / "file-seconds"
 
 
-def main(database_pass: str, log: Path) -> None:
-    if database_pass not in ("sqlite", "postgres"):
-        sys.exit("the pass is sqlite or postgres")
-    seconds: dict[str, float] = defaultdict(float)
-    for line in log.read_text().splitlines():
-        match = LINE.match(line)
-        if match:
-            seconds[match[2]] += float(match[1])
-    if not seconds:
-        sys.exit(f"{log}: no --durations=0 lines")
+def last_run(database_pass: str) -> dict[str, float]:
+    """The seconds per file of the pass's last run, its shards added together."""
+    seconds: dict[str, float] = {}
+    for cache in sorted(CACHES.glob(f"{database_pass}-*")):
+        path = cache / KEY
+        if path.exists():
+            for name, s in json.loads(path.read_text()).items():
+                seconds[name] = seconds.get(name, 0.0) + s
+    return seconds
+
+
+def main() -> None:
+    if sys.argv[1:] != ["--last-run"]:
+        sys.exit(__doc__)
     table = json.loads(WEIGHTS.read_text()) if WEIGHTS.exists() else {}
-    table[database_pass] = {name: round(s, 1) for name, s in sorted(seconds.items())}
+    for database_pass in ("sqlite", "postgres"):
+        seconds = last_run(database_pass)
+        if not seconds:
+            sys.exit(f"no shard of the {database_pass} pass left its seconds in {CACHES}")
+        table[database_pass] = {name: round(s, 1) for name, s in sorted(seconds.items())}
+        print(f"{database_pass}: {len(seconds)} files, {sum(seconds.values()):.0f} s in all")
     WEIGHTS.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
-    print(f"{database_pass}: {len(seconds)} files, {sum(seconds.values()):.0f} s in all")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]))
+    main()

@@ -31,7 +31,7 @@ import pytest
 import tests.profiles  # noqa: F401  (loads the hypothesis profile before any test module)
 from tests.budget import TimeBudget
 from tests.replay import ReplayServer
-from tests.shards import Shard, shard_option
+from tests.shards import FileSeconds, Shard, shard_option
 from tests.worlds import WorldsPlugin
 
 DATABASE_FIXTURES = frozenset(
@@ -100,6 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
         database_pass = "postgres" if config.getoption("--second-pass") else "sqlite"
         k, n = shard
         config.pluginmanager.register(Shard(k, n, database_pass), "shard")
+    config.pluginmanager.register(FileSeconds(), "file-seconds")
     every_test = {**FAST_HASHING, **FAST_HTTP, **NO_API_RATE_LIMIT}
     config.pluginmanager.register(
         WorldsPlugin(settings=every_test, uses_database=uses_database), "worlds"

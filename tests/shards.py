@@ -5,13 +5,14 @@ cores stay busy to the end instead of waiting on the longest pass. A shard colle
 own files, so no test module is imported, and no module fixture built, twice.
 
 Files are dealt out by weight: `.ci/test_weights.json` holds each file's seconds per pass, as
-a `--durations=0` run measured them (`.ci/weights.py` updates it), and each file goes to the
+a run of the suite measured them (`.ci/weights.py` updates it), and each file goes to the
 lightest shard so far, heaviest first. A file the table knows only from the other pass has no
 test for this one (it weighs its collection, NO_TESTS_WEIGHT); a file it does not know at all
 weighs DEFAULT_WEIGHT.
 Every shard reads the same files and the same table, so the shards of one pass always split
 the files exactly: each test runs in one shard and only one. Weights only balance the shards;
-stale ones cost time, never a test.
+stale ones cost time, never a test. Each run leaves what its files took in its pytest cache
+(FILE_SECONDS), and `.ci/weights.py --last-run` puts those of the last `make test` in the table.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 WEIGHTS = ROOT / ".ci" / "test_weights.json"
+FILE_SECONDS = "forecaster/file-seconds"  # the pytest cache's key
 DEFAULT_WEIGHT = 2.0  # seconds: a new file, until the table is measured again
 NO_TESTS_WEIGHT = 0.1
 
@@ -83,3 +85,20 @@ class Shard:
         except ValueError:
             return None
         return True if name not in self.mine else None
+
+
+class FileSeconds:
+    """Adds up the seconds each test file took (setup, call and teardown) and leaves them in
+    the pytest cache at the end of the run (registered by conftest.py)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        name = report.nodeid.split("::", 1)[0]
+        self.seconds[name] = self.seconds.get(name, 0.0) + report.duration
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        cache = session.config.cache
+        if cache is not None and self.seconds:
+            cache.set(FILE_SECONDS, {k: round(v, 2) for k, v in sorted(self.seconds.items())})
