@@ -99,6 +99,6 @@ class FileSeconds:
         self.seconds[name] = self.seconds.get(name, 0.0) + report.duration
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        cache = session.config.cache
+        cache = getattr(session.config, "cache", None)  # None under -p no:cacheprovider
         if cache is not None and self.seconds:
             cache.set(FILE_SECONDS, {k: round(v, 2) for k, v in sorted(self.seconds.items())})
