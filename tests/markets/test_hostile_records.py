@@ -127,8 +127,10 @@ def hostile_sync() -> SyncResult:
 
 
 @pytest.fixture
-def synced(db: None, hostile_sync: ModuleWorld[SyncResult]) -> SyncResult:
-    """The crafted page synced: the sync's result, the test's own copy."""
+def synced(db: None, hostile_sync: ModuleWorld[SyncResult], settings: Any) -> SyncResult:
+    """The crafted page synced: the sync's result, the test's own copy. The test runs with
+    the Gamma source configured, as the sync did (the pages say so: no "Demo data")."""
+    settings.MARKET_SOURCE = "gamma"
     return copy.deepcopy(hostile_sync.value)
 
 
