@@ -34,8 +34,10 @@ $(BIN)/python:
 $(BIN)/uv: | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check uv || true
 
+# Installed modules are compiled to bytecode once, here (pip does it by default, uv when
+# asked): otherwise the suite's first processes, started together, each compile all of them.
 define install
-	if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install --quiet --python $(BIN)/python $(1); \
+	if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(1); \
 	else $(BIN)/pip install --quiet --disable-pip-version-check $(1); fi
 endef
 
