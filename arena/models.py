@@ -18,6 +18,13 @@ from markets.models import Market
 
 STARTING_BALANCE = Decimal("10000.00")
 
+METHODOLOGY_VERSION = "v1"
+"""The methodology every new cohort runs: the protocol of spec 002 (its "Version: v1") with the
+formulas of 001, as docs/methodology.md states them. Stored on each cohort; bumped only for a
+change 002 says requires it (scoring, balances and bet limits, market selection, actions,
+retrieval in the prompt), never for the prompt's wording: that is PROMPT_VERSION
+(agents/prompts.py), which each decision stores on its own."""
+
 
 def money(**kw: Any) -> Any:
     """USD with cents (STYLE §3)."""
@@ -52,7 +59,7 @@ class Cohort(models.Model):
     started_at = models.DateTimeField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     completed_at = models.DateTimeField(null=True, blank=True)
-    methodology_version = models.CharField(max_length=8, default="v1")
+    methodology_version = models.CharField(max_length=8, default=METHODOLOGY_VERSION)
     starting_balance = money(default=STARTING_BALANCE)
 
     class Meta:

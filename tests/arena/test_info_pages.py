@@ -24,6 +24,7 @@ from django_celery_beat.models import PeriodicTask
 
 from agents.prompts import PROMPT_VERSION
 from arena.models import (
+    METHODOLOGY_VERSION,
     Decision,
     DecisionRun,
     DeterminismCheck,
@@ -578,6 +579,24 @@ def test_about_explains_the_benchmark_demo_data_offline_and_the_baselines(
     assert "Market follower" in text
     assert "GPT-5.2" in text
     assert "gpt-5.1" in text  # display name and stable id
+
+
+@pytest.mark.django_db
+def test_about_names_the_methodology_version_and_labels_the_prompts_version_apart(
+    client: Client,
+) -> None:
+    # The methodology is the protocol of 002 (v1); the prompt's wording has versions of its
+    # own (v2), which are never to be read as the methodology's.
+    assert METHODOLOGY_VERSION == "v1"
+    assert PROMPT_VERSION != METHODOLOGY_VERSION
+    text = _text(_get(client, "arena:about"))
+    assert (
+        f"gives every rule and formula (methodology {METHODOLOGY_VERSION}), with the prompts "
+        f"verbatim (prompt version {PROMPT_VERSION})" in text
+    )
+    assert f"Methodology {METHODOLOGY_VERSION}}}" in text  # the citation's note
+    assert f"methodology {PROMPT_VERSION}" not in text.lower()
+    assert f"Methodology {PROMPT_VERSION}" not in text
 
 
 @pytest.mark.django_db
