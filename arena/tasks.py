@@ -8,7 +8,7 @@ from celery import Task, chain, chord, group, shared_task
 from django.db import transaction
 
 from arena.models import Agent, DecisionRun
-from arena.services.cohorts import cohort_start
+from arena.services.cohorts import cohort_start_scheduled
 from arena.services.decisions.outside import outside_decisions_close
 from arena.services.decisions.run import decision_run, run_finish, run_open
 from arena.services.marking import snapshots_take
@@ -20,8 +20,11 @@ logger = logging.getLogger(__name__)
 
 @shared_task(name="arena.start_cohort", acks_late=True, soft_time_limit=120, time_limit=150)
 def start_cohort() -> str:
-    """Start this week's cohort (Sunday 00:00 UTC). Safe to deliver twice."""
-    cohort, created = cohort_start()
+    """Start this week's cohort (Sunday 00:00 UTC), within its first day only: a start
+    delivered later starts nothing and is recorded as missed. Safe to deliver twice."""
+    cohort, created = cohort_start_scheduled()
+    if cohort is None:
+        return "past the cohort's start grace: nothing started, the week is recorded as missed"
     return f"started {cohort}" if created else f"{cohort} already exists"
 
 

@@ -36,6 +36,14 @@ def week_opens(week_start: date) -> datetime:
     return datetime(week_start.year, week_start.month, week_start.day, tzinfo=UTC)
 
 
+def within_start_grace(week_start: date, now: datetime) -> bool:
+    """Return True while the cohort of `week_start` may still be started by the schedule (the
+    weekly start, a decision run): before `COHORT_START_GRACE` after Sunday 00:00 UTC. Past it,
+    a cohort started late would first decide on prices days younger than its week's (a restarted
+    beat fires a missed start at once); only an operator starts it then."""
+    return now - week_opens(week_start) < COHORT_START_GRACE
+
+
 def retry_deadline(week_start: date) -> datetime:
     """Return the moment after which no decision of the week of `week_start` is asked again:
     DECISION_RETRY_DEADLINE_HOURS after Sunday 00:00 UTC (default 24: the end of Sunday).

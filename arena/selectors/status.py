@@ -29,7 +29,7 @@ from arena.models import (
     SnapshotTick,
     SystemEvent,
 )
-from arena.weeks import COHORT_START_GRACE, cohort_week_start, week_opens
+from arena.weeks import cohort_week_start, within_start_grace
 from markets.models import MarketSyncRun
 
 RECENT_EVENTS = 50
@@ -287,7 +287,7 @@ def missed_cohort(*, now: datetime, jobs: list[ScheduledJob]) -> MissedCohort | 
     (COHORT_START_GRACE) while the arena runs weekly: an earlier cohort exists, or the weekly
     start is scheduled (`jobs`, as read). One query, none on the cohort's first day."""
     week = cohort_week_start(now)
-    if now - week_opens(week) < COHORT_START_GRACE:
+    if within_start_grace(week, now):
         return None
     cohorts = Cohort.objects.aggregate(
         this_week=Count("pk", filter=Q(week_start=week)),

@@ -19,7 +19,8 @@ from arena.models import (
 )
 from arena.services.events import Kind, event_record
 from arena.services.marking import portfolio_snapshots_write
-from arena.weeks import cohort_week_start, week_opens
+from arena.services.schedule import cohort_missed_record
+from arena.weeks import cohort_week_start, week_opens, within_start_grace
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +68,24 @@ def cohort_start(
         )
         return cohort, True
     raise RuntimeError(f"could not number the cohort of {week_start} after retries")
+
+
+def cohort_start_scheduled(*, now: datetime | None = None) -> tuple[Cohort | None, bool]:
+    """The weekly start (Sunday 00:00 UTC): start this week's cohort as `cohort_start` does,
+    but only within its grace (`within_start_grace`), as a decision run would. A start that
+    comes later (a restarted beat fires the missed Sunday on Tuesday) starts nothing: its
+    cohort would first decide on Tuesday's prices. It records the week as missed instead
+    (once; the status page says so, with the command an operator runs to start it) and
+    returns (None, False); a cohort that exists is returned as by a repeat."""
+    now = now or clock.now()
+    week_start = cohort_week_start(now)
+    if within_start_grace(week_start, now):
+        return cohort_start(week_start=week_start, now=now)
+    existing = Cohort.objects.filter(week_start=week_start).first()
+    if existing:
+        return existing, False
+    cohort_missed_record(week_start=week_start, start_fired=True)
+    return None, False
 
 
 def cohorts_completable() -> QuerySet[Cohort]:

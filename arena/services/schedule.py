@@ -18,14 +18,16 @@ from arena.services.events import Kind, Level, event_record
 COHORT_TASK = "arena.start_cohort"
 
 
-def cohort_missed_record(*, week_start: date) -> bool:
+def cohort_missed_record(*, week_start: date, start_fired: bool = False) -> bool:
     """Record, once for the week, a warning that the cohort of `week_start` was never started
-    while the arena runs weekly (an earlier cohort exists, or the weekly start is scheduled),
-    with the command that starts it. Return True when it was recorded now."""
+    while the arena runs weekly (an earlier cohort exists, the weekly start is scheduled, or
+    `start_fired`: the weekly start itself came past its grace), with the command that starts
+    it. Return True when it was recorded now."""
     if Cohort.objects.filter(week_start=week_start).exists():
         return False
     weekly = (
-        Cohort.objects.filter(week_start__lt=week_start).exists()
+        start_fired
+        or Cohort.objects.filter(week_start__lt=week_start).exists()
         or PeriodicTask.objects.filter(task=COHORT_TASK, enabled=True).exists()
     )
     week = week_start.isoformat()

@@ -54,7 +54,7 @@ from arena.services.cohorts import cohort_start
 from arena.services.decisions.run import run_open
 from arena.services.marking import snapshots_take
 from arena.services.settlement import resolutions_check
-from arena.weeks import COHORT_START_GRACE, cohort_week_start
+from arena.weeks import COHORT_START_GRACE, cohort_week_start, week_opens
 from markets.models import Market
 from markets.sources import RecordedSource
 from tests.arena.books import assert_books_balance
@@ -121,8 +121,11 @@ def database_url() -> str:
     )
 
 
-def process_env(*, redis_url: str) -> dict[str, str]:
+def process_env(*, redis_url: str, now: datetime | None = None) -> dict[str, str]:
+    """The environment of a drill's Celery process; `now` moves its clock there (running)."""
     env = dict(os.environ)
+    if now is not None:
+        env["DRILL_NOW"] = now.isoformat()
     env.update(
         # The project's settings with the test pass's own Celery queue, the one this
         # process sends to and its worker thread consumes (tests/conftest.py).
@@ -139,16 +142,16 @@ def process_env(*, redis_url: str) -> dict[str, str]:
 
 @contextmanager
 def celery_process(
-    kind: str, *args: str, redis_url: str, log: Path
+    kind: str, *args: str, redis_url: str, log: Path, now: datetime | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """A real `celery -A forecaster <kind>` process (a worker or a beat), its output in `log`;
-    stopped (TERM, then KILL) when the block ends."""
+    """A real `celery -A forecaster <kind>` process (a worker or a beat), its output in `log`,
+    its clock moved to `now` if given; stopped (TERM, then KILL) when the block ends."""
     command = [sys.executable, "-m", "celery", "-A", "forecaster", kind, "--loglevel=INFO", *args]
     with log.open("wb") as out:
         process = subprocess.Popen(
             command,
             cwd=ROOT,
-            env=process_env(redis_url=redis_url),
+            env=process_env(redis_url=redis_url, now=now),
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -535,16 +538,18 @@ def empty_broker(settings: Any) -> Iterator[str]:
 def two_workers(broker: str, tmp_path: Path) -> Iterator[list[Path]]:
     """Two real worker processes on `broker`, each running one task at a time, so two
     deliveries of a task really run at the same time; yield their log files once both are
-    ready."""
+    ready. Their clocks run from a minute past this week's Sunday midnight, so that the weekly
+    start falls on the cohort's first day (COHORT_START_GRACE) on any day of the week."""
     logs = [tmp_path / "worker-a.log", tmp_path / "worker-b.log"]
+    sunday_night = week_opens(cohort_week_start(datetime.now(UTC))) + timedelta(minutes=1)
     with (
         celery_process(
             "worker", "--pool=solo", "-n", "drill-a@%h", "--without-mingle", "--without-gossip",
-            redis_url=broker, log=logs[0],
+            redis_url=broker, log=logs[0], now=sunday_night,
         ),
         celery_process(
             "worker", "--pool=solo", "-n", "drill-b@%h", "--without-mingle", "--without-gossip",
-            redis_url=broker, log=logs[1],
+            redis_url=broker, log=logs[1], now=sunday_night,
         ),
     ):  # fmt: skip
         for log in logs:

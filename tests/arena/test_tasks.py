@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -9,12 +10,20 @@ from celery.result import AsyncResult
 
 from arena.models import Cohort, Decision, PortfolioSnapshot
 from arena.tasks import retry_decisions, run_decisions, start_cohort, take_snapshots
+from arena.weeks import cohort_week_start, week_opens
 from forecaster.celery import app as celery_app
 
 pytestmark = [
     pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.celery_worker,
 ]
+
+
+@pytest.fixture(autouse=True)
+def sunday_night(time_machine: Any) -> None:
+    """This week's Sunday, a minute past midnight UTC, the clock running: the weekly start
+    starts a cohort only on its first day (COHORT_START_GRACE)."""
+    time_machine.move_to(week_opens(cohort_week_start()) + timedelta(minutes=1), tick=True)
 
 
 def test_weekly_tasks_start_a_cohort_run_every_agent_in_turn_and_snapshot(

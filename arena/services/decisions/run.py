@@ -47,12 +47,11 @@ from arena.services.events import Kind, Level, event_record
 from arena.services.frozen import FrozenMarkets, run_prepare
 from arena.services.schedule import cohort_missed_record
 from arena.weeks import (
-    COHORT_START_GRACE,
     RUN_GRACE,
     cohort_week_start,
     outside_window,
     retry_deadline,
-    week_opens,
+    within_start_grace,
 )
 from markets.sources import MarketSource
 
@@ -384,7 +383,7 @@ def run_open(
     started mid-week behind the operators' backs (`manage.py start_cohort` does that)."""
     now = now or clock.now()
     week_start = cohort_week_start(now)
-    if now - week_opens(week_start) < COHORT_START_GRACE:
+    if within_start_grace(week_start, now):
         cohort_start(week_start=week_start, now=now)
     else:
         cohort_missed_record(week_start=week_start)  # said once, on the status page too
