@@ -112,11 +112,30 @@ def pytest_configure(config: pytest.Config) -> None:
         app.conf.task_default_queue = queue
 
 
+def restores_what_it_flushes(item: pytest.Item) -> bool:
+    """Whether a transactional test is marked serialized_rollback. Its flush then recreates
+    nothing, and the next such test restores the migrations' rows (content types, the lineup)
+    into empty tables. A flush without it recreates the content types under new ids, and the
+    next serialized test's restore then collides with them, in whatever shard follows it."""
+    marker = item.get_closest_marker("django_db")
+    transactional = bool(
+        {"transactional_db", "live_server"} & set(getattr(item, "fixturenames", ()))
+    ) or (marker is not None and marker.kwargs.get("transaction", False))
+    return not transactional or (
+        marker is not None and marker.kwargs.get("serialized_rollback", False)
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         slow = item.get_closest_marker("slow")
         if slow is not None and not slow.kwargs.get("reason"):
             raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.slow needs reason='why'")
+        if not restores_what_it_flushes(item):
+            raise pytest.UsageError(
+                f"{item.nodeid}: a transactional test needs "
+                "@pytest.mark.django_db(transaction=True, serialized_rollback=True)"
+            )
     if not config.getoption("--second-pass"):
         return
     kept: list[pytest.Item] = []

@@ -403,6 +403,7 @@ CHROMIUM = shutil.which("chromium") or (
 @pytest.mark.drill  # a chromium process
 @pytest.mark.slow(reason="a real chromium starts and loads two pages")
 @pytest.mark.one_pass  # the browser's policy, the same on either database
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # as every live server's
 def test_the_api_docs_and_the_admin_sign_in_run_under_the_policy_in_chromium(
     live_server: Any,
 ) -> None:

@@ -10,7 +10,13 @@ from markets.models import Market
 from markets.tasks import sync_markets
 from tests.replay import ReplayServer
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.celery_worker]
+# serialized_rollback, as every transactional test of the suite: the flush after each test then
+# recreates nothing, and the next transactional test restores the migrations' rows (content
+# types, the lineup) into empty tables, whatever ran before it in the same process.
+pytestmark = [
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+    pytest.mark.celery_worker,
+]
 
 
 def test_sync_task_runs_in_a_worker_and_fills_the_catalogue(
