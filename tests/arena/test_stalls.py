@@ -10,9 +10,12 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 
-from arena.models import Agent, Cohort, ResolutionCheck, SystemEvent
+from arena.models import Agent, Cohort, Position, ResolutionCheck, SystemEvent
 from arena.services.settlement import resolutions_check
+from markets.models import Market
 from tests.arena.books import assert_books_balance
 from tests.arena.test_settlement import (
     PROPOSED,
@@ -30,6 +33,12 @@ from tests.replay import ReplayServer
 
 HELD = "522900"  # the market Gamma stops returning
 OTHER = "253898"  # held too, and still returned
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: Any) -> None:
+    """The admin user's password is hashed once per test; PBKDF2 would take seconds."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -114,3 +123,93 @@ def test_an_unreadable_record_or_an_unknown_uma_status_is_recorded_as_why_it_sta
     assert missing_events() == []
     assert_books_balance()
     assert Agent.objects.get(pk=held[0].pk).cash == Decimal("9300.00")
+
+
+# ------------------------------------------------------------------ staff settle by hand
+
+
+def settle_page(polymarket_id: str) -> str:
+    market = Market.objects.get(polymarket_id=polymarket_id)
+    return reverse("admin:markets_market_settle", args=[market.pk])
+
+
+def cash(agent: Agent) -> Decimal:
+    value: Decimal = Agent.objects.get(pk=agent.pk).cash
+    return value
+
+
+def staff_actions() -> list[dict[str, Any]]:
+    return [
+        e.data
+        for e in SystemEvent.objects.filter(kind=SystemEvent.Kind.STAFF_ACTION).order_by("pk")
+    ]
+
+
+def test_staff_settle_a_missing_market_by_hand_by_the_winning_outcomes_name(
+    admin_client: Client, held: tuple[Agent, Agent]
+) -> None:
+    yes_agent, no_agent = held
+    resolutions_check(now=SETTLE_AT)
+    page = admin_client.get(settle_page(HELD))
+    assert page.status_code == 200
+    assert b"2 open positions" in page.content
+
+    response = admin_client.post(
+        settle_page(HELD),
+        {"choice": "settle", "outcome": "Yes", "note": "Polymarket shows it resolved Yes"},
+        follow=True,
+    )
+
+    assert b"market 522900: resolved &#x27;Yes&#x27;" in response.content
+    market = Market.objects.get(polymarket_id=HELD)
+    assert (market.resolution, market.winning_outcome) == (Market.Resolution.RESOLVED, "Yes")
+    assert "settled by hand by staff: Polymarket shows it resolved Yes" in market.resolution_note
+    assert cash(yes_agent) == Decimal("10300.00")  # 9,300 + 1,000 YES shares at $1
+    assert cash(no_agent) == Decimal("9400.00")  # 1,000 NO shares at $0
+    assert set(
+        Position.objects.filter(market=market).values_list("status", "settlement_value")
+    ) == {(Position.Status.SETTLED, Decimal("1000.00")), (Position.Status.SETTLED, Decimal(0))}
+    assert_books_balance()
+    (action,) = staff_actions()
+    assert action["action"] == "settle_by_hand"
+    assert action["actor"]["username"] == "admin"
+    assert (action["market"], action["winning_outcome"]) == (HELD, "Yes")
+    assert SystemEvent.objects.filter(kind=SystemEvent.Kind.MARKET_SETTLED, market=market).exists()
+    later = resolutions_check(now=SETTLE_AT + timedelta(hours=1))
+    assert later.missing == []  # settled: no longer asked for
+
+
+def test_staff_cancel_a_missing_market_by_hand_and_every_position_is_refunded_at_cost(
+    admin_client: Client, held: tuple[Agent, Agent]
+) -> None:
+    yes_agent, no_agent = held
+    admin_client.post(
+        settle_page(HELD), {"choice": "cancel", "note": "gone from Gamma for a month"}
+    )
+
+    market = Market.objects.get(polymarket_id=HELD)
+    assert market.resolution == Market.Resolution.CANCELLED
+    assert cash(yes_agent) == Decimal("9700.00")  # its $400 back
+    assert cash(no_agent) == Decimal("10000.00")  # its $600 back
+    assert set(Position.objects.filter(market=market).values_list("status", flat=True)) == {
+        Position.Status.CANCELLED
+    }
+    assert_books_balance()
+    (action,) = staff_actions()
+    assert (action["action"], action["winning_outcome"]) == ("cancel_by_hand", None)
+    assert action["failed"] == []
+
+
+def test_a_winner_not_named_among_the_outcomes_settles_nothing_and_is_recorded_as_failed(
+    admin_client: Client, held: tuple[Agent, Agent]
+) -> None:
+    response = admin_client.post(
+        settle_page(HELD), {"choice": "settle", "outcome": "Maybe", "note": "x"}, follow=True
+    )
+    assert b"&#x27;Maybe&#x27; is not one of its outcomes (Yes, No); nothing settled" in (
+        response.content
+    )
+    assert Market.objects.get(polymarket_id=HELD).resolution == Market.Resolution.OPEN
+    (action,) = staff_actions()
+    assert action["failed"]
+    assert_books_balance()
