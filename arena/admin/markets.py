@@ -36,6 +36,7 @@ class ResolutionCheckAdmin(ReadOnlyAdmin):
         "n_resolved",
         "n_cancelled",
         "n_failed",
+        "n_missing",
         "failure",
     )
     list_filter = (("error", admin.EmptyFieldListFilter),)
@@ -54,6 +55,10 @@ class ResolutionCheckAdmin(ReadOnlyAdmin):
     @admin.display(description="Failed to settle")
     def n_failed(self, obj: ResolutionCheck) -> int:
         return len(obj.failed)
+
+    @admin.display(description="Not returned")
+    def n_missing(self, obj: ResolutionCheck) -> int:
+        return len(obj.missing)
 
     @admin.display(description="Fetch error")
     def failure(self, obj: ResolutionCheck) -> str:

@@ -5,6 +5,7 @@ by the winning outcome's name, or cancel it, refunded at cost."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from arena.models import Agent, Cohort, Position, ResolutionCheck, SystemEvent
 from arena.services.settlement import resolutions_check
@@ -123,6 +125,40 @@ def test_an_unreadable_record_or_an_unknown_uma_status_is_recorded_as_why_it_sta
     assert missing_events() == []
     assert_books_balance()
     assert Agent.objects.get(pk=held[0].pk).cash == Decimal("9300.00")
+
+
+def status_text(client: Client) -> str:
+    response = client.get(reverse("arena:status"))
+    assert response.status_code == 200
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", response.content.decode()))
+
+
+def test_past_the_stated_age_the_status_page_warns_naming_the_market_and_why(
+    client: Client, held: tuple[Agent, Agent], settings: Any
+) -> None:
+    """RESOLUTION_STALL_DAYS (14 by default) past its end date, a held market still
+    unsettled is named on the status page with the reason the last check left it open."""
+    assert settings.RESOLUTION_STALL_DAYS == 14
+    resolutions_check(now=SETTLE_AT)
+    ends = timezone.now() - timedelta(days=14, hours=-1)
+    Market.objects.filter(polymarket_id__in=[HELD, OTHER]).update(close_date=ends)
+
+    text = status_text(client)
+    assert "held market" not in text  # 13 days and 23 hours: not yet
+    assert "1 market not returned by the market source (522900): each stays open" in text
+
+    Market.objects.filter(polymarket_id=HELD).update(close_date=ends - timedelta(hours=2))
+    text = status_text(client)
+    assert "1 held market still unsettled more than 14 days past its end date." in text
+    assert f"522900: {Market.objects.get(polymarket_id=HELD).question[:40]}" in text
+    assert (
+        "14 days unsettled; not returned by the market source: the gamma source did not "
+        "return it when asked by id" in text
+    )
+    assert "253898" not in text.split("Last runs")[0]
+
+    settings.RESOLUTION_STALL_DAYS = 30
+    assert "held market" not in status_text(client)
 
 
 # ------------------------------------------------------------------ staff settle by hand
