@@ -10,6 +10,9 @@ recorded case behind each one are in docs/resolution.md. In short:
 - closed with UMA status "proposed" or "disputed" (or one we do not know): not final, open;
 - closed with no UMA status (old AMM markets): terminal prices resolve it; otherwise it is
   cancelled only once it has been closed for more than RESOLUTION_GRACE, else open.
+
+An open verdict says why it is open (`why_open`), for the check's record of every market it
+leaves unsettled.
 """
 
 from __future__ import annotations
