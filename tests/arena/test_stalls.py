@@ -30,6 +30,7 @@ from tests.arena.test_settlement import (
     list_and_freeze,
     trading,
 )
+from tests.arena.test_staff import OPERATORS, VIEWERS, signed_in, staff_user
 from tests.markets.conftest import gamma_json
 from tests.replay import ReplayServer
 
@@ -248,4 +249,18 @@ def test_a_winner_not_named_among_the_outcomes_settles_nothing_and_is_recorded_a
     assert Market.objects.get(polymarket_id=HELD).resolution == Market.Resolution.OPEN
     (action,) = staff_actions()
     assert action["failed"]
+    assert_books_balance()
+
+
+def test_a_viewer_may_not_settle_by_hand_and_an_operator_may(held: tuple[Agent, Agent]) -> None:
+    choice = {"choice": "cancel", "note": "gone from Gamma"}
+    viewer = signed_in(staff_user(VIEWERS))
+    assert viewer.post(settle_page(HELD), choice).status_code == 403
+    assert Market.objects.get(polymarket_id=HELD).resolution == Market.Resolution.OPEN
+    assert staff_actions() == []
+    operator = signed_in(staff_user(OPERATORS))
+    assert operator.post(settle_page(HELD), choice).status_code == 302
+    assert Market.objects.get(polymarket_id=HELD).resolution == Market.Resolution.CANCELLED
+    (action,) = staff_actions()
+    assert action["actor"]["username"] == "Operators-staff"
     assert_books_balance()
