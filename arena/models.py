@@ -543,6 +543,16 @@ class ResolutionCheck(models.Model):
     failed = models.JSONField(default=list, blank=True)  # left open for the next check
     completed_cohorts = models.JSONField(default=list, blank=True)  # cohort ids
     error = models.TextField(blank=True)  # the fetch failed: nothing was settled
+    missing = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="[{id, reason}] for every market asked for that the source did not return",
+    )
+    still_open = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="[{id, why, reason}] for every market returned and left open, and why",
+    )
 
     class Meta:
         ordering = ["-checked_at", "-pk"]
@@ -599,6 +609,7 @@ class SystemEvent(models.Model):
         OUTCOMES_CHANGED = "outcomes_changed", "Market's outcomes changed: not settled"
         SYNC_FAILED = "sync_failed", "Market sync failed"
         RESOLUTION_CHECK_FAILED = "resolution_check_failed", "Resolution check failed"
+        MARKET_MISSING = "market_missing", "Market not returned by the resolution check"
         RELEASE_PUBLISHED = "release_published", "Data release published"
         RELEASE_FAILED = "release_failed", "Data release failed"
         STAFF_ACTION = "staff_action", "Staff action in the admin"

@@ -172,6 +172,8 @@ class Environment:
     outside_api_rate_window_seconds: int
     outside_api_max_body_bytes: int
     outside_token_days: int
+    # Days past its end date after which a held market still unsettled is warned of.
+    resolution_stall_days: int
     # Celery's broker and result store, and the API rate limit's shared count; "" for none.
     redis_url: str
     # The JSON API's rate limit: requests per client IP in a fixed window (0 turns it off).
@@ -280,6 +282,7 @@ def read_every_variable(env: EnvironmentReader) -> Environment:
             "OUTSIDE_API_MAX_BODY_BYTES", 64 * 1024, validate=AT_LEAST_1
         ),
         outside_token_days=env.int("OUTSIDE_TOKEN_DAYS", 90, validate=AT_LEAST_1),
+        resolution_stall_days=env.int("RESOLUTION_STALL_DAYS", 14, validate=AT_LEAST_1),
         redis_url=env.redis_url("REDIS_URL", ""),
         api_rate_limit=env.int("API_RATE_LIMIT", 120, validate=AT_LEAST_0),
         api_rate_window_seconds=env.int("API_RATE_WINDOW_SECONDS", 60, validate=AT_LEAST_1),

@@ -51,6 +51,9 @@ OUTSIDE_API_RATE_LIMIT = _env.outside_api_rate_limit
 OUTSIDE_API_RATE_WINDOW_SECONDS = _env.outside_api_rate_window_seconds
 OUTSIDE_API_MAX_BODY_BYTES = _env.outside_api_max_body_bytes
 OUTSIDE_TOKEN_DAYS = _env.outside_token_days
+# A held market still unsettled this many days past its end date is warned of on the status
+# page, with the reason the last resolution check left it open (docs/resolution.md).
+RESOLUTION_STALL_DAYS = _env.resolution_stall_days
 
 # Celery. With no broker (the embedded default only) tasks run in-process; tests always have one.
 REDIS_URL = _env.redis_url

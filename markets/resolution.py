@@ -10,11 +10,14 @@ recorded case behind each one are in docs/resolution.md. In short:
 - closed with UMA status "proposed" or "disputed" (or one we do not know): not final, open;
 - closed with no UMA status (old AMM markets): terminal prices resolve it; otherwise it is
   cancelled only once it has been closed for more than RESOLUTION_GRACE, else open.
+
+An open verdict says why it is open (`why_open`), for the check's record of every market it
+leaves unsettled.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Literal
@@ -23,6 +26,9 @@ from markets.exceptions import OddRecord
 from markets.parsing import GammaMarket, parse_market
 
 VerdictState = Literal["open", "resolved", "cancelled"]
+# Why an open verdict is open: the classes the resolution check records for every market it
+# leaves unsettled (docs/resolution.md, "Nothing stalls silently").
+WhyOpen = Literal["", "trading", "awaiting_resolution", "unknown_uma_status", "unreadable_record"]
 
 WIN_AT_LEAST = Decimal("0.99")
 LOSE_AT_MOST = Decimal("0.01")
@@ -42,6 +48,7 @@ class Verdict:
     winning_outcome: str | None
     winning_index: int | None
     reason: str
+    why_open: WhyOpen = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         decided = self.winning_outcome is not None and self.winning_index is not None
@@ -52,8 +59,8 @@ class Verdict:
             raise ValueError(f"inconsistent verdict {self!r}")
 
 
-def _open(reason: str) -> Verdict:
-    return Verdict("open", None, None, reason)
+def _open(reason: str, why: WhyOpen = "awaiting_resolution") -> Verdict:
+    return Verdict("open", None, None, reason, why)
 
 
 def _cancelled(reason: str) -> Verdict:
@@ -130,7 +137,7 @@ def resolution_verdict(market: GammaMarket, *, now: datetime) -> Verdict:
 
     if not market.closed:
         detail = f" (UMA status {status!r}; nothing is final until it closes)" if status else ""
-        return _open(f"market is still open for trading{detail}")
+        return _open(f"market is still open for trading{detail}", "trading")
 
     if status == UMA_RESOLVED:
         index = terminal_winner(market.prices)
@@ -145,7 +152,10 @@ def resolution_verdict(market: GammaMarket, *, now: datetime) -> Verdict:
         return _open(f"closed; UMA resolution {status}, not final yet (prices: {prices})")
 
     if status:
-        return _open(f"closed; unrecognised UMA status {status!r}, not treated as final")
+        return _open(
+            f"closed; unrecognised UMA status {status!r}, not treated as final",
+            "unknown_uma_status",
+        )
 
     # No UMA status at all: an old AMM market, which ended at terminal prices when resolved.
     index = terminal_winner(market.prices)
@@ -179,5 +189,5 @@ def verdict_for_record(record: Any, *, now: datetime) -> Verdict:
     try:
         market = parse_market(record)
     except OddRecord as exc:
-        return _open(f"record cannot be read, nothing decided: {exc}")
+        return _open(f"record cannot be read, nothing decided: {exc}", "unreadable_record")
     return resolution_verdict(market, now=now)

@@ -61,6 +61,8 @@ class SyncResult:
     seconds: float = 0.0
     markets: tuple[GammaMarket, ...] = ()
     run_id: int | None = None
+    # Ids asked for by id that the source did not return at all (a refresh by id only).
+    missing: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -73,6 +75,7 @@ class SyncResult:
             f"synced {len(self.markets)} markets from {self.source} in {self.seconds:.2f}s: "
             f"{self.created} new, {self.updated} updated, {len(self.rejections)} rejected "
             f"(of {self.fetched} fetched)"
+            + (f"; not returned: {', '.join(self.missing)}" if self.missing else "")
         )
 
 
@@ -282,6 +285,8 @@ def markets_refresh(
     wanted = set(ids)
     result.rejections = list(batch.rejections)
     result.markets = tuple(m for m in batch.markets if m.polymarket_id in wanted)
+    returned = {str(r.get("id")) for r in records if isinstance(r, dict)}
+    result.missing = sorted(wanted - returned)
     result.created, result.updated = markets_upsert(markets=result.markets, include_raw=False)
     result.seconds = time.perf_counter() - clock
     return result

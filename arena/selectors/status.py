@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 from celery.schedules import crontab
 from django.conf import settings
-from django.db.models import Count, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, Exists, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
@@ -25,12 +25,13 @@ from arena.models import (
     DecisionAttempt,
     DecisionRun,
     DeterminismCheck,
+    Position,
     ResolutionCheck,
     SnapshotTick,
     SystemEvent,
 )
 from arena.weeks import cohort_week_start, within_start_grace
-from markets.models import MarketSyncRun
+from markets.models import Market, MarketSyncRun
 
 RECENT_EVENTS = 50
 RECENT_RUN_COSTS = 5
@@ -299,6 +300,58 @@ def missed_cohort(*, now: datetime, jobs: list[ScheduledJob]) -> MissedCohort | 
     return MissedCohort(week_start=week, command=f"manage.py start_cohort --week {week:%Y-%m-%d}")
 
 
+# What each reason the resolution check records for a market it left open is called.
+WHY_UNSETTLED = {
+    "not_returned": "not returned by the market source",
+    "unreadable_record": "its record cannot be read",
+    "unknown_uma_status": "an unknown UMA status",
+    "awaiting_resolution": "closed, awaiting resolution",
+    "trading": "still trading upstream",
+}
+
+
+@dataclass(frozen=True)
+class StalledMarket:
+    """A held market still unsettled past RESOLUTION_STALL_DAYS, and why it stays open."""
+
+    polymarket_id: str
+    question: str
+    ends: datetime | None
+    days_past_end: int
+    reason: str
+
+
+def stalled_markets(*, now: datetime, last_check: ResolutionCheck | None) -> list[StalledMarket]:
+    """Return every market an agent holds an open position in that is still unsettled
+    RESOLUTION_STALL_DAYS past its end date (past its first sync here when it has none),
+    oldest first, each with the reason the last resolution check left it open. One query."""
+    since = now - timedelta(days=settings.RESOLUTION_STALL_DAYS)
+    held = Position.objects.filter(market=OuterRef("pk"), status=Position.Status.OPEN)
+    rows = (
+        Market.objects.filter(Exists(held), resolution=Market.Resolution.OPEN)
+        .filter(Q(close_date__lte=since) | Q(close_date__isnull=True, created_at__lte=since))
+        .order_by("close_date", "polymarket_id")
+        .values_list("polymarket_id", "question", "close_date", "created_at")
+    )
+    reasons: dict[str, str] = {}
+    if last_check is not None:
+        for entry in last_check.missing:
+            reasons[str(entry.get("id"))] = f"{WHY_UNSETTLED['not_returned']}: {entry['reason']}"
+        for entry in last_check.still_open:
+            label = WHY_UNSETTLED.get(str(entry.get("why")), "still open")
+            reasons[str(entry.get("id"))] = f"{label}: {entry.get('reason', '')}"
+    return [
+        StalledMarket(
+            polymarket_id=pid,
+            question=question,
+            ends=ends,
+            days_past_end=(now - (ends or created)).days,
+            reason=reasons.get(pid, "the last resolution check did not ask about it"),
+        )
+        for pid, question, ends, created in rows
+    ]
+
+
 @dataclass
 class SystemStatus:
     now: datetime
@@ -313,6 +366,8 @@ class SystemStatus:
     determinism: DeterminismSummary
     missed_cohort: MissedCohort | None = None
     run_costs: list[RunCost] = field(default_factory=list)
+    stalled_markets: list[StalledMarket] = field(default_factory=list)
+    stall_days: int = 0
 
 
 def _run_outcome(run: DecisionRun | None) -> RunOutcome | None:
@@ -370,6 +425,7 @@ def system_status(*, now: datetime | None = None) -> SystemStatus:
     last_tick = SnapshotTick.objects.order_by("-slot").first()
     costs = run_costs()  # newest first: its first run is the last run (no query of its own)
     last_run = costs[0].run if costs else None
+    last_check = ResolutionCheck.objects.order_by("-checked_at", "-pk").first()
     return SystemStatus(
         now=now,
         last_sync=last_sync,
@@ -383,7 +439,7 @@ def system_status(*, now: datetime | None = None) -> SystemStatus:
         tick=_freshness(
             last_tick.slot if last_tick else None, interval=_interval(jobs, TICK_TASK), now=now
         ),
-        last_check=ResolutionCheck.objects.order_by("-checked_at", "-pk").first(),
+        last_check=last_check,
         jobs=jobs,
         events=list(
             SystemEvent.objects.select_related("cohort", "market").order_by("-created_at", "-pk")[
@@ -393,4 +449,6 @@ def system_status(*, now: datetime | None = None) -> SystemStatus:
         determinism=_determinism(),
         missed_cohort=missed_cohort(now=now, jobs=jobs),
         run_costs=costs,
+        stalled_markets=stalled_markets(now=now, last_check=last_check),
+        stall_days=settings.RESOLUTION_STALL_DAYS,
     )

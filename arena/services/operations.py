@@ -174,6 +174,50 @@ def _cohorts_complete_after(
     )
 
 
+def market_settle_by_hand(
+    *, polymarket_id: str, winning_outcome: str | None, note: str
+) -> OperationReport:
+    """Settle a market by a staff member's word, for the market the source no longer answers
+    for, or answers for with a record nothing can be decided from (docs/resolution.md).
+
+    `winning_outcome` names the winner BY NAME, exactly as the market lists it: every
+    position on it is paid $1 a share, every other $0, and every bet is scored, as the
+    hourly check settles a resolved market. None cancels the market: every open position
+    is refunded its cost basis, nothing is scored — the rule of an ambiguous resolution.
+    `note` says why, and is kept on the market. Then the cohorts that hold nothing more are
+    completed. A market already settled is left as it is; no network is asked."""
+    report = OperationReport()
+    market = Market.objects.filter(polymarket_id=polymarket_id).first()
+    if market is None:
+        report.failed.append(f"market {polymarket_id}: not in the catalogue")
+        return report
+    outcomes = [str(o) for o in market.outcomes]
+    if winning_outcome is not None and winning_outcome not in outcomes:
+        report.failed.append(
+            f"market {polymarket_id}: {winning_outcome!r} is not one of its outcomes "
+            f"({', '.join(outcomes)}); nothing settled"
+        )
+        return report
+    why = f"settled by hand by staff: {note.strip() or 'no note given'}"
+    verdict = (
+        Verdict("cancelled", None, None, f"{why}; refunded")
+        if winning_outcome is None
+        else Verdict("resolved", winning_outcome, outcomes.index(winning_outcome), why)
+    )
+    try:
+        settled = market_settle(polymarket_id=polymarket_id, verdict=verdict)
+    except Exception as exc:  # reported to staff; the market stays open as it was
+        logger.exception("settling market %s by hand failed", polymarket_id)
+        report.failed.append(f"market {polymarket_id}: settlement failed: {error_text(exc)}")
+        return report
+    if not settled:
+        report.done.append(f"market {polymarket_id}: already settled, nothing to do")
+        return report
+    market_settlement_event_record(polymarket_id=polymarket_id, verdict=verdict)
+    _cohorts_complete_after(report=report, polymarket_id=polymarket_id, verdict=verdict)
+    return report
+
+
 def markets_resolution_check(
     *, polymarket_ids: Iterable[str], source: MarketSource | None = None
 ) -> OperationReport:

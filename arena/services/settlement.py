@@ -45,6 +45,10 @@ class ResolutionReport:
     cancelled: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     completed_cohorts: list[int] = field(default_factory=list)
+    # Every market left unsettled, and why: not returned at all ({id, reason}), or returned
+    # and still open ({id, why, reason}; `Verdict.why_open`).
+    missing: list[dict[str, str]] = field(default_factory=list)
+    still_open: list[dict[str, str]] = field(default_factory=list)
     error: str = ""
 
     def summary(self) -> str:
@@ -52,7 +56,8 @@ class ResolutionReport:
             return f"resolution check failed, nothing settled: {self.error}"
         return (
             f"checked {self.checked} markets: {len(self.resolved)} resolved, "
-            f"{len(self.cancelled)} cancelled (refunded), {len(self.failed)} failed to settle; "
+            f"{len(self.cancelled)} cancelled (refunded), {len(self.failed)} failed to settle, "
+            f"{len(self.missing)} not returned, {len(self.still_open)} still open; "
             f"{len(self.completed_cohorts)} cohorts completed"
         )
 
@@ -196,9 +201,14 @@ def resolutions_check(
             market_services.markets_upsert(
                 markets=[m for m in batch.markets if m.polymarket_id in wanted], include_raw=False
             )
+            returned = set()
             for record in records:
                 if isinstance(record, dict) and str(record.get("id")) in wanted:
+                    returned.add(str(record["id"]))
                     _record_settle(record=record, report=report, now=now)
+            _markets_missing_record(
+                missing=[pid for pid in ids if pid not in returned], source=source, report=report
+            )
         report.completed_cohorts = cohorts_complete(now=now)
     except Exception as exc:
         report.error = f"the check broke off: {error_text(exc)}"
@@ -215,6 +225,7 @@ def _record_settle(*, record: dict[str, Any], report: ResolutionReport, now: dat
     try:
         verdict = verdict_for_record(record, now=now)
         if verdict.state == "open":
+            report.still_open.append({"id": pid, "why": verdict.why_open, "reason": verdict.reason})
             return
         if market_settle(polymarket_id=pid, verdict=verdict, now=now):
             settled = report.resolved if verdict.state == "resolved" else report.cancelled
@@ -232,6 +243,31 @@ def _record_settle(*, record: dict[str, Any], report: ResolutionReport, now: dat
             message=f"settling market {pid} failed; the next check retries it: {error_text(exc)}",
             market_id=Market.objects.filter(polymarket_id=pid).values_list("pk", flat=True).first(),
             data={"traceback": traceback_summary(exc)},
+        )
+
+
+def _markets_missing_record(
+    *, missing: list[str], source: MarketSource, report: ResolutionReport
+) -> None:
+    """Report every market asked for that the source did not return, and tell staff once:
+    one warning event when a market goes missing, none while the checks that follow find it
+    missing again (the last check that read the source's answer says so); a market that
+    comes back and goes missing again is told again (docs/resolution.md)."""
+    reason = f"the {source.name} source did not return it when asked by id"
+    report.missing += [{"id": pid, "reason": reason} for pid in missing]
+    if not missing:
+        return
+    last = ResolutionCheck.objects.filter(error="").order_by("-checked_at", "-pk").first()
+    known = {str(entry.get("id")) for entry in last.missing} if last else set()
+    rows = Market.objects.filter(polymarket_id__in=missing).exclude(polymarket_id__in=known)
+    for market_id, pid in rows.order_by("polymarket_id").values_list("pk", "polymarket_id"):
+        event_record(
+            kind=Kind.MARKET_MISSING,
+            level=Level.WARNING,
+            message=f"market {pid} is held but {reason}; it stays open, and is asked for at "
+            "every check, until the source returns it or staff settle or cancel it by hand",
+            market_id=market_id,
+            data={"reason": reason},
         )
 
 
@@ -267,6 +303,8 @@ def _check_record(*, report: ResolutionReport, at: datetime) -> None:
         cancelled=report.cancelled,
         failed=report.failed,
         completed_cohorts=report.completed_cohorts,
+        missing=report.missing,
+        still_open=report.still_open,
         error=storable_text(report.error),
     )
 
