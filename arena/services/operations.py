@@ -141,6 +141,14 @@ def market_resolution_check(
     if verdict.state == "open":
         report.done.append(f"market {polymarket_id}: still open ({verdict.reason})")
         return report
+    return _settled_report(report, polymarket_id=polymarket_id, verdict=verdict, settled=settled)
+
+
+def _settled_report(
+    report: OperationReport, *, polymarket_id: str, verdict: Verdict, settled: bool
+) -> OperationReport:
+    """After a settlement by staff: its event and the cohorts it completes, or that the market
+    was settled already."""
     if not settled:
         report.done.append(f"market {polymarket_id}: already settled, nothing to do")
         return report
@@ -210,12 +218,7 @@ def market_settle_by_hand(
         logger.exception("settling market %s by hand failed", polymarket_id)
         report.failed.append(f"market {polymarket_id}: settlement failed: {error_text(exc)}")
         return report
-    if not settled:
-        report.done.append(f"market {polymarket_id}: already settled, nothing to do")
-        return report
-    market_settlement_event_record(polymarket_id=polymarket_id, verdict=verdict)
-    _cohorts_complete_after(report=report, polymarket_id=polymarket_id, verdict=verdict)
-    return report
+    return _settled_report(report, polymarket_id=polymarket_id, verdict=verdict, settled=settled)
 
 
 def markets_resolution_check(
