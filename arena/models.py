@@ -388,7 +388,21 @@ class Trade(models.Model):
     requested_percentage = models.DecimalField(
         max_digits=7, decimal_places=4, null=True, blank=True
     )
-    price = price_field(null=True, blank=True, help_text="Side-correct execution price.")
+    price = price_field(
+        null=True,
+        blank=True,
+        help_text="The side-correct price the order executed at: every figure uses this one.",
+    )
+    snapshot_price = price_field(
+        null=True, blank=True, help_text="The side-correct price in the run's frozen snapshot."
+    )
+    live_price = price_field(
+        null=True,
+        blank=True,
+        help_text="An outside agent's order only: the side-correct price read from Polymarket "
+        "at its submission. It executed at the worse, for the agent, of this and the snapshot "
+        "price. Blank for the lineup, which answers on the snapshot as it froze.",
+    )
     shares = shares_field(null=True, blank=True)
     amount = money(
         null=True, blank=True, help_text="Cash moved: paid for a buy, received for a sell."

@@ -151,6 +151,8 @@ def _trade(trade: Trade) -> OutsideTradeOut:
         amount=_s(trade.amount),
         shares=_s(trade.shares),
         price=_s(trade.price),
+        snapshot_price=_s(trade.snapshot_price),
+        live_price=_s(trade.live_price),
         created_at=trade.created_at,
     )
 
@@ -343,6 +345,10 @@ def submit(
 ) -> tuple[int, OutsideDecisionResultOut | dict[str, Any]]:
     """Submit the week's decision of the token's agent in cohort `number`, in the decision
     window. 200: parsed and executed (the trades, executed or rejected with the reason).
+    Each market a BET or SELL names is read again from Polymarket at submission: an order
+    executes at the worse, for the agent, of the snapshot's and the live side-correct price
+    (each trade gives `snapshot_price`, `live_price` and the `price` it executed at), and
+    none executes in a market closed since the snapshot or whose live price cannot be read.
     422 `invalid_decision`: malformed; the error is in the message (and in the prompt,
     which now carries the retry section) and one resubmission is taken in the window;
     422 `invalid_decision_final`: malformed again, recorded as a HOLD. 409: outside the

@@ -119,7 +119,9 @@ class OutsideTradeOut(Schema):
     side: str
     amount: str | None
     shares: str | None
-    price: str | None
+    price: str | None  # the side-correct price it executed at
+    snapshot_price: str | None  # the side-correct price in the run's frozen snapshot
+    live_price: str | None  # the live side-correct price read at the submission
     created_at: datetime
 
 

@@ -215,6 +215,8 @@ def _trade_fields(trade: Trade, *, market: Market | None = None) -> dict[str, An
         "order_index": trade.order_index,
         "try_number": trade.try_number,
         "price": _optional(trade.price),
+        "snapshot_price": _optional(trade.snapshot_price),
+        "live_price": _optional(trade.live_price),
         "shares": _optional(trade.shares),
         "amount": _optional(trade.amount),
         "implied_confidence": trade.implied_confidence,

@@ -169,7 +169,11 @@ class TradeOut(Schema):
     side: str
     order_index: int
     try_number: int
-    price: str | None
+    price: str | None  # the side-correct price it executed at: every figure uses this one
+    snapshot_price: str | None  # the side-correct price in the run's frozen snapshot
+    # An outside agent's order: the live side-correct price at its submission (price is the
+    # worse of the two for the agent); None for the lineup, which executes at the snapshot.
+    live_price: str | None
     shares: str | None
     amount: str | None
     implied_confidence: float | None

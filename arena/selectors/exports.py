@@ -16,9 +16,10 @@ The bets dataset has one row per executed BUY, ordered by trade id, with exactly
 
 - `model`: the model's stable id (`BenchmarkModel.internal_id`); `cohort`: the cohort number;
   `market_id`: Polymarket's id of the market.
-- `market_price`: the side-correct price the decision saw in its run's frozen snapshot, which
-  is the stored `Trade.price` (`trade_buy` executes at `frozen.side_price(view, side)`: YES the
-  stored price, NO 1 − it, another outcome its own).
+- `market_price`: the side-correct price the bet executed at, the stored `Trade.price`
+  (`trade_buy` executes at `FrozenMarkets.quote`: the run's frozen snapshot price — YES the
+  stored price, NO 1 − it, another outcome its own — or, for an outside agent's bet, the
+  worse for it of that and the live price at its submission, which `live_price` gives).
 - `status`: `cancelled` when the market's resolution was cancelled (refunded, never scored);
   else `won` or `lost` from `Trade.side_won` once the bet is scored; else `open`.
 - `brier`: the bet's Brier score, None (an empty cell) until it is scored.
@@ -376,10 +377,21 @@ BETS = _dataset(
             Column(
                 "market_price",
                 "decimal",
-                "The side-correct price the decision saw in its run's frozen snapshot.",
+                "The side-correct price the bet executed at: the run's frozen snapshot "
+                "price, or for an outside agent the worse of it and live_price.",
                 PRICE,
             ),
             "price",
+        ),
+        (
+            Column(
+                "live_price",
+                "decimal",
+                "An outside agent's bet: the side-correct price on Polymarket at its "
+                "submission. Empty for the lineup, which executes at the snapshot.",
+                PRICE,
+            ),
+            "live_price",
         ),
         (
             Column("status", "string", "open, won, lost or cancelled (refunded, never scored)."),
@@ -550,7 +562,35 @@ TRADES = _dataset(
             Column("requested_percentage", "decimal", "Percent asked to sell (a SELL).", 4),
             "requested_percentage",
         ),
-        (Column("price", "decimal", "The side-correct execution price.", PRICE), "price"),
+        (
+            Column(
+                "price",
+                "decimal",
+                "The side-correct price the order executed at; every figure uses it.",
+                PRICE,
+            ),
+            "price",
+        ),
+        (
+            Column(
+                "snapshot_price",
+                "decimal",
+                "The side-correct price in the run's frozen snapshot.",
+                PRICE,
+            ),
+            "snapshot_price",
+        ),
+        (
+            Column(
+                "live_price",
+                "decimal",
+                "An outside agent's order: the side-correct price on Polymarket at its "
+                "submission; price is the worse of it and snapshot_price for the agent. "
+                "Empty for the lineup, which executes at the snapshot.",
+                PRICE,
+            ),
+            "live_price",
+        ),
         (Column("shares", "decimal", "Shares bought or sold.", SHARES), "shares"),
         (
             Column("amount", "decimal", "Cash moved: paid (BUY) or received (SELL).", MONEY),

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from decimal import Decimal
 
@@ -14,6 +15,7 @@ from agents.types import (
     MarketView,
 )
 from arena import clock, money
+from arena.exceptions import TradeRejected
 from arena.models import (
     DecisionRun,
     SnapshotMarket,
@@ -100,14 +102,41 @@ def _view(row: SnapshotMarket) -> MarketView:
     )
 
 
+@dataclass(frozen=True)
+class Quote:
+    """The side-correct price an order executes at, with the prices it was chosen from: the
+    run's frozen snapshot, and (for an outside agent's order) the live price read from
+    Polymarket at its submission."""
+
+    price: Decimal
+    snapshot_price: Decimal
+    live_price: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class LiveMarkets:
+    """The markets an outside agent's answer orders, re-read from Polymarket at its
+    submission: the open ones' live views, and why any other cannot be traded now."""
+
+    views: dict[str, MarketView]
+    refused: dict[str, str]  # market id → why no order executes in it now
+
+
 @dataclass
 class FrozenMarkets:
-    """A run's snapshot in memory: views by Polymarket id, the universe in rank order."""
+    """A run's snapshot in memory: views by Polymarket id, the universe in rank order.
+
+    `live` is set for an outside agent's submission (`with_live_markets`): its orders then
+    execute at the worse, for the agent, of the frozen and the live side-correct price, and
+    never in a market that has closed since the snapshot. The lineup answers minutes after
+    the snapshot froze; an outside agent may answer most of an hour later, and must not buy
+    the hour's news at the snapshot's price."""
 
     run: DecisionRun
     rows: dict[str, SnapshotMarket]
     views: dict[str, MarketView]
     universe: tuple[MarketView, ...]
+    live: LiveMarkets | None = None
 
     @classmethod
     def load(cls, run: DecisionRun) -> FrozenMarkets:
@@ -123,6 +152,77 @@ class FrozenMarkets:
         _FROZEN_CACHE.clear()  # keep one run: a process works through one run at a time
         _FROZEN_CACHE[run.pk] = frozen
         return frozen
+
+    def quote(self, market_id: str, side: str, *, buying: bool) -> Quote:
+        """Return the price an order on `side` of the market executes at, or raise
+        TradeRejected. Without live markets, the frozen side-correct price. With them, the
+        worse for the agent of the frozen and the live price: the higher for a buy, the
+        lower for a sell; and no order in a market that closed, or could not be read."""
+        view = self.views.get(market_id)
+        if view is None:
+            raise TradeRejected(f"unknown market {market_id}: not in this run's snapshot")
+        frozen = side_price(view, side)
+        if frozen is None:
+            raise TradeRejected(f"no price for {side} in market {market_id}")
+        if self.live is None:
+            return Quote(price=frozen, snapshot_price=frozen)
+        refused = self.live.refused.get(market_id)
+        if refused:
+            raise TradeRejected(f"market {market_id} at submission: {refused}")
+        live_view = self.live.views.get(market_id)
+        live = side_price(live_view, side) if live_view is not None else None
+        if live is None:
+            raise TradeRejected(
+                f"no live price for {side} in market {market_id} at submission: not executed "
+                "at the snapshot's price alone"
+            )
+        worse = max(frozen, live) if buying else min(frozen, live)
+        return Quote(price=worse, snapshot_price=frozen, live_price=live)
+
+    def with_live_markets(
+        self, market_ids: Iterable[str], *, source: MarketSource | None = None
+    ) -> FrozenMarkets:
+        """Re-read the given markets from Polymarket now (a network call: never inside a
+        transaction) and return this snapshot with their live state attached (`quote`). A
+        market the refresh could not read, did not return, or found closed, resolved or no
+        longer active takes no order; the run's own snapshot is left as it is."""
+        wanted = sorted({m for m in market_ids if m in self.views})
+        refused: dict[str, str] = {}
+        views: dict[str, MarketView] = {}
+        if wanted:
+            result = market_services.markets_refresh(polymarket_ids=wanted, source=source)
+            if not result.ok:
+                refused = {m: f"the live price could not be read ({result.error})" for m in wanted}
+            else:
+                rows = Market.objects.defer("raw", "description").in_bulk(
+                    wanted, field_name="polymarket_id"
+                )
+                returned = {m.polymarket_id for m in result.markets}
+                for market_id in wanted:
+                    market = rows.get(market_id)
+                    if market is None or market_id not in returned:
+                        refused[market_id] = "Polymarket did not return a readable record"
+                    # Closed as the lineup's orders see it (closed upstream or settled here):
+                    # a market trading past its end date stays tradable for every agent.
+                    elif market.resolution != Market.Resolution.OPEN:
+                        refused[market_id] = f"{market.resolution} since the snapshot"
+                    elif market.closed or not market.active:
+                        refused[market_id] = "closed since the snapshot"
+                    else:
+                        views[market_id] = _market_view(market)
+        return replace(self, live=LiveMarkets(views=views, refused=refused))
+
+
+def _market_view(market: Market) -> MarketView:
+    return MarketView(
+        market_id=market.polymarket_id,
+        question=market.question,
+        category=market.category,
+        outcomes=tuple(str(o) for o in market.outcomes),
+        prices=tuple(price for _, price in market.prices_by_outcome()),
+        volume=market.volume,
+        close_date=market.close_date,
+    )
 
 
 _FROZEN_CACHE: dict[int, FrozenMarkets] = {}

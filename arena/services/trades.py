@@ -23,7 +23,7 @@ from arena.models import (
     SnapshotMarket,
     Trade,
 )
-from arena.services.frozen import FrozenMarkets, outcome_index, side_price
+from arena.services.frozen import FrozenMarkets, Quote, outcome_index
 from markets.models import Market
 from scoring.brier import implied_confidence
 
@@ -118,7 +118,8 @@ def trade_buy(
     the market open; shares = amount / price (rounded down); one open position per market and
     side — a second bet adds shares and cost basis. Stores the bet's implied confidence.
     """
-    view, row, amount, price = _buy_quote(order=order, frozen=frozen)
+    view, row, amount, quote = _buy_quote(order=order, frozen=frozen)
+    price = quote.price
     now = clock.now()
     with transaction.atomic():
         _claim_check(decision)
@@ -162,6 +163,8 @@ def trade_buy(
             side=order.side,
             requested_amount=amount,
             price=price,
+            snapshot_price=quote.snapshot_price,
+            live_price=quote.live_price,
             shares=shares,
             amount=amount,
             cash_before=cash_before,
@@ -175,11 +178,13 @@ def trade_buy(
 
 def _buy_quote(
     *, order: BetOrder, frozen: FrozenMarkets
-) -> tuple[MarketView, SnapshotMarket, Decimal, Decimal]:
+) -> tuple[MarketView, SnapshotMarket, Decimal, Quote]:
     """Return the bet's market as the run froze it (its view and row), the amount (cents
-    down) and the side-correct price; raise TradeRejected when the market is not in the
-    snapshot, the amount is under the minimum or the price leaves nothing to trade. Nothing
-    here needs a lock: it reads the order and the frozen snapshot alone."""
+    down) and its quote (`FrozenMarkets.quote`: the frozen side-correct price, or for an
+    outside agent the worse of it and the live one); raise TradeRejected when the market is
+    not in the snapshot or has closed since, the amount is under the minimum or the price
+    leaves nothing to trade. Nothing here needs a lock: it reads the order and the prices
+    already read."""
     view = frozen.views.get(order.market_id)
     row = frozen.rows.get(order.market_id)
     if view is None or row is None:
@@ -187,12 +192,10 @@ def _buy_quote(
     amount = money.cents_down(order.amount)
     if amount < money.MIN_BET:
         raise TradeRejected(f"bet ${amount} is under the ${money.MIN_BET} minimum")
-    price = side_price(view, order.side)
-    if price is None:
-        raise TradeRejected(f"no price for {order.side} in market {order.market_id}")
-    if price <= 0 or price >= 1:
-        raise TradeRejected(f"price {price} of {order.side} leaves nothing to trade (0 or 1)")
-    return view, row, amount, price
+    quote = frozen.quote(order.market_id, order.side, buying=True)
+    if quote.price <= 0 or quote.price >= 1:
+        raise TradeRejected(f"price {quote.price} of {order.side} leaves nothing to trade (0 or 1)")
+    return view, row, amount, quote
 
 
 def _position_add(
@@ -264,10 +267,8 @@ def trade_sell(
             raise TradeRejected(f"position {order.position_id} is not held by this agent")
         if market.closed or market.resolution != Market.Resolution.OPEN:
             raise TradeRejected(f"market {market.polymarket_id} is closed")
-        view = frozen.views.get(market.polymarket_id)
-        price = side_price(view, position.side) if view else None
-        if price is None:
-            raise TradeRejected(f"no price for {position.side} in market {market.polymarket_id}")
+        quote = frozen.quote(market.polymarket_id, position.side, buying=False)
+        price = quote.price
         shares_sold, proceeds, released = _sale_figures(
             position=position, percentage=order.percentage, price=price
         )
@@ -297,6 +298,8 @@ def trade_sell(
             side=position.side,
             requested_percentage=order.percentage,
             price=price,
+            snapshot_price=quote.snapshot_price,
+            live_price=quote.live_price,
             shares=shares_sold,
             amount=proceeds,
             cash_before=cash_before,

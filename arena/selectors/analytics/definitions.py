@@ -4,8 +4,9 @@ The analytics are read from the resolved bets, beside the v1 figures (`standings
 definitions and default order they leave alone. Each resolved bet is a forecast that its side
 wins (003 §3.4, in the side's terms):
 
-- f = its implied confidence, b = the side-correct price its decision saw in the run's frozen
-  snapshot (`Trade.price`, the bets export's `market_price`), x = 1 if its side won, else 0. A
+- f = its implied confidence, b = the side-correct price it executed at (`Trade.price`, the
+  bets export's `market_price`: the run's frozen snapshot price, or for an outside agent's bet
+  the worse of it and the live price at submission), x = 1 if its side won, else 0. A
   multi-outcome bet is a binary forecast on its outcome; cancelled bets are not scored.
 - Brier (f − x)², market Brier (b − x)², Alpha δ = (b − x)² − (f − x)². A row's Alpha is the
   mean δ over its resolved bets, pooled like its Brier, so the bets export recomputes both.

@@ -26,7 +26,7 @@ from agents.types import BetOrder, ParsedDecision, SellOrder
 from arena import clock, money
 from arena.evidence import clipped, error_text, storable_json, storable_text, traceback_summary
 from arena.exceptions import ClaimLost, TradeRejected
-from arena.models import Agent, Decision, DecisionAttempt, DecisionRun, Trade
+from arena.models import Agent, Decision, DecisionAttempt, DecisionRun, Position, Trade
 from arena.services.events import Kind, Level, event_record
 from arena.services.frozen import FrozenMarkets
 from arena.services.trades import trade_buy, trade_reject, trade_sell
@@ -500,12 +500,35 @@ def decision_failure_event(*, decision: Decision, message: str, level: str) -> N
 
 def decision_resume(*, decision: Decision, progress: Progress) -> DecisionOutcome:
     """Execute the orders of a reclaimed decision's stored answer that had not executed when
-    its worker died, at the prices of the run it was answered in; then finish it."""
+    its worker died, at the prices of the run it was answered in (an outside agent's at the
+    live prices too, read again now: `execution_markets`); then finish it."""
     parsed = parsed_from_json(decision.parsed or {})
     run = DecisionRun.objects.get(pk=decision.run_id or 0)
     progress.run_id = run.pk
-    outcome = decision_execute(decision=decision, parsed=parsed, frozen=FrozenMarkets.load(run))
+    frozen = execution_markets(decision=decision, parsed=parsed, frozen=FrozenMarkets.load(run))
+    outcome = decision_execute(decision=decision, parsed=parsed, frozen=frozen)
     return decision_conclude(decision=decision, parsed=parsed, outcome=outcome, reply=None)
+
+
+def execution_markets(
+    *, decision: Decision, parsed: ParsedDecision, frozen: FrozenMarkets
+) -> FrozenMarkets:
+    """The markets the decision's orders execute against. A lineup model's or a baseline's:
+    the run's frozen snapshot, which it answered on minutes after it froze. An outside
+    agent's: the snapshot with the ordered markets re-read from Polymarket now (a network
+    call, outside any transaction), since its answer may come most of an hour later; its
+    orders then execute at the worse of the two prices and never in a market that closed."""
+    if decision.responder != Decision.Responder.OUTSIDE or parsed.action == "HOLD":
+        return frozen
+    market_ids = {bet.market_id for bet in parsed.bets} if parsed.action == "BET" else set()
+    if parsed.action == "SELL":
+        position_ids = [int(s.position_id) for s in parsed.sells if s.position_id.isdigit()]
+        market_ids |= set(
+            Position.objects.filter(agent_id=decision.agent_id, pk__in=position_ids).values_list(
+                "market__polymarket_id", flat=True
+            )
+        )
+    return frozen.with_live_markets(market_ids)
 
 
 def decision_fail(*, agent_id: int, progress: Progress, exc: Exception) -> DecisionOutcome:

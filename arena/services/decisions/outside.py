@@ -41,6 +41,7 @@ from arena.services.decisions.lifecycle import (
     decision_execute,
     decision_fail,
     decision_failure_event,
+    execution_markets,
     parsed_json,
     under_claim,
 )
@@ -208,7 +209,8 @@ def _submission_take(
         reply=reply, parsed=parsed, started_at=now,
     )  # fmt: skip
     if stored:
-        outcome = decision_execute(decision=decision, parsed=parsed, frozen=frozen)
+        live = execution_markets(decision=decision, parsed=parsed, frozen=frozen)
+        outcome = decision_execute(decision=decision, parsed=parsed, frozen=live)
         outcome = decision_conclude(decision=decision, parsed=parsed, outcome=outcome, reply=reply)
     else:  # the claim was taken over meanwhile: none of its orders is executed here
         outcome = DecisionOutcome(decision.pk, CLAIM_LOST, notes=["claim taken over"])
