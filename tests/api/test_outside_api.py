@@ -38,9 +38,10 @@ from arena.services.decisions.run import decisions_run_all
 from arena.services.marking import snapshots_take
 from arena.services.outside import outside_admission_set, outside_token_issue
 from markets.models import Market
-from markets.sources import RecordedSource
+from markets.sources import RecordedSource, demo_records
 from tests.api.helpers import API, assert_envelope
 from tests.arena.conftest import COHORT_AT, OFFLINE, RUN_AT, WEEK, snapshot_cache_clear
+from tests.replay import Reply
 from tests.worlds import ModuleWorld, module_world
 
 OUTSIDE = f"{API}/outside"
@@ -569,3 +570,64 @@ def test_a_full_week_of_an_outside_agent_over_http_while_the_lineup_decides(
     rival.refresh_from_db()
     assert (rival.action, rival.no_submission) == ("HOLD", True)
     assert Decision.objects.get(agent=week.agent()).action == "BET"
+
+
+@on_postgresql
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_sunday_over_http_an_outside_agent_submits_late_into_moved_and_closed_markets(
+    served_week: tuple[str, Week], time_machine: Any, gamma_server: Any
+) -> None:
+    """Fair entry, end to end: the lineup decides at 00:05 on the frozen snapshot; at 00:55
+    an outside agent reads its prompt over HTTP and bets on two markets. Since 00:05 one has
+    moved against its bet and the other has closed (its event ended). Polymarket, here a
+    replay server behind the real Gamma client, says so at submission: the first bet executes
+    at the live price, the worse of the two for the agent; the second does not execute."""
+    url, week = served_week
+    base = f"{url}{OUTSIDE}/cohorts/{week.cohort.number}"
+    lineup = Decision.objects.filter(cohort=week.cohort, agent__model__kind__in=["llm", "baseline"])
+    assert set(lineup.values_list("status", flat=True)) == {"done"}
+    time_machine.move_to(WINDOW_CLOSES - timedelta(minutes=5), tick=True)
+
+    status, prompt, _ = http("GET", f"{base}/prompt", week.token)
+    assert status == 200
+    binary = [
+        m
+        for m in prompt["markets"]
+        if m["outcomes"] == ["Yes", "No"] and m["prices"][0] and 0.05 < float(m["prices"][0]) < 0.9
+    ]
+    moved, ended = binary[0], binary[1]
+    frozen_no = Decimal(1) - Decimal(moved["prices"][0])
+    live: dict[str, dict[str, Any]] = {
+        moved["market_id"]: {"outcomePrices": json.dumps(["0.05", "0.95"])},
+        ended["market_id"]: {"outcomePrices": json.dumps(["0.0005", "0.9995"]), "closed": True},
+    }
+
+    def gamma(request: Any) -> Any:
+        return Reply.json(
+            [{**demo_records()[i], **live[i]} for i in request.query.get("id", []) if i in live]
+        )
+
+    gamma_server.route("GET", "/markets", gamma)
+    bet = {
+        "action": "BET",
+        "bets": [
+            {"market_id": moved["market_id"], "side": "NO", "amount": 1000},
+            {"market_id": ended["market_id"], "side": "NO", "amount": 1000},
+        ],
+        "reasoning": "Read the news since 00:05.",
+    }
+    status, result, _ = http("POST", f"{base}/decision", week.token, bet)
+    assert status == 200, result
+    first, second = result["trades"]
+    assert first["status"] == "executed"
+    assert Decimal(first["snapshot_price"]) == frozen_no
+    assert Decimal(first["live_price"]) == Decimal("0.95")
+    assert Decimal(first["price"]) == max(frozen_no, Decimal("0.95"))
+    assert second["status"] == "rejected"
+    assert "closed since the snapshot" in second["reject_reason"]
+    assert Agent.objects.get(pk=week.agent().pk).cash == Decimal("9000.00")
+    # The catalogue learnt that the ended market closed, though nobody holds it.
+    assert Market.objects.get(polymarket_id=ended["market_id"]).closed
+    # The lineup's trades of the morning kept the snapshot's prices.
+    for trade in Trade.objects.filter(decision__in=lineup, status="executed"):
+        assert (trade.price, trade.live_price) == (trade.snapshot_price, None)
