@@ -8,3 +8,6 @@ class ArenaConfig(AppConfig):
 
     def ready(self) -> None:
         from arena import receivers  # noqa: F401  (connects the signal receivers)
+        from arena.seal_rules import install
+
+        install()

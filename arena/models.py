@@ -14,6 +14,7 @@ from django.db import models
 from django.db.models import Q
 
 from agents.models import BenchmarkModel
+from arena.seal import SealedManager
 from markets.models import Market
 
 STARTING_BALANCE = Decimal("10000.00")
@@ -87,6 +88,8 @@ class Agent(models.Model):
     cash = money(default=STARTING_BALANCE)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = SealedManager["Agent"]()
 
     class Meta:
         ordering = ["cohort", "-model__kind", "model__display_order"]
@@ -229,6 +232,8 @@ class Decision(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = SealedManager["Decision"]()
+
     class Meta:
         ordering = ["-week_start", "agent"]
         constraints = [
@@ -291,6 +296,8 @@ class DecisionAttempt(models.Model):
     valid = models.BooleanField(default=False)
     started_at = models.DateTimeField()
 
+    objects = SealedManager["DecisionAttempt"]()
+
     class Meta:
         ordering = ["decision", "number"]
         constraints = [
@@ -323,6 +330,8 @@ class Position(models.Model):
     settlement_value = money(null=True, blank=True)
     opened_at = models.DateTimeField()
     closed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = SealedManager["Position"]()
 
     class Meta:
         ordering = ["agent", "opened_at"]
@@ -417,6 +426,8 @@ class Trade(models.Model):
     scored_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
 
+    objects = SealedManager["Trade"]()
+
     class Meta:
         ordering = ["created_at", "order_index"]
         constraints = [
@@ -480,6 +491,8 @@ class PortfolioSnapshot(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = SealedManager["PortfolioSnapshot"]()
+
     class Meta:
         ordering = ["agent", "snapshot_timestamp"]
         constraints = [
@@ -517,6 +530,8 @@ class AgentSnapshotRollup(models.Model):
     min_total_value = money()
     max_total_value = money()
     snapshots = models.PositiveIntegerField()
+
+    objects = SealedManager["AgentSnapshotRollup"]()
 
     class Meta:
         ordering = ["agent", "resolution", "bucket_start"]
@@ -596,6 +611,8 @@ class DeterminismCheck(models.Model):
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     checked_at = models.DateTimeField()
 
+    objects = SealedManager["DeterminismCheck"]()
+
     class Meta:
         ordering = ["-checked_at"]
 
@@ -654,6 +671,8 @@ class SystemEvent(models.Model):
     )
     data = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField()
+
+    objects = SealedManager["SystemEvent"]()
 
     class Meta:
         ordering = ["-created_at", "-pk"]

@@ -18,6 +18,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from arena.models import Position
+from arena.seal import sealed_from
 from markets.models import Market
 
 
@@ -134,11 +135,11 @@ def _known_mark(
 def positions_value_by_agent(positions: QuerySet[Position]) -> dict[int, Decimal]:
     """Return Σ shares × side-correct mark price per agent for `positions` (two queries:
     the positions, then each of their markets once)."""
-    rows = list(
-        positions.order_by().values_list(
-            "agent_id", "market_id", "side", "shares", "cost_basis", "last_price"
-        )
-    )
+    columns = ("agent_id", "market_id", "side", "shares", "cost_basis", "last_price")
+    if sealed_from() is None:
+        rows = list(positions.order_by().values_list(*columns))
+    else:  # the rows themselves, which the seal shows as they stood when it began
+        rows = [tuple(getattr(p, c) for c in columns) for p in positions.order_by()]
     markets = {
         pk: (outcomes, prices, last_open, closed)
         for pk, outcomes, prices, last_open, closed in Market.objects.filter(

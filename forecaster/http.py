@@ -21,13 +21,24 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
 from http import HTTPStatus
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.cache import caches
-from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 from django.middleware.http import ConditionalGetMiddleware
+
+from arena import clock
+from arena.seal import public_view
 
 logger = logging.getLogger(__name__)
 
@@ -141,3 +152,41 @@ class ApiMiddleware:
         if "Allow" in response:
             converted["Allow"] = response["Allow"]
         return converted
+
+
+class SealMiddleware:
+    """Every public request reads under the seal (arena/seal.py): from Sunday 00:00 UTC until
+    the outside window closes, the arena as it stood at 00:00. The staff admin sees
+    everything, and an outside agent's token API shows that agent its own books only.
+
+    A streamed answer (a download) reads its rows after the view has returned: each chunk is
+    read under the same seal, fixed when the request came in."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if request.path.startswith((ADMIN_PREFIX, OUTSIDE_PREFIX)):
+            return self.get_response(request)
+        now = clock.now()
+        with public_view(now):
+            response = self.get_response(request)
+        if isinstance(response, StreamingHttpResponse) and not response.is_async:
+            response.streaming_content = _sealed_chunks(
+                cast(Iterator[bytes], response.streaming_content), now
+            )
+        return response
+
+
+def _sealed_chunks(chunks: Iterable[Any], now: datetime) -> Iterator[Any]:
+    iterator = iter(chunks)
+    while True:
+        with public_view(now):
+            chunk = next(iterator, _END)
+        if chunk is _END:
+            return
+        yield chunk
+
+
+_END = object()
+ADMIN_PREFIX = "/admin/"

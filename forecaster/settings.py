@@ -100,6 +100,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Public reads under the seal (arena/seal.py): the week hidden until the outside window
+    # closes. Before the API's middleware, so its cached answers are read under it too.
+    "forecaster.http.SealMiddleware",
     "forecaster.http.ApiMiddleware",  # /api/v1/ only: rate limit, error envelope, ETag, CORS
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

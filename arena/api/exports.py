@@ -22,9 +22,11 @@ from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 from ninja.params.functions import Query
 
+from arena.seal import sealed_from
 from arena.selectors.exports import BET_COLUMNS, DATASETS, BetRow, Dataset, Offline
 from arena.selectors.watermark import data_watermark
 from arena.services.exports import CONTENT_TYPES, dataset_stream, export_stream, stream_manifest
+from arena.weeks import outside_window
 
 MANIFEST_CACHE_SECONDS = 600  # a tick's interval
 
@@ -44,6 +46,12 @@ OFFLINE = Query(
 )
 
 
+SEALED = (
+    "The week's decisions are sealed (Sunday 00:00 UTC until the outside agents' window "
+    "closes): the downloads pause until then."
+)
+
+
 def _file_responses(dataset: Dataset, fmt: Format) -> dict[str, object]:
     """The OpenAPI description of a streamed file and of the 4xx a bad parameter gets."""
     return {
@@ -55,6 +63,7 @@ def _file_responses(dataset: Dataset, fmt: Format) -> dict[str, object]:
             },
             400: {"description": "`until` before `since`."},
             422: {"description": "A parameter that is not a number, date or choice it must be."},
+            503: {"description": SEALED},
         }
     }
 
@@ -103,6 +112,21 @@ def _check_bounds(since: date | None, until: date | None) -> None:
         raise HttpError(400, "until must not be before since")
 
 
+def _check_unsealed() -> None:
+    """The downloads pause while the week is sealed (arena/seal.py). The pages and the API
+    show the arena as it stood when the seal began; a download's rows are read by the
+    database itself (COPY on PostgreSQL), which could not show a position as it stood then,
+    so none is served until the week's decisions are final."""
+    seal = sealed_from()
+    if seal is not None:
+        lifts = outside_window(seal.date())[1]
+        raise HttpError(
+            503,
+            f"The downloads pause while the week's decisions are sealed: from "
+            f"{seal:%Y-%m-%d %H:%M} to {lifts:%H:%M} UTC. Ask again after {lifts:%H:%M} UTC.",
+        )
+
+
 def _download(
     dataset: Dataset,
     fmt: Format,
@@ -112,6 +136,7 @@ def _download(
     offline: Offline,
 ) -> StreamingHttpResponse:
     _check_bounds(since, until)
+    _check_unsealed()
     chunks = export_stream(dataset, fmt, cohort=cohort, since=since, until=until, offline=offline)
     response = StreamingHttpResponse(chunks, content_type=CONTENT_TYPES[fmt])
     name = export_filename(
@@ -188,7 +213,9 @@ class ManifestOut(Schema):
     operation_id="export_manifest",
     summary="The downloads' manifest",
     response={200: ManifestOut},
-    openapi_extra={"responses": {400: {"description": "`until` before `since`."}}},
+    openapi_extra={
+        "responses": {400: {"description": "`until` before `since`."}, 503: {"description": SEALED}}
+    },
     by_alias=True,
 )
 def manifest(
@@ -201,6 +228,7 @@ def manifest(
     """Each CSV and JSON Lines download under these bounds: rows, bytes and SHA-256 of exactly
     what it streams; with the methodology versions, the time and every dataset's columns."""
     _check_bounds(since, until)
+    _check_unsealed()
     # Computing it reads every dataset twice: the answer is kept until the data may have
     # changed (the watermark moves) or for MANIFEST_CACHE_SECONDS, whichever comes first.
     key = f"export-manifest:{cohort}:{since}:{until}:{offline}:{data_watermark()}"

@@ -40,6 +40,7 @@ from django.db import connection
 
 from agents.models import BenchmarkModel
 from arena.models import Agent, AgentSnapshotRollup, PortfolioSnapshot
+from arena.seal import sealed_from
 from arena.selectors.standings import offline_agent_ids
 from arena.weeks import SNAPSHOT_SLOT
 
@@ -176,7 +177,22 @@ Points = list[tuple[datetime, Decimal]]
 
 
 def _downsampled(*, agent_ids: list[int], window: Range) -> dict[int, Points]:
+    """Each agent's points over the window. These reads are SQL of their own, which the
+    managers' seal does not reach: under a seal (arena/seal.py) no point at or after it is
+    kept, and the window ends before it."""
+    seal = sealed_from()
+    points = _downsampled_unsealed(agent_ids=agent_ids, window=window, seal=seal)
+    if seal is None:
+        return points
+    return {agent_id: [p for p in pts if p[0] < seal] for agent_id, pts in points.items()}
+
+
+def _downsampled_unsealed(
+    *, agent_ids: list[int], window: Range, seal: datetime | None
+) -> dict[int, Points]:
     ends, covered = _ends(agent_ids)
+    if seal is not None:
+        ends = {a: kept for a, pts in ends.items() if (kept := [p for p in pts if p[0] < seal])}
     if not ends:
         return {}
     end = max(pts[-1][0] for pts in ends.values())

@@ -33,6 +33,7 @@ from arena.models import (
     Position,
     Trade,
 )
+from arena.seal_rules import positions_open
 from arena.selectors import models as model_stats
 from arena.valuation import position_mark, positions_value_by_agent
 from scoring.aggregates import mean_brier, win_rate
@@ -138,7 +139,7 @@ def agent_standings(*, agents: QuerySet[Agent]) -> list[AgentStanding]:
     # The agents' own query as a subquery, not a list of their ids: a list of hundreds of
     # parameters is re-prepared value by value and re-parsed on every request.
     ids = agents.order_by().values("pk")
-    open_positions = Position.objects.filter(agent_id__in=ids, status=Position.Status.OPEN)
+    open_positions = Position.objects.filter(positions_open(), agent_id__in=ids)
     values = positions_value_by_agent(open_positions)
     counts: dict[int, int] = dict(
         open_positions.order_by()
@@ -363,7 +364,7 @@ def cohort_list() -> QuerySet[Cohort]:
     return Cohort.objects.annotate(
         agent_count=Count("agents", distinct=True),
         open_positions=Count(
-            "agents__positions", filter=Q(agents__positions__status="open"), distinct=True
+            "agents__positions", filter=positions_open("agents__positions__"), distinct=True
         ),
     ).order_by("-week_start")
 

@@ -30,6 +30,7 @@ from arena.models import (
     SnapshotTick,
     SystemEvent,
 )
+from arena.seal_rules import positions_open
 from arena.weeks import cohort_week_start, within_start_grace
 from markets.models import Market, MarketSyncRun
 
@@ -326,7 +327,7 @@ def stalled_markets(*, now: datetime, last_check: ResolutionCheck | None) -> lis
     RESOLUTION_STALL_DAYS past its end date (past its first sync here when it has none),
     oldest first, each with the reason the last resolution check left it open. One query."""
     since = now - timedelta(days=settings.RESOLUTION_STALL_DAYS)
-    held = Position.objects.filter(market=OuterRef("pk"), status=Position.Status.OPEN)
+    held = Position.objects.filter(positions_open(), market=OuterRef("pk"))
     rows = (
         Market.objects.filter(Exists(held), resolution=Market.Resolution.OPEN)
         .filter(Q(close_date__lte=since) | Q(close_date__isnull=True, created_at__lte=since))

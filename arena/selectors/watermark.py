@@ -18,6 +18,7 @@ from arena.models import (
     SystemEvent,
     Trade,
 )
+from arena.seal import cache_part
 from markets.models import MarketSyncRun
 
 
@@ -45,4 +46,6 @@ def data_watermark() -> str:
     changed = max((at for _, at, _ in lineup), default=None)
     admitted = ",".join(str(pk) for pk, _, yes in sorted(lineup) if yes)
     parts = ["" if pk is None else str(pk) for pk in latest]
-    return "-".join([*parts, "" if changed is None else f"{changed.timestamp():.6f}", admitted])
+    changed_at = "" if changed is None else f"{changed.timestamp():.6f}"
+    # An answer read under the seal is another answer than the same data's unsealed one.
+    return "-".join([*parts, changed_at, admitted, cache_part()])

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from agents.models import BenchmarkModel
 from arena.models import Cohort, Decision, DecisionAttempt, Trade
+from arena.seal import cache_part
 from arena.selectors.analytics import compute, read
 from arena.selectors.analytics.definitions import DEFAULT_BINS
 from arena.selectors.analytics.figures import Analytics, ModelAnalytics
@@ -63,7 +64,8 @@ def analytics_watermark() -> str:
             [Market.Resolution.OPEN, Market.Resolution.OPEN, Cohort.Status.COMPLETED, True],
         )
         row = cursor.fetchone()
-    return "-".join("" if part is None else str(part) for part in row)
+    # The figures read under the seal (arena/seal.py) are another answer than the same data's.
+    return "-".join([*("" if part is None else str(part) for part in row), cache_part()])
 
 
 def analytics(*, cohorts: str = "all", bins: int = DEFAULT_BINS) -> Analytics:
