@@ -638,6 +638,7 @@ class SystemEvent(models.Model):
         MARKET_CANCELLED = "market_cancelled", "Market cancelled (refunded)"
         SETTLEMENT_FAILED = "settlement_failed", "Settlement failed"
         OUTCOMES_CHANGED = "outcomes_changed", "Market's outcomes changed: not settled"
+        RESOLUTION_CHANGED = "resolution_changed", "Settled market's resolution changed upstream"
         SYNC_FAILED = "sync_failed", "Market sync failed"
         RESOLUTION_CHECK_FAILED = "resolution_check_failed", "Resolution check failed"
         MARKET_MISSING = "market_missing", "Market not returned by the resolution check"

@@ -174,6 +174,7 @@ class Environment:
     outside_token_days: int
     # Days past its end date after which a held market still unsettled is warned of.
     resolution_stall_days: int
+    resolution_recheck_days: int
     # Celery's broker and result store, and the API rate limit's shared count; "" for none.
     redis_url: str
     # The JSON API's rate limit: requests per client IP in a fixed window (0 turns it off).
@@ -283,6 +284,7 @@ def read_every_variable(env: EnvironmentReader) -> Environment:
         ),
         outside_token_days=env.int("OUTSIDE_TOKEN_DAYS", 90, validate=AT_LEAST_1),
         resolution_stall_days=env.int("RESOLUTION_STALL_DAYS", 14, validate=AT_LEAST_1),
+        resolution_recheck_days=env.int("RESOLUTION_RECHECK_DAYS", 14, validate=AT_LEAST_0),
         redis_url=env.redis_url("REDIS_URL", ""),
         api_rate_limit=env.int("API_RATE_LIMIT", 120, validate=AT_LEAST_0),
         api_rate_window_seconds=env.int("API_RATE_WINDOW_SECONDS", 60, validate=AT_LEAST_1),

@@ -54,6 +54,9 @@ OUTSIDE_TOKEN_DAYS = _env.outside_token_days
 # A held market still unsettled this many days past its end date is warned of on the status
 # page, with the reason the last resolution check left it open (docs/resolution.md).
 RESOLUTION_STALL_DAYS = _env.resolution_stall_days
+# A market settled without UMA's word (docs/resolution.md, rules 6 and 7) is read again for
+# this many days after: a different final verdict upstream is recorded for staff.
+RESOLUTION_RECHECK_DAYS = _env.resolution_recheck_days
 
 # Celery. With no broker (the embedded default only) tasks run in-process; tests always have one.
 REDIS_URL = _env.redis_url

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 
@@ -49,6 +50,10 @@ class ResolutionReport:
     # and still open ({id, why, reason}; `Verdict.why_open`).
     missing: list[dict[str, str]] = field(default_factory=list)
     still_open: list[dict[str, str]] = field(default_factory=list)
+    # Settled markets read again (`markets_to_recheck`), and those whose final verdict
+    # upstream is no longer the one they were settled on.
+    rechecked: int = 0
+    changed: list[str] = field(default_factory=list)
     error: str = ""
 
     def summary(self) -> str:
@@ -59,6 +64,11 @@ class ResolutionReport:
             f"{len(self.cancelled)} cancelled (refunded), {len(self.failed)} failed to settle, "
             f"{len(self.missing)} not returned, {len(self.still_open)} still open; "
             f"{len(self.completed_cohorts)} cohorts completed"
+            + (
+                f"; {self.rechecked} settled markets read again, {len(self.changed)} changed"
+                if self.rechecked
+                else ""
+            )
         )
 
 
@@ -184,11 +194,13 @@ def resolutions_check(
     # Recorded however it ends, so the status page never shows an older check as the last.
     try:
         ids = markets_to_check()
-        report.checked = len(ids)
-        if ids:
+        recheck = markets_to_recheck(now=now)
+        report.checked, report.rechecked = len(ids), len(recheck)
+        if ids or recheck:
             wanted = set(ids)
             try:
-                records = source.fetch_markets_by_ids(ids)  # network, no transaction open
+                # network, no transaction open
+                records = source.fetch_markets_by_ids(ids + recheck)
             except GammaUnavailable as exc:
                 report.error = str(exc)
                 event_record(
@@ -209,6 +221,10 @@ def resolutions_check(
             _markets_missing_record(
                 missing=[pid for pid in ids if pid not in returned], source=source, report=report
             )
+            again = set(recheck)
+            for record in records:
+                if isinstance(record, dict) and str(record.get("id")) in again:
+                    _record_recheck(record=record, report=report, now=now)
         report.completed_cohorts = cohorts_complete(now=now)
     except Exception as exc:
         report.error = f"the check broke off: {error_text(exc)}"
@@ -306,6 +322,58 @@ def _check_record(*, report: ResolutionReport, at: datetime) -> None:
         missing=report.missing,
         still_open=report.still_open,
         error=storable_text(report.error),
+    )
+
+
+def markets_to_recheck(*, now: datetime) -> list[str]:
+    """Return the Polymarket ids (sorted) of the markets settled here without UMA's word in
+    the last RESOLUTION_RECHECK_DAYS: closed with no UMA status, settled on terminal prices
+    or refunded after the wait (rules 6 and 7 of docs/resolution.md), or by staff's hand.
+    UMA may still resolve such a market, and differently. (A market read again is not
+    upserted: its row keeps the blank UMA status it was settled with, so it stays in this
+    list for the whole period.)"""
+    since = now - timedelta(days=settings.RESOLUTION_RECHECK_DAYS)
+    return sorted(
+        Market.objects.exclude(resolution=Market.Resolution.OPEN)
+        .filter(resolved_at__gte=since, uma_resolution_status="")
+        .values_list("polymarket_id", flat=True)
+    )
+
+
+def _record_recheck(*, record: dict[str, Any], report: ResolutionReport, now: datetime) -> None:
+    """Compare a settled market's final verdict now with the one it was settled on; when it
+    differs, record it once for staff (an error event naming both). Nothing is paid back or
+    paid again here: the settlement stands until staff correct it."""
+    pid = str(record["id"])
+    market = Market.objects.filter(polymarket_id=pid).first()
+    if market is None:
+        return
+    verdict = verdict_for_record(record, now=now)
+    if verdict.state == "open":
+        return  # not final upstream (proposed, disputed): nothing to compare yet
+    settled = (market.resolution, market.winning_outcome)
+    upstream = (verdict.state, verdict.winning_outcome or "")
+    if upstream == settled:
+        return
+    report.changed.append(pid)
+    said = (
+        f"{verdict.state} {verdict.winning_outcome!r}" if verdict.winning_outcome else "cancelled"
+    )
+    told = SystemEvent.objects.filter(
+        kind=Kind.RESOLUTION_CHANGED, market=market, data__upstream=list(upstream)
+    ).exists()
+    if told:
+        return
+    event_record(
+        kind=Kind.RESOLUTION_CHANGED,
+        level=Level.ERROR,
+        message=(
+            f"market {pid} was settled as {market.resolution} "
+            f"{market.winning_outcome!r} without UMA's word; upstream now says {said}: "
+            f"{verdict.reason}. The settlement stands until staff correct it."
+        ),
+        market_id=market.pk,
+        data={"settled": list(settled), "upstream": list(upstream)},
     )
 
 
