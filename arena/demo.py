@@ -92,8 +92,8 @@ def demo_run(
             # The resolution check re-reads every held market, so the tick need not.
             check = resolutions_check(now=moment, source=source)
             snapshots_take(now=moment, source=source, refresh=False)
-            # A cohort's release once its data is final (after the snapshot that closes its
-            # last curve); a failed publish is recorded, never raised.
+            # A cohort's release once its LLM agents' bets are scored, and its next one when a
+            # baseline's position settles later; a failed publish is recorded, never raised.
             releases_publish_due(now=moment)
             report.ticks += 1
             report.resolved += len(check.resolved)

@@ -62,6 +62,14 @@ class Cohort(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     methodology_version = models.CharField(max_length=8, default=METHODOLOGY_VERSION)
     starting_balance = money(default=STARTING_BALANCE)
+    release_state = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="SHA-256 of what can still change in the completed cohort's data (its "
+        "positions' settlement, its trades' scores, its markets' resolutions, its decisions' "
+        "status) when it was last compared with its latest data release; a publish run reads "
+        "a released cohort again only when this differs (arena.selectors.releases).",
+    )
 
     class Meta:
         ordering = ["-week_start"]
@@ -687,17 +695,25 @@ class SystemEvent(models.Model):
 
 
 class DataRelease(models.Model):
-    """A frozen, versioned release of one completed cohort's data: the folder
+    """A frozen, numbered release of one completed cohort's data: the folder
     `RELEASES_ROOT/<name>/` with the exports, their schema, checksums and a citation.
 
-    A row exists only for a folder written in full; the folder never changes afterwards. A
-    correction is a new version of the same cohort, whose `changes` says what differs from the
-    version before it (empty for version 1).
+    A row exists only for a folder written in full; neither the folder nor the row changes
+    afterwards. When the cohort's data changes later (a position of a baseline or outside
+    agent settles, a market is settled again), the next release of the same cohort is a new
+    row, whose `changes` says what differs from the release before it (empty for the first).
+    Release numbers are `r1`, `r2`, … (`label`), never `v…`: that is how methodology versions
+    are written. Releases published before that rule keep their names (`cohort-12-v1`).
     """
 
     cohort = models.ForeignKey(Cohort, on_delete=models.PROTECT, related_name="releases")
-    version = models.PositiveIntegerField()
-    name = models.CharField(max_length=64, unique=True, help_text="e.g. cohort-12-v1")
+    version = models.PositiveIntegerField(help_text="The release's number in its cohort: 1 is r1.")
+    name = models.CharField(
+        max_length=64,
+        unique=True,
+        help_text="cohort-<number>-r<version>, e.g. cohort-12-r2 (cohort-12-v1 for a release "
+        "published before the r names, kept as published)",
+    )
     published_at = models.DateTimeField()
     methodology_version = models.CharField(max_length=8)
     manifest = models.JSONField(help_text="The export's manifest.json, as written.")
@@ -709,7 +725,14 @@ class DataRelease(models.Model):
         max_length=64, help_text="SHA-256 of the release's SHA256SUMS: one digest for it all."
     )
     total_bytes = models.PositiveBigIntegerField()
-    changes = models.TextField(blank=True, help_text="What differs from the version before.")
+    changes = models.TextField(blank=True, help_text="What differs from the release before.")
+    open_at_release = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What was still open when it was published, in its files as open: the "
+        "positions and unscored bets of baseline and outside agents ({positions: [...], bets: "
+        "[...]}). Empty for a release published before this was recorded.",
+    )
 
     class Meta:
         ordering = ["-published_at", "-pk"]
@@ -720,6 +743,16 @@ class DataRelease(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def label(self) -> str:
+        """The release's number as the pages write it: `r2`."""
+        return f"r{self.version}"
+
+    @property
+    def has_older_name(self) -> bool:
+        """Published before the r names (`cohort-12-v1`): its name does not say its label."""
+        return not self.name.endswith(f"-{self.label}")
 
 
 class OutsideAgent(BenchmarkModel):

@@ -115,8 +115,9 @@ def take_snapshots() -> str:
 @shared_task(name="arena.check_resolutions", acks_late=True, soft_time_limit=600, time_limit=660)
 def check_resolutions() -> str:
     """Settle the markets that resolved upstream; complete finished cohorts; then queue the
-    data releases of final cohorts that have none (completed now or by hand, whose baselines'
-    positions have settled since, or whose publish failed an hour ago or more)."""
+    data releases that are due (a cohort completed now or by hand, or whose LLM agents' last
+    bet was scored since; a released cohort whose data changed since, as a baseline's or
+    outside agent's position settled; a publish that failed an hour ago or more)."""
     summary = resolutions_check().summary()
     # Only once the completions committed, and as a task of its own: a release writes files
     # for as long as the export takes, and its failure must never touch a completion.
@@ -129,10 +130,12 @@ def check_resolutions() -> str:
     name="arena.publish_due_releases", acks_late=True, soft_time_limit=1800, time_limit=1860
 )
 def publish_due_releases() -> str:
-    """Publish the first data release of every final cohort without one (completed, every
-    position settled, baselines included). Safe to deliver twice: a cohort with a release is
-    not due, and a publish under way makes the other wait for the next check. At the soft
-    time limit it stops; the cohorts left are due at the next check."""
+    """Publish every data release that is due (`releases_publish_due`): the first of each
+    final cohort (completed, every bet of its LLM agents scored or its market cancelled), and
+    the next of each released cohort whose data changed since. Safe to deliver twice: a
+    cohort whose data is what its latest release holds is not due, and a publish under way
+    makes the other wait for the next check. At the soft time limit it stops; the cohorts
+    left are due at the next check."""
     report = releases_publish_due()
     lines = report.done + report.failed
     return "; ".join(lines) if lines else "no release is due"

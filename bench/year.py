@@ -13,7 +13,7 @@ production would have: the real engine over the embedded demo's market world
   bet, sell and hold, and the baselines run as they do in production);
 - every 10 minutes the tick (`snapshots_take`, refreshing the held markets from the source);
 - every 30 minutes the resolution check (`resolutions_check`: settle, refund, complete the
-  cohorts that hold nothing more) and the releases of the cohorts that became final
+  cohorts that hold nothing more) and the data releases that are due, first or next
   (`releases_publish_due`).
 
 Cohorts stay active until their last position settles, so the number of agents marked per

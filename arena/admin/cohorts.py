@@ -87,8 +87,9 @@ class CohortAdmin(ReadOnlyAdmin):
         return user_may(request, "arena.start_cohort")
 
     @admin.action(
-        description="Publish the selected cohorts' data releases (only once a cohort is "
-        "final: completed, every position settled, baselines included)",
+        description="Publish the selected cohorts' data releases (once a cohort is final: "
+        "completed, every bet of its LLM agents scored or its market cancelled; the next "
+        "release of a released cohort only if its data changed)",
         permissions=["publish"],
     )
     def publish_release(self, request: HttpRequest, queryset: QuerySet[Cohort]) -> None:

@@ -16,9 +16,9 @@ from arena.services.releases import releases_publish
 @admin.register(DataRelease)
 class DataReleaseAdmin(ReadOnlyAdmin):
     """The frozen weekly data releases: a published release is never edited; publishing again
-    makes a new version only if the cohort's data changed."""
+    makes the cohort's next release (r2, r3, …) only if its data changed."""
 
-    list_display = ("name", "cohort", "version", "published_at", "total_bytes", "sha256")
+    list_display = ("name", "cohort", "release", "published_at", "total_bytes", "sha256")
     list_filter = ("version",)
     search_fields = ("name", "cohort__number__exact")
     list_select_related = ("cohort",)
@@ -32,11 +32,20 @@ class DataReleaseAdmin(ReadOnlyAdmin):
         "total_bytes",
         "sha256",
         "changes",
+        "open_text",
         "files_text",
         "manifest_text",
         "page",
     )
     readonly_fields = fields
+
+    @admin.display(description="Release", ordering="version")
+    def release(self, obj: DataRelease) -> str:
+        return obj.label
+
+    @admin.display(description="Open at release time")
+    def open_text(self, obj: DataRelease) -> str:
+        return pretty_json(obj.open_at_release)
 
     @admin.display(description="Files")
     def files_text(self, obj: DataRelease) -> str:
@@ -55,7 +64,7 @@ class DataReleaseAdmin(ReadOnlyAdmin):
         return user_may(request, "arena.publish_datarelease")
 
     @admin.action(
-        description="Publish the selected releases' cohorts again (a new version if "
+        description="Publish the selected releases' cohorts again (their next release if "
         "their CSV data changed)",
         permissions=["publish"],
     )

@@ -9,7 +9,11 @@ same data always gives the same rows in the same order.
 
 Every dataset takes the same bounds: `cohort` (its number), `since`/`until` (UTC days, both
 inclusive, on the row's natural day: a trade's execution, a position's opening, a snapshot's
-slot, a decision's week start — an attempt goes with its decision), and `offline`.
+slot, a decision's week start — an attempt goes with its decision), `offline`, and
+`still_held`: "exclude" leaves out the snapshots taken after its cohort completed of an agent
+that still holds an open position (a baseline's or outside agent's long-dated bet, which the
+ticks keep marking every 10 minutes until it settles). A data release reads its cohort so,
+for its files to hold nothing that changes with every tick (arena/services/releases.py).
 
 The bets dataset has one row per executed BUY, ordered by trade id, with exactly the columns of
 `BET_COLUMNS` — enough to recompute the leaderboard's pooled Brier and win rate:
@@ -38,7 +42,17 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from django.db import connection
-from django.db.models import CharField, DecimalField, F, Q, QuerySet, TextField, Value
+from django.db.models import (
+    CharField,
+    DecimalField,
+    Exists,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    TextField,
+    Value,
+)
 from django.db.models.expressions import Case, Combinable, Expression, Func, When
 from django.db.models.functions import Cast, NullIf
 
@@ -48,6 +62,7 @@ from markets.models import Market
 
 Offline = Literal["include", "exclude", "only"]
 OFFLINE_CHOICES: tuple[Offline, ...] = ("include", "exclude", "only")
+StillHeld = Literal["include", "exclude"]
 ColumnType = Literal[
     "integer", "string", "decimal", "float", "boolean", "timestamp", "date", "json"
 ]
@@ -88,6 +103,8 @@ class Dataset:
     # Rows read (and encoded) at a time: fewer for the datasets whose rows carry prompts and
     # raw responses (tens of KB each), so memory stays flat in bytes, not only in rows.
     chunk_rows: int = field(default=CHUNK_SIZE, repr=False, compare=False)
+    # The rows are marks the ticks add (snapshots): what `still_held="exclude"` bounds.
+    marks: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if len(self.columns) != len(self.sources):
@@ -106,6 +123,7 @@ class Dataset:
         since: date | None = None,
         until: date | None = None,
         offline: Offline = "include",
+        still_held: StillHeld = "include",
     ) -> QuerySet[Any]:
         """Return the bounded rows' queryset, ordered by id (no columns chosen yet)."""
         rows = self.base()
@@ -129,6 +147,15 @@ class Dataset:
             rows = (
                 rows.filter(offline_agents) if offline == "only" else rows.exclude(offline_agents)
             )
+        if still_held == "exclude" and self.marks:
+            holding = Position.objects.filter(
+                agent=OuterRef(self.agent_path), status=Position.Status.OPEN
+            )
+            rows = rows.filter(
+                Q(**{f"{self.agent_path}__cohort__completed_at__isnull": True})
+                | Q(**{f"{self.day_field}__lte": F(f"{self.agent_path}__cohort__completed_at")})
+                | ~Exists(holding)
+            )
         return rows.order_by("pk")
 
     def rows(
@@ -138,13 +165,16 @@ class Dataset:
         since: date | None = None,
         until: date | None = None,
         offline: Offline = "include",
+        still_held: StillHeld = "include",
     ) -> Iterator[tuple[Any, ...]]:
         """Yield the bounded rows as tuples in column order, ordered by id.
 
         One query, read in chunks (flat memory). Decimals come as `Decimal`, timestamps as
         aware UTC datetimes, JSON as decoded values, a missing value as None.
         """
-        bounded = self.queryset(cohort=cohort, since=since, until=until, offline=offline)
+        bounded = self.queryset(
+            cohort=cohort, since=since, until=until, offline=offline, still_held=still_held
+        )
         return bounded.values_list(*self.sources).iterator(chunk_size=self.chunk_rows)
 
     def formatted_batches(
@@ -156,6 +186,7 @@ class Dataset:
         since: date | None = None,
         until: date | None = None,
         offline: Offline = "include",
+        still_held: StillHeld = "include",
     ) -> Iterator[tuple[int, bytes]] | None:
         """Return the bounded rows already written as CSV or JSON Lines by the database, in
         chunks of up to `batch_rows` lines (each with its count), or None where it cannot.
@@ -170,7 +201,9 @@ class Dataset:
             return None
         if fmt not in ("csv", "jsonl"):
             return None
-        bounded = self.queryset(cohort=cohort, since=since, until=until, offline=offline)
+        bounded = self.queryset(
+            cohort=cohort, since=since, until=until, offline=offline, still_held=still_held
+        )
         cells = [_pg_cell(c, s, fmt) for c, s in zip(self.columns, self.sources, strict=True)]
         sql, params = bounded.values_list(*cells).query.sql_with_params()
         if fmt == "jsonl":
@@ -203,9 +236,12 @@ class Dataset:
         since: date | None = None,
         until: date | None = None,
         offline: Offline = "include",
+        still_held: StillHeld = "include",
     ) -> int:
         """Return how many rows `rows()` yields under the same bounds (one query)."""
-        return self.queryset(cohort=cohort, since=since, until=until, offline=offline).count()
+        return self.queryset(
+            cohort=cohort, since=since, until=until, offline=offline, still_held=still_held
+        ).count()
 
 
 def _day_start(day: date) -> datetime:
@@ -721,6 +757,7 @@ SNAPSHOTS = _dataset(
         ),
     ],
     day_field="snapshot_timestamp",
+    marks=True,
 )
 
 DATASETS: dict[str, Dataset] = {

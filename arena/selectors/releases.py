@@ -1,18 +1,33 @@
-"""Reads of the frozen data releases: which cohorts await one, the releases newest first, and
-the one file of a release a request may have."""
+"""Reads of the frozen data releases: which cohorts are due one (a first release, or the next
+because their data changed since the latest), what a release leaves open, the releases newest
+first, and the one file of a release a request may have.
+
+A completed cohort's release is due once nothing the lineup is ranked by can change: every
+executed bet of its LLM agents is scored, or its market cancelled (a bet sold out of is scored
+when its market resolves, after the cohort completes). Baseline and outside agents never hold
+it back: their positions still open are in the release as open (`release_open_items`), and
+when they settle the cohort's data changes, which makes the next release due. The one wait
+that is theirs is bounded: an agent whose position settled after its last snapshot is marked
+once more by the next tick (at most 10 minutes), so its curve ends at its settled value before
+a release holds it.
+"""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db.models import Exists, OuterRef, QuerySet
 
-from arena.models import Cohort, DataRelease, Position, SystemEvent
+from agents.models import BenchmarkModel
+from arena.models import Agent, Cohort, DataRelease, Decision, Position, SystemEvent, Trade
 from arena.selectors.ticks import agents_to_mark
+from markets.models import Market
 
 # What a release's files are served as, by the end of their name.
 CONTENT_TYPES = {
@@ -29,29 +44,139 @@ PUBLISHER = "Forecaster Arena"
 RETRY_AFTER = timedelta(hours=1)
 
 
+def _lineup_bets_unscored() -> QuerySet[Trade]:
+    """The executed bets of LLM agents neither scored nor in a cancelled market."""
+    return (
+        Trade.objects.filter(
+            agent__model__kind=BenchmarkModel.Kind.LLM,
+            kind=Trade.Kind.BUY,
+            status=Trade.Status.EXECUTED,
+            brier_score__isnull=True,
+        )
+        .exclude(market__resolution=Market.Resolution.CANCELLED)
+        .order_by()
+    )
+
+
+def _agents_awaiting_final_snapshot() -> QuerySet[Agent]:
+    """The agents the next tick marks only to end their curve: a position of theirs closed
+    after their last snapshot, and they hold none open (one that still holds one is marked
+    every tick, and a release leaves its later snapshots out)."""
+    holding = Position.objects.filter(agent=OuterRef("pk"), status=Position.Status.OPEN)
+    return agents_to_mark().exclude(Exists(holding))
+
+
 def cohorts_final() -> QuerySet[Cohort]:
-    """Return the cohorts whose data is final: completed, and none of their agents still
-    marked by the ticks (`agents_to_mark`: a baseline or outside agent holding an open
-    position, or one whose position closed after its last snapshot). A cohort completes when
-    its LLM agents' positions have settled; the others' may settle later, and until then
-    snapshots keep changing."""
-    return Cohort.objects.filter(status=Cohort.Status.COMPLETED).exclude(
-        pk__in=agents_to_mark().values("cohort_id")
+    """Return the completed cohorts whose release may be published: every executed bet of
+    their LLM agents scored or its market cancelled, and no agent awaiting the final snapshot
+    a settlement calls for. Baseline and outside agents' open positions never hold one back."""
+    unscored = _lineup_bets_unscored().filter(agent__cohort=OuterRef("pk"))
+    return (
+        Cohort.objects.filter(status=Cohort.Status.COMPLETED)
+        .exclude(Exists(unscored))
+        .exclude(pk__in=_agents_awaiting_final_snapshot().values("cohort_id"))
     )
 
 
 def cohort_not_final_reason(cohort: Cohort) -> str:
-    """Why the completed `cohort`'s data is not final yet, or "" when it is."""
-    if not agents_to_mark().filter(cohort=cohort).exists():
-        return ""
-    if Position.objects.filter(agent__cohort=cohort, status=Position.Status.OPEN).exists():
+    """Why the completed `cohort`'s release may not be published now, or "" when it may."""
+    unscored = list(
+        _lineup_bets_unscored()
+        .filter(agent__cohort=cohort)
+        .values_list("market__polymarket_id", flat=True)
+        .distinct()
+    )
+    if unscored:
+        count = _lineup_bets_unscored().filter(agent__cohort=cohort).count()
+        markets = ", ".join(sorted(unscored)[:5]) + (", …" if len(unscored) > 5 else "")
         return (
-            f"cohort {cohort.number} is not final: its baseline or outside agents' positions "
-            "are still open"
+            f"cohort {cohort.number} is not final: {count} of its LLM agents' bets are not "
+            f"scored yet (markets {markets}); its release waits until each is scored or its "
+            "market cancelled"
         )
-    return (
-        f"cohort {cohort.number} is not final: a baseline's or outside agent's position settled "
-        "after its last snapshot, and the final snapshot is not taken yet"
+    if _agents_awaiting_final_snapshot().filter(cohort=cohort).exists():
+        return (
+            f"cohort {cohort.number} is not final: a position settled after its agent's last "
+            "snapshot, and the final snapshot is not taken yet (the next tick takes it)"
+        )
+    return ""
+
+
+def cohort_release_states(cohort_ids: Iterable[int]) -> dict[int, str]:
+    """Return, per cohort id, the SHA-256 of what can still change in a completed cohort's
+    release: every position's shares, cost, P/L, status, payout and closing time; every
+    trade's status, score and its market's resolution; every decision's status, action and
+    finishing time. Each is in the release's files, so a change of the files after the
+    cohort completed changes this, and it is read in three queries for all the cohorts at
+    once (hundreds of narrow rows a cohort), where comparing the files means exporting the
+    cohort whole. The rest of a completed cohort's rows never change; the snapshots a tick
+    adds are of an agent still holding a position (a release leaves them out) or one whose
+    position just closed (which changed the position)."""
+    ids = sorted(set(cohort_ids))
+    digests = {pk: hashlib.sha256() for pk in ids}
+    parts: list[tuple[str, Iterable[tuple[Any, ...]]]] = [
+        (
+            "position",
+            Position.objects.filter(agent__cohort_id__in=ids)
+            .order_by("pk")
+            .values_list(
+                "agent__cohort_id",
+                "pk",
+                "status",
+                "shares",
+                "cost_basis",
+                "realized_pnl",
+                "settlement_value",
+                "closed_at",
+            ),
+        ),
+        (
+            "trade",
+            Trade.objects.filter(agent__cohort_id__in=ids)
+            .order_by("pk")
+            .values_list(
+                "agent__cohort_id",
+                "pk",
+                "status",
+                "brier_score",
+                "side_won",
+                "scored_at",
+                "market__resolution",
+            ),
+        ),
+        (
+            "decision",
+            Decision.objects.filter(cohort_id__in=ids)
+            .order_by("pk")
+            .values_list("cohort_id", "pk", "status", "action", "finished_at"),
+        ),
+    ]
+    for kind, rows in parts:
+        for cohort_id, *row in rows:
+            cells = "\t".join(_state_cell(value) for value in row)
+            digests[cohort_id].update(f"{kind}\t{cells}\n".encode())
+    return {pk: digest.hexdigest() for pk, digest in digests.items()}
+
+
+def _state_cell(value: Any) -> str:
+    """A value as the same text whichever process or connection read it: a timestamp in UTC
+    (its time zone object differs between drivers), a Decimal as stored, None apart from "",
+    a float exactly."""
+    if value is None:
+        return "\\N"
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat()
+    if isinstance(value, float):
+        return value.hex()
+    return str(value)
+
+
+def _failed_lately(*, now: datetime) -> QuerySet[SystemEvent]:
+    return SystemEvent.objects.filter(
+        cohort=OuterRef("pk"),
+        kind=SystemEvent.Kind.RELEASE_FAILED,
+        level=SystemEvent.Level.ERROR,
+        created_at__gt=now - RETRY_AFTER,
     )
 
 
@@ -59,15 +184,85 @@ def cohorts_awaiting_release(*, now: datetime) -> QuerySet[Cohort]:
     """Return the final cohorts without any release yet, oldest first, leaving out those
     whose publish failed less than `RETRY_AFTER` before `now`."""
     released = DataRelease.objects.filter(cohort=OuterRef("pk"))
-    failed_lately = SystemEvent.objects.filter(
-        cohort=OuterRef("pk"),
-        kind=SystemEvent.Kind.RELEASE_FAILED,
-        level=SystemEvent.Level.ERROR,
-        created_at__gt=now - RETRY_AFTER,
-    )
     return (
-        cohorts_final().exclude(Exists(released)).exclude(Exists(failed_lately)).order_by("number")
+        cohorts_final()
+        .exclude(Exists(released))
+        .exclude(Exists(_failed_lately(now=now)))
+        .order_by("number")
     )
+
+
+def cohorts_changed_since_release(*, now: datetime) -> list[int]:
+    """Return the numbers of the final cohorts with a release whose data may have changed
+    since they were last compared with their latest release (`Cohort.release_state` differs
+    from `cohort_release_states`; a release published before the state was kept has none),
+    oldest first, leaving out those whose publish failed less than `RETRY_AFTER` before
+    `now`."""
+    released = DataRelease.objects.filter(cohort=OuterRef("pk"))
+    candidates = list(
+        cohorts_final()
+        .filter(Exists(released))
+        .exclude(Exists(_failed_lately(now=now)))
+        .order_by("number")
+        .values_list("pk", "number", "release_state")
+    )
+    states = cohort_release_states(pk for pk, _, _ in candidates)
+    return [number for pk, number, kept in candidates if states[pk] != kept]
+
+
+def release_open_items(cohort: Cohort) -> dict[str, list[dict[str, Any]]]:
+    """Return what is still open in the cohort's data: the open positions, and the executed
+    bets not scored whose market is not cancelled (a baseline's or outside agent's; a release
+    waits for the LLM agents'), each with its agent's model and market. A release says so:
+    these rows are in its files as open, and change when they settle."""
+    positions = (
+        Position.objects.filter(agent__cohort=cohort, status=Position.Status.OPEN)
+        .order_by("pk")
+        .values_list(
+            "pk", "agent__model__internal_id", "agent__model__kind", "market__polymarket_id", "side"
+        )
+    )
+    bets = (
+        Trade.objects.filter(
+            agent__cohort=cohort,
+            kind=Trade.Kind.BUY,
+            status=Trade.Status.EXECUTED,
+            brier_score__isnull=True,
+        )
+        .exclude(market__resolution=Market.Resolution.CANCELLED)
+        .order_by("pk")
+        .values_list(
+            "pk",
+            "agent__model__internal_id",
+            "agent__model__kind",
+            "market__polymarket_id",
+            "side",
+            "position__status",
+        )
+    )
+    return {
+        "positions": [
+            {
+                "position_id": pk,
+                "model": model,
+                "model_kind": kind,
+                "market_id": market,
+                "side": side,
+            }
+            for pk, model, kind, market, side in positions
+        ],
+        "bets": [
+            {
+                "trade_id": pk,
+                "model": model,
+                "model_kind": kind,
+                "market_id": market,
+                "side": side,
+                "sold_out": status == Position.Status.CLOSED,
+            }
+            for pk, model, kind, market, side, status in bets
+        ],
+    }
 
 
 def release_latest(*, cohort: Cohort) -> DataRelease | None:
@@ -149,7 +344,7 @@ def release_citation(
     """Return the suggested citation of a release, as one line of text."""
     return (
         f"{PUBLISHER} ({published_at:%Y}). Forecaster Arena weekly data release {name}: "
-        f"cohort {cohort_number}, version {version}, methodology {methodology} [Data set]. "
+        f"cohort {cohort_number}, release r{version}, methodology {methodology} [Data set]. "
         f"Published {published_at:%Y-%m-%d}."
     )
 

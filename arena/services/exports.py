@@ -48,6 +48,7 @@ from arena.selectors.exports import (
     Column,
     Dataset,
     Offline,
+    StillHeld,
     methodology_versions,
 )
 
@@ -403,14 +404,21 @@ def _chosen(
 
 
 def _bounds(
-    cohort: int | None, since: date | None, until: date | None, offline: Offline
+    cohort: int | None,
+    since: date | None,
+    until: date | None,
+    offline: Offline,
+    still_held: StillHeld,
 ) -> dict[str, Any]:
-    return {
+    bounds: dict[str, Any] = {
         "cohort": cohort,
         "since": since.isoformat() if since else None,
         "until": until.isoformat() if until else None,
         "offline": offline,
     }
+    if still_held != "include":  # a release's bound only; the live downloads never set it
+        bounds["still_held"] = still_held
+    return bounds
 
 
 def manifest_for(
@@ -421,12 +429,13 @@ def manifest_for(
     since: date | None,
     until: date | None,
     offline: Offline,
+    still_held: StillHeld = "include",
 ) -> dict[str, Any]:
     """Return the manifest of an export: versions, time, bounds, files, each dataset's schema."""
     return {
         "methodology_versions": methodology_versions(cohort=cohort, since=since, until=until),
         "generated_at": _timestamp(clock.now().replace(microsecond=0)),
-        "bounds": _bounds(cohort, since, until, offline),
+        "bounds": _bounds(cohort, since, until, offline, still_held),
         "files": files,
         "schema": {
             d.name: [
@@ -454,7 +463,7 @@ def _check_bounds(since: date | None, until: date | None) -> None:
 
 
 @contextmanager
-def _one_snapshot() -> Iterator[None]:
+def export_snapshot() -> Iterator[None]:
     """Read every dataset of an export from one snapshot of the database, so the files and
     their counts agree with each other even while new rows arrive (PostgreSQL: a read-only
     REPEATABLE READ transaction; inside a caller's transaction, that transaction's view)."""
@@ -475,6 +484,7 @@ def write_export(
     since: date | None = None,
     until: date | None = None,
     offline: Offline = "include",
+    still_held: StillHeld = "include",
     datasets: Iterable[str] | None = None,
     formats: Iterable[str] = TEXT_FORMATS,
     progress: Progress | None = None,
@@ -483,18 +493,27 @@ def write_export(
     the manifest.
 
     CSV and JSON Lines are the very bytes the downloads stream (`export_stream`). All is read
-    from one snapshot of the database. `progress(dataset, rows_so_far)` is called after every
-    `BATCH_ROWS` rows of each file and at its end. The folder is created if missing; files of
-    the same names are replaced whole, each written under a temporary name and renamed when
-    complete. Raise ExportError for an unknown dataset or format, Parquet without pyarrow, or
-    `until` before `since`. Safe to repeat: the same data writes the same files.
+    from one snapshot of the database (the caller's, when it opened one with
+    `export_snapshot`). `still_held="exclude"` is a data release's bound: it leaves out the
+    snapshots the ticks keep adding (arena.selectors.exports). `progress(dataset,
+    rows_so_far)` is called after every `BATCH_ROWS` rows of each file and at its end. The
+    folder is created if missing; files of the same names are replaced whole, each written
+    under a temporary name and renamed when complete. Raise ExportError for an unknown
+    dataset or format, Parquet without pyarrow, or `until` before `since`. Safe to repeat:
+    the same data writes the same files.
     """
     _check_bounds(since, until)
     chosen, chosen_formats = _chosen(datasets, formats)
-    bounds: dict[str, Any] = {"cohort": cohort, "since": since, "until": until, "offline": offline}
+    bounds: dict[str, Any] = {
+        "cohort": cohort,
+        "since": since,
+        "until": until,
+        "offline": offline,
+        "still_held": still_held,
+    }
     folder.mkdir(parents=True, exist_ok=True)
     entries: list[dict[str, Any]] = []
-    with _one_snapshot():
+    with export_snapshot():
         for dataset in chosen:
             for fmt in chosen_formats:
                 if fmt == "parquet":
@@ -572,7 +591,7 @@ def stream_manifest(
     chosen, formats = _chosen(None, TEXT_FORMATS)
     bounds: dict[str, Any] = {"cohort": cohort, "since": since, "until": until, "offline": offline}
     entries: list[dict[str, Any]] = []
-    with _one_snapshot():
+    with export_snapshot():
         for dataset in chosen:
             for fmt in formats:
                 digest, count = _Digest(), 0

@@ -1,35 +1,58 @@
-"""Frozen weekly data releases: once a completed cohort's data is final, its
-exports are published as the folder `RELEASES_ROOT/cohort-<n>-v<k>/`, which never changes.
+"""Frozen data releases: a completed cohort's data is published as the folder
+`RELEASES_ROOT/cohort-<n>-r<k>/` once nothing the lineup is ranked by can change, and again,
+as the next release `r<k+1>`, whenever the data it holds changes afterwards. A published
+folder never changes.
 
-A cohort completes when its LLM agents' positions have settled, while its baselines may still
-hold open positions that the ticks keep marking (`arena.selectors.ticks.agents_to_mark`). Its
-data is final — and only then published — when it is completed and none of its agents is
-still marked: every position settled, baselines included, and the final snapshot taken
-(`arena.selectors.releases.cohorts_final`).
+When a release is due (arena.selectors.releases):
+- the first, once the cohort has completed and every executed bet of its LLM agents is scored
+  or its market cancelled (`cohorts_final`): a bet sold out of before completion is scored
+  when its market resolves, and until then the release waits. Baseline and outside agents
+  never hold it back: their positions still open are in the files as open, and the release
+  lists them (`open_at_release`, in its record and README). The one wait of theirs is
+  bounded: an agent whose position settled after its last snapshot waits for the next tick's
+  final snapshot (10 minutes), so its curve ends at its settled value;
+- the next, when what the cohort's release would hold now differs from its latest release.
+  Each run compares, per released cohort, a cheap digest of what can still change (positions'
+  settlement, trades' scores, markets' resolutions, decisions' status:
+  `cohort_release_states`) with the one kept on the cohort from its last comparison
+  (`Cohort.release_state`); where it differs, the cohort is exported again and its CSV files
+  are compared with its latest release's. A late settlement of a baseline's or outside
+  agent's position, a bet scored after its position was sold, a market settled again: each
+  is a new release whose `changes` names each position settled, each bet scored and each
+  dataset changed.
 
-A release holds every dataset of `arena.selectors.exports.DATASETS` bounded to the cohort, as
-CSV and JSON Lines (and Parquet when pyarrow is installed), the export's `manifest.json`, a
-schema description (`schema.json`, `README.md`), the release's own record (`release.json`),
-checksums (`SHA256SUMS`) and a suggested citation (`CITATION.cff`, and in the README). A
-correction — the cohort's CSV files differ from its latest release's — is a new version whose
-`changes` says which datasets and row counts differ. The CSV files are the canonical bytes:
-Parquet's depend on the pyarrow that wrote them, and a worker without pyarrow writes none, so
-a format added or removed is said as such and alone never makes a new version.
+What a release holds: every dataset of `arena.selectors.exports.DATASETS` bounded to the
+cohort, as CSV and JSON Lines (and Parquet when pyarrow is installed), with `still_held`
+excluded: the snapshots taken after completion of an agent still holding an open position
+are left out, since the ticks add one every 10 minutes until it settles (the release that
+follows the settlement holds them all). Then the export's `manifest.json`, a schema
+description (`schema.json`, `README.md`), the release's own record (`release.json`),
+checksums (`SHA256SUMS`) and a suggested citation (`CITATION.cff`, and in the README). The
+CSV files are the canonical bytes: Parquet's depend on the pyarrow that wrote them, and a
+worker without pyarrow writes none, so a format added or removed is said as such and alone
+never makes a new release.
+
+Names: `cohort-<n>-r<k>`, `r` for release, so a release number is never read as a
+methodology version (`v1`). The releases published before this rule keep their names,
+`cohort-<n>-v<k>` (their files, checksums and citations hold them); they are read, served and
+adopted as before, and the cohort's next release is numbered after them (`cohort-3-v1`, then
+`cohort-3-r2`).
 
 How a release stays frozen and whole:
 - the files are written into a hidden `.partial-…` folder, then renamed into place in one step
   (a rename within one file system is atomic): a reader never sees half a release;
-- the `DataRelease` row is created only after that rename, in its own short transaction — no
-  transaction is open while files are written;
+- the files, the cohort's digest and what was open are read in one snapshot of the database
+  (read only); the `DataRelease` row is created only after the rename, in its own short
+  transaction with the cohort's digest;
 - publishes of one cohort are serialised by an exclusive lock file next to the folders, so the
-  version numbers cannot race; a crash leaves a `.partial-…` folder, which the next publish of
+  release numbers cannot race; a crash leaves a `.partial-…` folder, which the next publish of
   that cohort removes before it starts;
 - a published folder is never deleted and its name never reused. One without a row (its row
   failed to commit, or a database restored from before it) is adopted by the next publish of
   its cohort when its SHA256SUMS verifies, else moved aside to `.quarantine-<name>-<time>` and
-  recorded; a new version is numbered past every folder name of the cohort;
-- a publish whose CSV files match the latest release's checksums writes nothing: a repeat is
-  safe, and so is delivering the task twice.
+  recorded; a new release is numbered past every folder name of the cohort;
+- a publish whose CSV files match the latest release's checksums writes nothing (it keeps the
+  digest it compared): a repeat is safe, and so is delivering the task twice.
 """
 
 from __future__ import annotations
@@ -56,29 +79,36 @@ from django.db import transaction
 from arena import clock
 from arena.evidence import error_text, traceback_summary
 from arena.models import Cohort, DataRelease
-from arena.selectors.exports import DATASETS
 from arena.selectors.releases import (
-    PUBLISHER,
     cohort_not_final_reason,
+    cohort_release_states,
     cohorts_awaiting_release,
+    cohorts_changed_since_release,
     release_citation,
     release_latest,
+    release_open_items,
 )
 from arena.services.events import Kind, Level, event_record
-from arena.services.exports import PARQUET_AVAILABLE, write_export
+from arena.services.exports import PARQUET_AVAILABLE, export_snapshot, write_export
 from arena.services.operations import OperationReport
+from arena.services.release_texts import (
+    CHECKSUMS,
+    CITATION,
+    MANIFEST,
+    README,
+    RELEASE_RECORD,
+    SCHEMA,
+    release_changes,
+    release_citation_cff,
+    release_readme,
+    release_schema,
+)
 
 logger = logging.getLogger(__name__)
 
 PARTIAL_PREFIX = ".partial-"
 QUARANTINE_PREFIX = ".quarantine-"
 LOCK_PREFIX = ".lock-"
-CHECKSUMS = "SHA256SUMS"
-MANIFEST = "manifest.json"
-RELEASE_RECORD = "release.json"
-SCHEMA = "schema.json"
-README = "README.md"
-CITATION = "CITATION.cff"
 HASH_CHUNK = 1 << 20
 
 Status = Literal["published", "unchanged", "busy", "not completed", "not final"]
@@ -108,7 +138,17 @@ class PublishOutcome:
 
 
 def release_name(*, cohort_number: int, version: int) -> str:
-    return f"cohort-{cohort_number}-v{version}"
+    """The name of the cohort's release number `version`: `cohort-12-r2`."""
+    return f"cohort-{cohort_number}-r{version}"
+
+
+def _names_of(cohort_number: int, version: int) -> tuple[str, str]:
+    """The names release `version` of the cohort may have on the disk: its own, and the one
+    a release published before the r names has (`cohort-12-v1`)."""
+    return (
+        release_name(cohort_number=cohort_number, version=version),
+        f"cohort-{cohort_number}-v{version}",
+    )
 
 
 def release_formats() -> tuple[str, ...]:
@@ -120,12 +160,14 @@ def release_formats() -> tuple[str, ...]:
 
 
 def release_publish(*, cohort_number: int, now: datetime | None = None) -> PublishOutcome:
-    """Publish a frozen release of the cohort `cohort_number` once its data is final, or do
+    """Publish a frozen release of the cohort `cohort_number` once it is final, or do
     nothing when its CSV files are the same as its latest release's. Return what happened.
 
-    Version 1 on the first publish; a later publish whose CSV files differ is the next
-    version, its `changes` saying what differs. A cohort not completed, or completed but not
-    final (a baseline still marked), is refused and nothing is written. Call it outside any
+    r1 on the first publish; a later publish whose CSV files differ is the next release, its
+    `changes` saying what differs. A cohort not completed, or completed but not final (an LLM
+    agent's bet not scored yet, or a settlement's final snapshot not taken yet), is refused
+    and nothing is written. Either way the digest of the data it compared is kept on the
+    cohort, so the due runs leave it alone until that changes. Call it outside any
     transaction: it writes files for as long as the export takes, and its row is committed on
     its own. Raise Cohort.DoesNotExist for an unknown number; any other failure is recorded as
     a `release_failed` event, leaves no row (and at most a folder the next publish adopts),
@@ -152,8 +194,8 @@ def release_publish(*, cohort_number: int, now: datetime | None = None) -> Publi
             kind=Kind.RELEASE_FAILED,
             level=Level.ERROR,
             message=f"publishing the data release of cohort {cohort.number} failed, nothing "
-            f"was published (a cohort still without a release is tried again an hour after "
-            f"the failure at the earliest): {error_text(exc)}",
+            f"was published (its release is tried again an hour after the failure at the "
+            f"earliest): {error_text(exc)}",
             cohort_id=cohort.pk,
             data={"traceback": traceback_summary(exc)},
         )
@@ -161,13 +203,17 @@ def release_publish(*, cohort_number: int, now: datetime | None = None) -> Publi
 
 
 def releases_publish_due(*, now: datetime | None = None) -> OperationReport:
-    """Publish the first release of every final cohort that has none yet (oldest first): run
-    after every resolution check, it catches cohorts as they complete, as their baselines'
-    positions settle later, and (an hour after the failure at the earliest) after a failed
-    publish. One cohort's failure is reported (and recorded by `release_publish`) and the
-    others go on."""
+    """Publish every release that is due (oldest cohort first): the first of every final
+    cohort without one, and the next of every released cohort whose data may have changed
+    since it was last compared (a digest of it differs; `cohorts_changed_since_release`).
+    Run after every resolution check, it catches cohorts as they complete, as their bets sold
+    out of are scored, as their baselines' and outside agents' positions settle later, and
+    (an hour after the failure at the earliest) after a failed publish. A cohort whose digest
+    moved but whose files did not is reported unchanged, once. One cohort's failure is
+    reported (and recorded by `release_publish`) and the others go on."""
     now = now or clock.now()
     numbers = list(cohorts_awaiting_release(now=now).values_list("number", flat=True))
+    numbers += cohorts_changed_since_release(now=now)
     return releases_publish(cohort_numbers=numbers, now=now)
 
 
@@ -216,7 +262,7 @@ def _leftovers_settle(root: Path, cohort: Cohort) -> None:
     release folder without a row if its checksums verify, else move it aside. A published
     folder is never deleted: it may be downloaded and cited already."""
     recorded = set(DataRelease.objects.filter(cohort=cohort).values_list("name", flat=True))
-    published = re.compile(rf"cohort-{cohort.number}-v[0-9]+")
+    published = re.compile(rf"cohort-{cohort.number}-[rv][0-9]+")
     for path in sorted(root.iterdir(), key=lambda p: p.name):
         if not path.is_dir():
             continue
@@ -277,8 +323,8 @@ def _orphan_adopt(cohort: Cohort, folder: Path) -> DataRelease:
     record = json.loads((folder / RELEASE_RECORD).read_text(encoding="utf-8"))
     manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     version = int(record["version"])
-    name = release_name(cohort_number=cohort.number, version=version)
-    if record["name"] != folder.name or name != folder.name:
+    name = folder.name
+    if record["name"] != name or name not in _names_of(cohort.number, version):
         raise ValueError(f"{RELEASE_RECORD} is of {record['name']!r}, not of {folder.name!r}")
     if manifest["bounds"]["cohort"] != cohort.number:
         raise ValueError(f"{MANIFEST} is not bounded to cohort {cohort.number}")
@@ -295,14 +341,16 @@ def _orphan_adopt(cohort: Cohort, folder: Path) -> DataRelease:
             sha256=hashlib.sha256(sums.encode()).hexdigest(),
             total_bytes=sum(int(f["bytes"]) for f in files),
             changes=str(record["changes"]),
+            open_at_release=dict(record.get("open_at_release") or {}),
         )
 
 
 def _next_version(root: Path, cohort: Cohort, previous: DataRelease | None) -> int:
-    """The version after the latest row's and every folder name of the cohort (published or
-    moved aside), so a name once on the disk is never given again."""
+    """The number after the latest row's and every folder name of the cohort (published or
+    moved aside, an r name or an earlier v name), so a number once on the disk is never given
+    again."""
     taken = re.compile(
-        rf"(?:{re.escape(QUARANTINE_PREFIX)})?cohort-{cohort.number}-v([0-9]+)(?:-.*)?"
+        rf"(?:{re.escape(QUARANTINE_PREFIX)})?cohort-{cohort.number}-[rv]([0-9]+)(?:-.*)?"
     )
     versions = [previous.version if previous else 0]
     for path in root.iterdir():
@@ -315,21 +363,64 @@ def _partial_prefix(number: int) -> str:
     return f"{PARTIAL_PREFIX}cohort-{number}-"
 
 
+@dataclass(frozen=True)
+class _Read:
+    """What one publish read of the cohort, from one snapshot of the database."""
+
+    manifest: dict[str, Any]
+    state: str  # `cohort_release_states`: kept on the cohort once compared
+    open_at_release: dict[str, Any]
+
+
+def _read(folder: Path, cohort: Cohort) -> _Read | str:
+    """Export the cohort into `folder` as a release holds it, and read its digest and what
+    is still open, all in one snapshot of the database; or return why it is not final, read
+    again in that snapshot (an LLM agent's bet may have been found unscored meanwhile, never
+    the other way round, but a settlement may have committed since the first look and
+    awaits its final snapshot)."""
+    with export_snapshot():
+        reason = cohort_not_final_reason(cohort)
+        if reason:
+            return reason
+        manifest = write_export(
+            folder, cohort=cohort.number, still_held="exclude", formats=release_formats()
+        )
+        return _Read(
+            manifest=manifest,
+            state=cohort_release_states([cohort.pk])[cohort.pk],
+            open_at_release=release_open_items(cohort),
+        )
+
+
+def _state_keep(cohort: Cohort, state: str) -> None:
+    """Keep the digest of the data a publish compared with the cohort's latest release: the
+    due runs read the cohort again only once it differs."""
+    Cohort.objects.filter(pk=cohort.pk).update(release_state=state)
+
+
 def _publish(root: Path, cohort: Cohort, *, now: datetime) -> PublishOutcome:
     previous = release_latest(cohort=cohort)
     partial = root / f"{_partial_prefix(cohort.number)}{uuid.uuid4().hex[:12]}"
     partial.mkdir()
     try:
-        manifest = write_export(partial, cohort=cohort.number, formats=release_formats())
-        data_files = _data_files(partial, manifest)
+        read = _read(partial, cohort)
+        if isinstance(read, str):
+            return PublishOutcome(cohort=cohort.number, status="not final", reason=read)
+        data_files = _data_files(partial, read.manifest)
         if previous is not None and _canonical(data_files) == _canonical(previous.files):
+            _state_keep(cohort, read.state)
             return PublishOutcome(cohort=cohort.number, status="unchanged", release=previous)
         version = _next_version(root, cohort, previous)
         name = release_name(cohort_number=cohort.number, version=version)
-        changes = release_changes(previous=previous, data_files=data_files)
+        changes = release_changes(
+            previous=previous,
+            data_files=data_files,
+            previous_folder=root / previous.name if previous is not None else None,
+            folder=partial,
+        )
         _descriptions_write(
             partial, cohort=cohort, name=name, version=version, published_at=now,
-            data_files=data_files, changes=changes,
+            data_files=data_files, changes=changes, open_at_release=read.open_at_release,
         )  # fmt: skip
         files = _files(partial, data_files)
         sums = "".join(f"{f['sha256']}  {f['name']}\n" for f in files)
@@ -339,7 +430,7 @@ def _publish(root: Path, cohort: Cohort, *, now: datetime) -> PublishOutcome:
         for path in partial.iterdir():
             path.chmod(0o444)  # published files are read only
             _fsync(path)  # on the disk before the row says they are
-        # Atomic; the name is free, as the version is past every name on the disk and the
+        # Atomic; the name is free, as the number is past every name on the disk and the
         # cohort's lock keeps any other publish of it from adding one meanwhile.
         os.rename(partial, root / name)
         _fsync(root)
@@ -354,20 +445,39 @@ def _publish(root: Path, cohort: Cohort, *, now: datetime) -> PublishOutcome:
             name=name,
             published_at=now,
             methodology_version=cohort.methodology_version,
-            manifest=manifest,
+            manifest=read.manifest,
             files=files,
             sha256=hashlib.sha256(sums.encode()).hexdigest(),
             total_bytes=sum(int(f["bytes"]) for f in files),
             changes=changes,
+            open_at_release=read.open_at_release,
         )
+        _state_keep(cohort, read.state)
+    _published_record(release, previous=previous)
+    return PublishOutcome(cohort=cohort.number, status="published", release=release)
+
+
+def _published_record(release: DataRelease, *, previous: DataRelease | None) -> None:
+    still_open = {kind: len(rows) for kind, rows in release.open_at_release.items()}
+    changed = len(release.changes.splitlines()) - 1
     event_record(
         kind=Kind.RELEASE_PUBLISHED,
-        message=f"data release {name} of cohort {cohort.number} published"
-        + (f": {changes.splitlines()[0]}" if changes else ""),
-        cohort_id=cohort.pk,
-        data={"release": name, "sha256": release.sha256, "bytes": release.total_bytes},
+        message=f"data release {release.name} of cohort {release.cohort.number} published"
+        + (f", superseding {previous.name} ({changed} changes listed)" if previous else "")
+        + (
+            f"; open at release time: {still_open.get('positions', 0)} position(s), "
+            f"{still_open.get('bets', 0)} bet(s) of baseline or outside agents"
+            if any(still_open.values())
+            else ""
+        ),
+        cohort_id=release.cohort_id,
+        data={
+            "release": release.name,
+            "sha256": release.sha256,
+            "bytes": release.total_bytes,
+            "open_at_release": still_open,
+        },
     )
-    return PublishOutcome(cohort=cohort.number, status="published", release=release)
 
 
 def _descriptions_write(
@@ -379,10 +489,11 @@ def _descriptions_write(
     published_at: datetime,
     data_files: list[dict[str, Any]],
     changes: str,
+    open_at_release: dict[str, Any],
 ) -> None:
     """Write what describes the release's data files into `folder`: the schema, the README
-    (with the suggested citation), `CITATION.cff` and the release's own record, from which an
-    adoption rebuilds the release's row."""
+    (with the suggested citation and what was still open), `CITATION.cff` and the release's
+    own record, from which an adoption rebuilds the release's row."""
     citation = release_citation(
         name=name,
         cohort_number=cohort.number,
@@ -390,22 +501,23 @@ def _descriptions_write(
         published_at=published_at,
         methodology=cohort.methodology_version,
     )
-    _text_write(folder / SCHEMA, json.dumps(_schema(data_files), indent=2) + "\n")
+    _text_write(folder / SCHEMA, json.dumps(release_schema(data_files), indent=2) + "\n")
     _text_write(
         folder / README,
-        _readme(
+        release_readme(
             name=name,
             cohort=cohort,
             version=version,
             published_at=published_at,
             data_files=data_files,
             changes=changes,
+            open_at_release=open_at_release,
             citation=citation,
         ),
     )
     _text_write(
         folder / CITATION,
-        _citation_cff(name=name, cohort=cohort, version=version, published_at=published_at),
+        release_citation_cff(name=name, cohort=cohort, version=version, published_at=published_at),
     )
     record = {
         "name": name,
@@ -414,6 +526,7 @@ def _descriptions_write(
         "published_at": published_at.isoformat(),
         "methodology_version": cohort.methodology_version,
         "changes": changes,
+        "open_at_release": open_at_release,
     }
     _text_write(folder / RELEASE_RECORD, json.dumps(record, indent=2) + "\n")
 
@@ -479,156 +592,3 @@ def _files(folder: Path, data_files: list[dict[str, Any]]) -> list[dict[str, Any
 def _text_write(path: Path, text: str) -> None:
     with open(path, "w", encoding="utf-8", newline="\n") as handle:
         handle.write(text)
-
-
-def release_changes(*, previous: DataRelease | None, data_files: list[dict[str, Any]]) -> str:
-    """Return what differs between `previous`'s data files and `data_files`: a line per
-    dataset whose CSV file differs (its row count before and after), and a line per format
-    added or removed (the same rows, in a format more or less). Empty when there is no
-    previous release."""
-    if previous is None:
-        return ""
-    old = [f for f in previous.files if f.get("dataset")]
-    lines = [f"Corrects {previous.name}."]
-    old_csv = {f["dataset"]: f for f in old if f.get("format") == "csv"}
-    new_csv = {f["dataset"]: f for f in data_files if f.get("format") == "csv"}
-    for dataset in sorted(old_csv.keys() | new_csv.keys()):
-        before, after = old_csv.get(dataset), new_csv.get(dataset)
-        if before is not None and after is not None and before["sha256"] == after["sha256"]:
-            continue
-        if before is None:
-            what = f"new, {after['rows'] if after else 0} rows"
-        elif after is None:
-            what = f"removed (had {before['rows']} rows)"
-        elif int(before["rows"]) != int(after["rows"]):
-            what = f"{before['rows']} → {after['rows']} rows"
-        else:
-            what = f"{after['rows']} rows, content changed"
-        lines.append(f"{dataset}: {what}.")
-    formats_before = {f["format"] for f in old}
-    formats_after = {f["format"] for f in data_files}
-    for fmt in sorted(formats_after - formats_before):
-        names = ", ".join(sorted(f["name"] for f in data_files if f["format"] == fmt))
-        lines.append(f"Format {fmt} added ({names}): the same rows as the CSV files.")
-    for fmt in sorted(formats_before - formats_after):
-        names = ", ".join(sorted(f["name"] for f in old if f["format"] == fmt))
-        lines.append(
-            f"Format {fmt} removed ({names}): this version was written without it; the CSV "
-            "files hold the same rows."
-        )
-    return "\n".join(lines)
-
-
-def _schema(data_files: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "datasets": {
-            name: {
-                "description": dataset.description,
-                "files": [f["name"] for f in data_files if f["dataset"] == name],
-                "columns": [
-                    {"name": c.name, "type": c.type, "description": c.description}
-                    for c in dataset.columns
-                ],
-            }
-            for name, dataset in DATASETS.items()
-            if any(f["dataset"] == name for f in data_files)
-        }
-    }
-
-
-def _cell(text: object) -> str:
-    """A Markdown table cell: on one line, its pipes escaped."""
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def _readme(
-    *,
-    name: str,
-    cohort: Cohort,
-    version: int,
-    published_at: datetime,
-    data_files: list[dict[str, Any]],
-    changes: str,
-    citation: str,
-) -> str:
-    completed = f"{cohort.completed_at:%Y-%m-%d %H:%M} UTC" if cohort.completed_at else "—"
-    out = [
-        f"# Forecaster Arena data release {name}",
-        "",
-        f"Cohort {cohort.number} (week starting Sunday {cohort.week_start:%Y-%m-%d}, completed "
-        f"{completed}), release version {version}, methodology {cohort.methodology_version}, "
-        f"published {published_at:%Y-%m-%d %H:%M} UTC.",
-        "",
-        "This release was published once the cohort had completed and its data was final: "
-        "every position settled, the baselines' included, and the final snapshot taken. It is "
-        "frozen: its files never change. A later correction is published as a new version of "
-        "the cohort's release, which says what changed.",
-        "",
-    ]
-    if changes:
-        out += ["## Changes", "", *(f"- {line}" for line in changes.splitlines()), ""]
-    out += [
-        "## Files",
-        "",
-        f"Check them with `sha256sum -c {CHECKSUMS}`; `{MANIFEST}` is the export's manifest, "
-        f"`{SCHEMA}` the schema below as JSON, `{RELEASE_RECORD}` this release's name, version, "
-        "publication time and changes.",
-        "",
-        "| file | dataset | format | rows | bytes | SHA-256 |",
-        "|---|---|---|---:|---:|---|",
-    ]
-    out += [
-        f"| {f['name']} | {f['dataset']} | {f['format']} | {f['rows']} | {f['bytes']} | "
-        f"`{f['sha256']}` |"
-        for f in data_files
-    ]
-    out += ["", "## Datasets", ""]
-    for dataset_name, dataset in DATASETS.items():
-        if not any(f["dataset"] == dataset_name for f in data_files):
-            continue
-        out += [
-            f"### {dataset_name}",
-            "",
-            _cell(dataset.description),
-            "",
-            "| column | type | description |",
-            "|---|---|---|",
-            *(
-                f"| `{_cell(c.name)}` | {_cell(c.type)} | {_cell(c.description)} |"
-                for c in dataset.columns
-            ),
-            "",
-        ]
-    out += [
-        "## How to cite",
-        "",
-        citation,
-        "",
-        f"The same, as citation metadata: `{CITATION}`.",
-        "",
-    ]
-    return "\n".join(out)
-
-
-def _citation_cff(*, name: str, cohort: Cohort, version: int, published_at: datetime) -> str:
-    title = f"Forecaster Arena weekly data release {name} (cohort {cohort.number}, v{version})"
-    return "\n".join(
-        [
-            "cff-version: 1.2.0",
-            'message: "If you use this data, please cite it as below."',
-            "type: dataset",
-            f'title: "{title}"',
-            "authors:",
-            f'  - name: "{PUBLISHER}"',
-            f'version: "{name}"',
-            f'date-released: "{published_at:%Y-%m-%d}"',
-            "keywords:",
-            '  - "forecasting"',
-            '  - "prediction markets"',
-            '  - "LLM benchmark"',
-            f'abstract: "The record of cohort {cohort.number} of Forecaster Arena (week '
-            f"starting {cohort.week_start:%Y-%m-%d}, methodology {cohort.methodology_version}), "
-            f'one table per dataset: {", ".join(DATASETS)}."',
-            "",
-        ]
-    )

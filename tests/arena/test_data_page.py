@@ -12,6 +12,7 @@ import hashlib
 import html
 import re
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -39,17 +40,35 @@ def root(settings: Any, tmp_path: Path) -> Path:
     return Path(settings.RELEASES_ROOT)
 
 
-def publish(world: World, *, at: datetime = PUBLISHED_AT) -> DataRelease:
-    """Complete the world's cohort with its data final (the baselines' positions settled
-    before its last snapshot), and publish it."""
+def settle(world: World, *, kinds: tuple[str, ...]) -> None:
+    """Settle the open positions of the world's agents of these kinds before its last
+    snapshot, their bets scored (lost)."""
+    ids = list(
+        Position.objects.filter(
+            agent__cohort=world.cohort, agent__model__kind__in=kinds, status=Position.Status.OPEN
+        ).values_list("pk", flat=True)
+    )
+    Trade.objects.filter(position__in=ids, kind=Trade.Kind.BUY).update(
+        brier_score=0.0004, side_won=False, scored_at=world.cohort.started_at
+    )
+    Position.objects.filter(pk__in=ids).update(
+        status=Position.Status.SETTLED,
+        settlement_value=Decimal("0.00"),
+        closed_at=world.cohort.started_at,
+    )
+
+
+def publish(
+    world: World, *, at: datetime = PUBLISHED_AT, baselines_open: bool = False
+) -> DataRelease:
+    """Complete the world's cohort with every bet of its LLM agents scored (and the
+    baselines' positions settled before its last snapshot, unless `baselines_open`), and
+    publish it."""
     Cohort.objects.filter(pk=world.cohort.pk).update(
         status=Cohort.Status.COMPLETED, completed_at=at - timedelta(hours=1)
     )
-    Position.objects.filter(
-        agent__cohort=world.cohort,
-        agent__model__kind=BenchmarkModel.Kind.BASELINE,
-        status=Position.Status.OPEN,
-    ).update(status=Position.Status.SETTLED, closed_at=world.cohort.started_at)
+    kinds = () if baselines_open else (BenchmarkModel.Kind.BASELINE,)
+    settle(world, kinds=(BenchmarkModel.Kind.LLM, *kinds))
     release = release_publish(cohort_number=world.cohort.number, now=at).release
     assert release is not None
     return release
@@ -67,12 +86,14 @@ def hrefs(text: str) -> set[str]:
 
 @pytest.fixture
 def releases(root: Path, db: None) -> list[DataRelease]:
-    """Three weeks' releases, oldest first, the last a correction (version 2)."""
+    """Three releases, oldest first: the first cohort's r1; the second's r1, with its
+    baselines' positions open at release time, and its r2 once they settled."""
     first, second = build_world(scale=1), build_world(scale=1)
-    published = [publish(first), publish(second, at=PUBLISHED_AT + timedelta(weeks=1))]
-    Trade.objects.filter(agent__cohort=second.cohort, brier_score__isnull=True).update(
-        brier_score=0.25, side_won=False
-    )
+    published = [
+        publish(first),
+        publish(second, at=PUBLISHED_AT + timedelta(weeks=1), baselines_open=True),
+    ]
+    settle(second, kinds=(BenchmarkModel.Kind.BASELINE,))
     correction = release_publish(
         cohort_number=second.cohort.number, now=PUBLISHED_AT + timedelta(weeks=2)
     ).release
@@ -147,25 +168,28 @@ def test_with_no_release_the_page_says_when_the_first_comes(client: Client) -> N
     text = page(client, reverse("arena:data"))
 
     assert (
-        "No release yet: the first is published when a completed cohort's data is final "
-        "(every position settled, baselines included)." in text
+        "No release yet: the first is published when a cohort has completed and every bet of "
+        "its LLM agents is scored (or its market cancelled)." in text
     )
 
 
 @pytest.mark.django_db
-def test_the_page_says_when_a_release_is_published_and_that_a_correction_is_a_new_version(
+def test_the_page_says_when_a_release_is_published_and_that_a_change_is_the_next_release(
     client: Client,
 ) -> None:
     text = " ".join(page(client, reverse("arena:data")).split())
 
     assert (
-        "A cohort's release is published once the cohort has completed and its data is final: "
-        "every position settled, the baselines' included" in text
-    )
-    assert (
-        "a later correction becomes a new version of the cohort's release that says what changed"
+        "A cohort's release is published once the cohort has completed and nothing its LLM "
+        "agents are ranked by can change: every bet of theirs scored, or its market cancelled"
         in text
     )
+    assert "Baseline and outside agents never hold it back" in text
+    assert (
+        "the cohort's next release — <code>cohort-N-r2</code>, <code>r3</code>, … — holds it "
+        "and says what changed" in text
+    )
+    assert "Releases are numbered r1, r2, …; v1 is the methodology's version" in text
 
 
 def test_each_cohort_is_listed_once_at_its_latest_version_newest_cohort_first(
@@ -191,13 +215,15 @@ def test_each_cohort_is_listed_once_at_its_latest_version_newest_cohort_first(
                 row = block[block.index(f'href="{url}"') :].split("</tr>", 1)[0]
                 assert f'<td class="num">{entry["rows"]}</td>' in row
     block = text[text.index(f'id="release-{correction.name}"') :].split("</section>", 1)[0]
-    assert "v2 — corrects v1" in block
+    assert "r2 — supersedes r1" in block
+    assert "<dt>Release</dt><dd>r2 · methodology v1</dd>" in block
+    assert "Open at release time" not in block  # r2 holds them settled
     assert f'href="{reverse("arena:release", args=[correction.name])}#versions"' in block
     assert correction.changes
     for line in correction.changes.splitlines():
         assert line in block
     first_block = text[text.index(f'id="release-{first.name}"') :].split("</section>", 1)[0]
-    assert "corrects" not in first_block
+    assert "supersedes" not in first_block
 
 
 def test_the_release_page_shows_its_files_citation_changes_and_versions(
@@ -231,6 +257,16 @@ def test_a_superseded_release_says_so_and_links_its_successor(
     assert re.search(rf"Superseded by <a href=\"[^\"]+\">{correction.name}</a>", notice)
     assert f'href="{reverse("arena:release", args=[correction.name])}"' in notice
     assert text.index("Superseded by") < text.index('id="files"')  # before anything else
+    # what it held open, which its successor holds settled
+    held = superseded.open_at_release
+    assert held["positions"]
+    assert held["bets"]
+    assert all(p["model_kind"] == "baseline" for p in held["positions"])
+    assert (
+        f"{len(held['positions'])} positions and {len(held['bets'])} bets of baseline or "
+        "outside agents, in the files as open" in " ".join(text.split())
+    )
+    assert "release r1" in text
     assert "Superseded by" not in page(client, reverse("arena:release", args=[first.name]))
 
 

@@ -1,18 +1,20 @@
-"""Weekly data releases: when a cohort completes, a frozen, versioned release of its
+"""Weekly data releases: when a cohort completes, a frozen, numbered release of its
 data — the exports, a schema description, checksums, a suggested citation — is published and
-never changes afterwards; a later correction becomes a new release that says what changed.
+never changes afterwards; when its data changes later, the next release (`cohort-N-r2`, …) says
+what changed.
 
-"When a cohort completes" means once its data is final: a cohort completes when its LLM
-agents' positions have settled, while its baselines' may stay open and keep being marked; the
-release waits until none of its agents is marked any more (every position settled, the final
-snapshot taken), so version 1 is the final data rather than a correction's starting point.
+"When a cohort completes" means once nothing the lineup is ranked by can change: a cohort
+completes when its LLM agents' positions have settled, but a bet sold out of before that is
+scored only when its market resolves, and the release waits for it. Baseline and outside
+agents never hold the release back: their positions still open are in it as open, listed as
+such, and their settlement later is the next release.
 
 Releases are written under a RELEASES_ROOT of the test's own (tmp_path). The cohorts come from
 tests/page_world.py (decisions with attempts, bets open and scored, a rejection, a sell,
-snapshots; the baselines of the lineup among its agents), completed by hand — with the
-baselines' positions settled before the last snapshot, so final — unless a test is about
-completion or finality itself. The tests that publish one such cohort share it (`cohort`,
-built once for the module: tests/worlds.py).
+snapshots; the baselines of the lineup among its agents), completed by hand: the LLM agents'
+positions settled and their bets scored, and the baselines' positions settled before the last
+snapshot unless a test is about what a release leaves open. The tests that publish one such
+cohort share it (`cohort`, built once for the module: tests/worlds.py).
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ import pytest
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.result import AsyncResult
 from django.db import IntegrityError
-from django.db.models import Max
+from django.db.models import F, Max
 
 from agents.models import BenchmarkModel
 from arena import clock
 from arena.models import (
+    Agent,
     Cohort,
     DataRelease,
     Decision,
@@ -52,6 +55,7 @@ from arena.services.exports import PARQUET_AVAILABLE
 from arena.services.marking import snapshots_take
 from arena.services.releases import release_publish, releases_publish, releases_publish_due
 from arena.services.settlement import market_settle
+from markets.models import Market
 from markets.resolution import Verdict
 from tests.page_world import World, build_world
 from tests.worlds import ModuleWorld, module_world
@@ -66,19 +70,34 @@ def root(settings: Any, tmp_path: Path) -> Path:
     return Path(settings.RELEASES_ROOT)
 
 
-def completed(world: World, *, at: datetime = PUBLISHED_AT, final: bool = True) -> Cohort:
-    """Complete the world's cohort; `final`: its baselines' open positions settled before
-    its last snapshot, so no tick marks any of its agents."""
-    Cohort.objects.filter(pk=world.cohort.pk).update(
-        status=Cohort.Status.COMPLETED, completed_at=at - timedelta(hours=1)
+def completed(
+    world: World, *, at: datetime = PUBLISHED_AT, baselines_settled: bool = True
+) -> Cohort:
+    """Complete the world's cohort as the engine would (after its last snapshot, its LLM
+    agents' positions settled and their bets scored); `baselines_settled`: its baselines'
+    open positions settled too, before its last snapshot, so no tick marks any of its
+    agents."""
+    cohort = world.cohort
+    last_snapshot = PortfolioSnapshot.objects.filter(agent__cohort=cohort).aggregate(
+        last=Max("snapshot_timestamp")
+    )["last"]
+    Cohort.objects.filter(pk=cohort.pk).update(
+        status=Cohort.Status.COMPLETED, completed_at=max(at - timedelta(hours=1), last_snapshot)
     )
-    if final:
-        baseline_positions(world.cohort).filter(status=Position.Status.OPEN).update(
-            status=Position.Status.SETTLED,
-            settlement_value=Decimal("0.00"),
-            closed_at=world.cohort.started_at,
-        )
-    return Cohort.objects.get(pk=world.cohort.pk)
+    settling = Position.objects.filter(agent__cohort=cohort, status=Position.Status.OPEN)
+    if not baselines_settled:
+        settling = settling.filter(agent__model__kind=BenchmarkModel.Kind.LLM)
+    ids = list(settling.values_list("pk", flat=True))
+    Trade.objects.filter(position__in=ids, kind=Trade.Kind.BUY).update(
+        brier_score=0.0004, side_won=False, scored_at=cohort.started_at
+    )
+    Position.objects.filter(pk__in=ids).update(
+        status=Position.Status.SETTLED,
+        settlement_value=Decimal("0.00"),
+        realized_pnl=-F("cost_basis"),
+        closed_at=cohort.started_at,
+    )
+    return Cohort.objects.get(pk=cohort.pk)
 
 
 @module_world()
@@ -120,7 +139,7 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
 
 
 @pytest.mark.django_db
-def test_a_completed_cohort_is_published_as_version_1_with_every_dataset(root: Path) -> None:
+def test_a_completed_cohort_is_published_as_r1_with_every_dataset(root: Path) -> None:
     cohort = completed(build_world(scale=2))
 
     outcome = release_publish(cohort_number=cohort.number, now=PUBLISHED_AT)
@@ -131,7 +150,7 @@ def test_a_completed_cohort_is_published_as_version_1_with_every_dataset(root: P
     assert (release.cohort, release.version, release.name) == (
         cohort,
         1,
-        f"cohort-{cohort.number}-v1",
+        f"cohort-{cohort.number}-r1",
     )
     assert release.published_at == PUBLISHED_AT
     assert release.methodology_version == cohort.methodology_version
@@ -161,7 +180,11 @@ def test_a_completed_cohort_is_published_as_version_1_with_every_dataset(root: P
         "published_at": PUBLISHED_AT.isoformat(),
         "methodology_version": cohort.methodology_version,
         "changes": "",
+        "open_at_release": {"positions": [], "bets": []},
     }
+    assert release.open_at_release == {"positions": [], "bets": []}
+    assert release.label == "r1"
+    assert release.manifest["bounds"]["still_held"] == "exclude"
     event = SystemEvent.objects.get(kind=SystemEvent.Kind.RELEASE_PUBLISHED)
     assert event.cohort_id == cohort.pk
     assert release.name in event.message
@@ -271,88 +294,315 @@ def test_an_active_cohort_gets_no_release(root: Path) -> None:
 # ------------------------------------------------------------------------------ finality
 
 
-@pytest.mark.django_db
-def test_a_cohort_completed_with_a_baseline_position_open_is_released_once_it_settles(
-    root: Path,
-) -> None:
-    """The cohort completes while a baseline still holds a position, which the ticks keep
-    marking: nothing is released, and a publish by hand is refused. The market resolves, the
-    next tick takes the baseline's final snapshot, and the due run publishes version 1 with
-    the position settled and the bet scored; the run after it does nothing."""
-    world = build_world(scale=1)
-    cohort = completed(world, final=False)
-    n = cohort.number
-    held = baseline_positions(cohort).filter(status=Position.Status.OPEN).first()
-    assert held is not None
-    market = held.market
+def long_dated_bet(agent: Agent, *, sold_out: bool = False) -> Trade:
+    """A $50 bet of `agent` on YES at 0.4 (implied confidence 0.02) in a market of its own
+    that resolves long after the cohort completes: its position still open, or sold out of
+    (closed, nothing held) with the bet not scored yet."""
+    cohort = agent.cohort
+    market = Market.objects.create(
+        polymarket_id=f"late-{agent.pk}-{int(sold_out)}",
+        question="Resolves long after the cohort?",
+        outcomes=["Yes", "No"],
+        outcome_prices=["0.4", "0.6"],
+        price=Decimal("0.4"),
+        volume=Decimal("1000"),
+        close_date=cohort.started_at + timedelta(days=400),
+    )
+    position = Position.objects.create(
+        agent=agent,
+        market=market,
+        side="YES",
+        outcome_index=0,
+        status=Position.Status.CLOSED if sold_out else Position.Status.OPEN,
+        shares=Decimal("0") if sold_out else Decimal("125"),
+        cost_basis=Decimal("0.00") if sold_out else Decimal("50.00"),
+        realized_pnl=Decimal("-10.00") if sold_out else Decimal("0.00"),
+        last_price=Decimal("0.32") if sold_out else Decimal("0.4"),
+        opened_at=cohort.started_at + timedelta(minutes=5),
+        closed_at=cohort.started_at + timedelta(minutes=15) if sold_out else None,
+    )
+    decision = Decision.objects.filter(agent=agent).first() or Decision.objects.create(
+        agent=agent,
+        cohort=cohort,
+        week_start=cohort.week_start,
+        status=Decision.Status.DONE,
+        action=Decision.Action.BET,
+        responder=Decision.Responder.OUTSIDE,
+    )
+    return Trade.objects.create(
+        decision=decision,
+        agent=agent,
+        order_index=90 + int(sold_out),
+        kind=Trade.Kind.BUY,
+        status=Trade.Status.EXECUTED,
+        market=market,
+        position=position,
+        side="YES",
+        requested_amount=Decimal("50.00"),
+        price=Decimal("0.4"),
+        shares=Decimal("125"),
+        amount=Decimal("50.00"),
+        cash_before=Decimal("10000.00"),
+        cash_after=Decimal("9950.00"),
+        implied_confidence=0.02,
+        created_at=cohort.started_at + timedelta(minutes=5),
+    )
 
-    assert releases_publish_due(now=PUBLISHED_AT).done == []
+
+def agent_of(cohort: Cohort, kind: str) -> Agent:
+    agent = Agent.objects.filter(cohort=cohort, model__kind=kind).order_by("pk").first()
+    assert agent is not None
+    return agent
+
+
+def outside_agent(cohort: Cohort) -> Agent:
+    """An outside team's agent in the cohort (none of the lineup's models)."""
+    model = BenchmarkModel.objects.create(
+        internal_id=f"outside-team-{cohort.number}",
+        display_name="An outside team",
+        kind=BenchmarkModel.Kind.OUTSIDE,
+        owner="A team",
+        display_order=950,
+    )
+    return Agent.objects.create(cohort=cohort, model=model, cash=Decimal("9950.00"))
+
+
+def resolve(market: Market, *, at: datetime, winner: str | None = "Yes") -> None:
+    """Settle the market as the hourly check would at `at`: `winner`, or cancelled."""
+    verdict = (
+        Verdict(state="resolved", winning_outcome=winner, winning_index=0, reason="t")
+        if winner
+        else Verdict(state="cancelled", winning_outcome=None, winning_index=None, reason="t")
+    )
+    with clock.simulated(at):
+        assert market_settle(polymarket_id=market.polymarket_id, verdict=verdict)
+
+
+def after_last_snapshot(cohort: Cohort, *, days: int = 3) -> datetime:
+    """A time `days` after both PUBLISHED_AT and the cohort's last snapshot (each world of a
+    run is built a week after the last)."""
+    last: datetime = PortfolioSnapshot.objects.filter(agent__cohort=cohort).aggregate(
+        last=Max("snapshot_timestamp")
+    )["last"]
+    return max(PUBLISHED_AT, last) + timedelta(days=days)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("winner", "status"), [("Yes", "won"), (None, "cancelled")])
+def test_a_bet_sold_out_of_holds_the_release_back_until_it_is_scored_or_cancelled(
+    root: Path, cohort: Cohort, winner: str | None, status: str
+) -> None:
+    """An LLM agent sold its position out before the cohort completed; the bet is scored
+    when its market resolves. Until then the cohort's figures may still move, so nothing is
+    published; then r1 holds the bet scored (or cancelled, when the market was refunded)."""
+    n = cohort.number
+    bet = long_dated_bet(agent_of(cohort, BenchmarkModel.Kind.LLM), sold_out=True)
+    assert bet.market is not None
+
+    waiting = releases_publish_due(now=PUBLISHED_AT)
     refused = releases_publish(cohort_numbers=[n], now=PUBLISHED_AT)
+
+    assert (waiting.done, waiting.failed) == ([], [])
     assert refused.done == []
     assert refused.failed == [
-        f"cohort {n} is not final: its baseline or outside agents' positions are still open"
+        f"cohort {n} is not final: 1 of its LLM agents' bets are not scored yet (markets "
+        f"{bet.market.polymarket_id}); its release waits until each is scored or its market "
+        "cancelled"
     ]
     assert not DataRelease.objects.exists()
     assert not root.exists() or folders(root) == []
 
-    # After the world's last snapshot: each world of a run is built a week after the last.
-    last_snapshot = PortfolioSnapshot.objects.filter(agent__cohort=cohort).aggregate(
-        last=Max("snapshot_timestamp")
-    )["last"]
-    settled_at = max(PUBLISHED_AT, last_snapshot) + timedelta(days=3)
-    with clock.simulated(settled_at):
-        verdict = Verdict(state="resolved", winning_outcome="Yes", winning_index=0, reason="t")
-        assert market_settle(polymarket_id=market.polymarket_id, verdict=verdict)
-    # settled, but the baseline's curve does not end at its settled value yet
-    waiting = release_publish(cohort_number=n, now=settled_at)
-    assert waiting.status == "not final"
-    assert "final snapshot" in waiting.reason
-    assert releases_publish_due(now=settled_at).done == []
+    resolved_at = after_last_snapshot(cohort)
+    resolve(bet.market, at=resolved_at, winner=winner)
+    report = releases_publish_due(now=resolved_at + timedelta(minutes=1))
 
-    tick = snapshots_take(now=settled_at + timedelta(minutes=10), refresh=False)
-    assert tick.written == baseline_positions(cohort).values("agent").distinct().count()
+    assert (report.done, report.failed) == ([f"cohort {n}: published cohort-{n}-r1"], [])
+    release = DataRelease.objects.get()
+    bets = {row["trade_id"]: row for row in csv_rows(root / release.name / "bets.csv")}
+    assert bets[str(bet.pk)]["status"] == status
+    assert bets[str(bet.pk)]["brier"] == ("0.9604" if winner else "")
+    assert release.open_at_release == {"positions": [], "bets": []}
+    again = releases_publish_due(now=resolved_at + timedelta(hours=1))
+    assert (again.done, again.failed) == ([], [])
+
+
+@pytest.mark.django_db
+def test_an_outside_agents_long_dated_bet_does_not_hold_back_the_lineups_release(
+    root: Path, cohort: Cohort
+) -> None:
+    """An outside agent's $50 bet resolves in a year. The release is published at once, the
+    bet in it as open and listed as open at release time; the ticks that keep marking the
+    outside agent add nothing the release holds, so nothing more is published."""
+    n = cohort.number
+    agent = outside_agent(cohort)
+    bet = long_dated_bet(agent)
+    assert bet.market is not None
+
+    report = releases_publish_due(now=PUBLISHED_AT)
+
+    assert (report.done, report.failed) == ([f"cohort {n}: published cohort-{n}-r1"], [])
+    release = DataRelease.objects.get()
+    market_id = bet.market.polymarket_id
+    assert release.open_at_release == {
+        "positions": [
+            {
+                "position_id": bet.position_id,
+                "model": agent.model.internal_id,
+                "model_kind": "outside",
+                "market_id": market_id,
+                "side": "YES",
+            }
+        ],
+        "bets": [
+            {
+                "trade_id": bet.pk,
+                "model": agent.model.internal_id,
+                "model_kind": "outside",
+                "market_id": market_id,
+                "side": "YES",
+                "sold_out": False,
+            }
+        ],
+    }
+    folder = root / release.name
+    bets = {row["trade_id"]: row for row in csv_rows(folder / "bets.csv")}
+    assert (bets[str(bet.pk)]["status"], bets[str(bet.pk)]["brier"]) == ("open", "")
+    positions = {row["position_id"]: row for row in csv_rows(folder / "positions.csv")}
+    assert positions[str(bet.position_id)]["status"] == "open"
+    readme = (folder / "README.md").read_text()
+    assert "## Open at release time" in readme
+    assert f"| {bet.position_id} | {agent.model.internal_id} | outside | {market_id} |" in readme
+    assert json.loads((folder / "release.json").read_text())["open_at_release"] == (
+        release.open_at_release
+    )
+
+    # A week of ticks later the outside agent is still marked: not a row of it is released.
+    later = after_last_snapshot(cohort, days=7)
+    tick = snapshots_take(now=later, refresh=False)
+    assert tick.written == 1
+    assert PortfolioSnapshot.objects.filter(agent=agent).count() == 1
+    again = releases_publish_due(now=later + timedelta(minutes=5))
+    assert (again.done, again.failed) == ([], [])
+    by_hand = release_publish(cohort_number=n, now=later + timedelta(minutes=5))
+    assert (by_hand.status, by_hand.release) == ("unchanged", release)
+    assert DataRelease.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_baseline_position_settling_after_the_release_is_the_next_release_r2(
+    root: Path, cohort: Cohort
+) -> None:
+    """r1 holds a baseline's long-dated position as open. It settles; once the next tick
+    has ended the baseline's curve at its settled value, r2 is published, naming the
+    position settled and the bet scored. r1 stays byte for byte as it was, row and files."""
+    n = cohort.number
+    baseline = agent_of(cohort, BenchmarkModel.Kind.BASELINE)
+    bet = long_dated_bet(baseline)
+    assert bet.market is not None
+    assert bet.position_id is not None
+    assert releases_publish_due(now=PUBLISHED_AT).done == [f"cohort {n}: published cohort-{n}-r1"]
+    r1 = DataRelease.objects.get()
+    assert [p["position_id"] for p in r1.open_at_release["positions"]] == [bet.position_id]
+    published, row = tree(root / r1.name), DataRelease.objects.values().get(pk=r1.pk)
+    snapshots = int(next(f["rows"] for f in r1.files if f["name"] == "snapshots.csv"))
+
+    settled_at = after_last_snapshot(cohort)
+    resolve(bet.market, at=settled_at)
+    # settled, but the baseline's curve does not end at its settled value yet
+    waiting = releases_publish_due(now=settled_at)
+    assert (waiting.done, waiting.failed) == ([], [])
+    by_hand = release_publish(cohort_number=n, now=settled_at)
+    assert by_hand.status == "not final"
+    assert "final snapshot" in by_hand.reason
+    assert snapshots_take(now=settled_at + timedelta(minutes=10), refresh=False).written == 1
+
     report = releases_publish_due(now=settled_at + timedelta(minutes=20))
 
-    assert report.failed == []
-    assert report.done == [f"cohort {n}: published cohort-{n}-v1"]
-    release = DataRelease.objects.get()
-    assert (release.version, release.changes) == (1, "")
-    folder = root / release.name
-    positions = {row["position_id"]: row for row in csv_rows(folder / "positions.csv")}
-    assert positions[str(held.pk)]["status"] == "settled"
-    bet = Trade.objects.get(position=held, kind=Trade.Kind.BUY)
-    bets = {row["trade_id"]: row for row in csv_rows(folder / "bets.csv")}
-    assert bets[str(bet.pk)]["status"] == "won"
-    assert bets[str(bet.pk)]["brier"] != ""
-    final = [
-        row
-        for row in csv_rows(folder / "snapshots.csv")
-        if row["agent_id"] == str(held.agent_id)
-        and row["snapshot_timestamp"] == f"{tick.slot:%Y-%m-%dT%H:%M:%S}Z"
+    assert (report.done, report.failed) == ([f"cohort {n}: published cohort-{n}-r2"], [])
+    r2 = DataRelease.objects.get(version=2)
+    model, market_id = baseline.model.internal_id, bet.market.polymarket_id
+    assert r2.changes.splitlines() == [
+        f"Supersedes cohort-{n}-r1.",
+        f"Position {bet.position_id} ({model}, baseline; market {market_id}, YES) settled: "
+        "paid $125.00, realized P/L $75.00.",
+        f"Bet {bet.pk} ({model}; market {market_id}, YES) scored: won, Brier 0.9604.",
+        f"bets: {len(csv_rows(root / r1.name / 'bets.csv'))} rows, content changed.",
+        f"positions: {len(csv_rows(root / r1.name / 'positions.csv'))} rows, content changed.",
+        f"snapshots: {snapshots} → {snapshots + 1} rows.",
+        f"trades: {len(csv_rows(root / r1.name / 'trades.csv'))} rows, content changed.",
     ]
-    assert len(final) == 1
-    # and nothing is due any more
-    again = releases_publish_due(now=settled_at + timedelta(minutes=50))
+    assert r2.open_at_release == {"positions": [], "bets": []}
+    assert (
+        f"- Bet {bet.pk} ({model}; market {market_id}, YES) scored: won"
+        in (root / r2.name / "README.md").read_text()
+    )
+    assert tree(root / r1.name) == published
+    assert DataRelease.objects.values().get(pk=r1.pk) == row
+    # and nothing more is due
+    again = releases_publish_due(now=settled_at + timedelta(hours=1))
     assert (again.done, again.failed) == ([], [])
-    assert DataRelease.objects.count() == 1
+    assert DataRelease.objects.count() == 2
 
 
 @pytest.mark.django_db
 def test_a_cohort_still_active_or_not_final_is_refused_and_nothing_written(root: Path) -> None:
     active = build_world(scale=1).cohort
-    open_baseline = completed(build_world(scale=1), final=False)
+    unscored = completed(build_world(scale=1))
+    bet = long_dated_bet(agent_of(unscored, BenchmarkModel.Kind.LLM), sold_out=True)
+    assert bet.market is not None
 
-    report = releases_publish(cohort_numbers=[active.number, open_baseline.number])
+    report = releases_publish(cohort_numbers=[active.number, unscored.number])
 
     assert report.done == []
     assert report.failed == [
         f"cohort {active.number}: not completed, nothing published",
-        f"cohort {open_baseline.number} is not final: "
-        "its baseline or outside agents' positions are still open",
+        f"cohort {unscored.number} is not final: 1 of its LLM agents' bets are not scored "
+        f"yet (markets {bet.market.polymarket_id}); its release waits until each is scored "
+        "or its market cancelled",
     ]
     assert not DataRelease.objects.exists()
     assert not root.exists() or folders(root) == []
     assert not SystemEvent.objects.filter(kind=SystemEvent.Kind.RELEASE_FAILED).exists()
+
+
+@pytest.mark.django_db
+def test_a_v1_published_before_its_sold_out_bet_was_scored_gets_r2_once_it_is(
+    root: Path, cohort: Cohort, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the rule before this one did: `cohort-N-v1` published while an LLM agent's bet it
+    had sold out of was not scored, and no digest kept on the cohort. It stays readable
+    under its name; once the bet is scored the due run publishes `cohort-N-r2`."""
+    n = cohort.number
+    llm = agent_of(cohort, BenchmarkModel.Kind.LLM)
+    bet = long_dated_bet(llm, sold_out=True)
+    assert bet.market is not None
+    monkeypatch.setattr(release_services, "cohort_not_final_reason", lambda cohort: "")
+    monkeypatch.setattr(
+        release_services, "release_name", lambda *, cohort_number, version: f"cohort-{n}-v1"
+    )
+    v1 = release_publish(cohort_number=n, now=PUBLISHED_AT).release
+    monkeypatch.undo()
+    assert v1 is not None
+    assert v1.name == f"cohort-{n}-v1"
+    DataRelease.objects.filter(pk=v1.pk).update(open_at_release={})
+    Cohort.objects.filter(pk=cohort.pk).update(release_state="")
+    published = tree(root / v1.name)
+    assert releases_publish_due(now=PUBLISHED_AT).done == []  # not scored yet
+
+    resolved_at = after_last_snapshot(cohort)
+    resolve(bet.market, at=resolved_at)
+    report = releases_publish_due(now=resolved_at)
+
+    assert (report.done, report.failed) == ([f"cohort {n}: published cohort-{n}-r2"], [])
+    r2 = DataRelease.objects.get(version=2)
+    lines = r2.changes.splitlines()
+    assert lines[:2] == [
+        f"Supersedes cohort-{n}-v1.",
+        f"Bet {bet.pk} ({llm.model.internal_id}; market {bet.market.polymarket_id}, YES) "
+        "scored: won, Brier 0.9604.",
+    ]
+    assert tree(root / v1.name) == published
+    assert folders(root) == sorted([v1.name, r2.name])
 
 
 # ------------------------------------------------------------------ repeats and corrections
@@ -375,21 +625,55 @@ def test_publishing_again_unchanged_data_does_nothing(root: Path, cohort: Cohort
 
 
 @pytest.mark.django_db
-def test_a_correction_is_version_2_saying_what_changed_and_version_1_stays(root: Path) -> None:
+def test_the_due_run_repeated_exports_nothing_while_nothing_changed(
+    root: Path, cohort: Cohort, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a cohort is released, a due run reads only a digest of what may still change in
+    it: nothing changed, nothing is exported, nothing published. A release from before the
+    digest was kept (none on the cohort) is compared once, in full, and then left alone."""
+    n = cohort.number
+    assert releases_publish_due(now=PUBLISHED_AT).done == [f"cohort {n}: published cohort-{n}-r1"]
+    real_write = release_services.write_export  # type: ignore[attr-defined]
+    exported: list[int] = []
+
+    def counted(folder: Path, *, cohort: int, **kw: Any) -> dict[str, Any]:
+        exported.append(cohort)
+        return real_write(folder, cohort=cohort, **kw)
+
+    monkeypatch.setattr(release_services, "write_export", counted)
+    for hours in (1, 2):
+        again = releases_publish_due(now=PUBLISHED_AT + timedelta(hours=hours))
+        assert (again.done, again.failed) == ([], [])
+    assert exported == []
+
+    Cohort.objects.filter(pk=cohort.pk).update(release_state="")
+    compared = releases_publish_due(now=CORRECTED_AT)
+    after = releases_publish_due(now=CORRECTED_AT + timedelta(hours=1))
+
+    assert compared.done == [f"cohort {n}: unchanged since cohort-{n}-r1, nothing published"]
+    assert (after.done, after.failed) == ([], [])
+    assert exported == [n]
+    assert DataRelease.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_market_settled_again_is_r2_saying_what_changed_and_r1_stays(root: Path) -> None:
     world = build_world(scale=2)
     cohort = completed(world)
-    v1 = release_publish(cohort_number=cohort.number, now=PUBLISHED_AT).release
-    assert v1 is not None
+    assert releases_publish_due(now=PUBLISHED_AT).failed == []
+    v1 = DataRelease.objects.get()
     v1_sums = (root / v1.name / "SHA256SUMS").read_bytes()
     v1_bets = {f["name"]: f["rows"] for f in v1.files if f.get("dataset") == "bets"}
     snapshots_before = PortfolioSnapshot.objects.filter(agent__cohort=cohort).count()
-    # The correction: an open bet is scored, and one more snapshot is found.
-    open_bet = Trade.objects.filter(
-        agent__cohort=cohort, kind=Trade.Kind.BUY, status="executed", brier_score__isnull=True
+    # The market is settled again the other way: a lost bet is now won; and one more
+    # snapshot is found.
+    lost = Trade.objects.filter(
+        agent=world.agent, kind=Trade.Kind.BUY, status="executed", side_won=False
     ).first()
-    assert open_bet is not None
-    Trade.objects.filter(pk=open_bet.pk).update(
-        brier_score=0.0004, side_won=True, scored_at=CORRECTED_AT
+    assert lost is not None
+    assert lost.market is not None
+    Trade.objects.filter(pk=lost.pk).update(
+        brier_score=0.9604, side_won=True, scored_at=CORRECTED_AT
     )
     PortfolioSnapshot.objects.create(
         agent=world.agent,
@@ -401,14 +685,17 @@ def test_a_correction_is_version_2_saying_what_changed_and_version_1_stays(root:
         total_pnl_percent=Decimal("-10"),
     )
 
-    outcome = release_publish(cohort_number=cohort.number, now=CORRECTED_AT)
+    report = releases_publish_due(now=CORRECTED_AT)
 
-    assert outcome.status == "published"
-    v2 = outcome.release
-    assert v2 is not None
-    assert (v2.version, v2.name) == (2, f"cohort-{cohort.number}-v2")
+    assert report.done == [f"cohort {cohort.number}: published cohort-{cohort.number}-r2"]
+    v2 = DataRelease.objects.get(version=2)
+    assert (v2.version, v2.name, v2.label) == (2, f"cohort-{cohort.number}-r2", "r2")
     lines = v2.changes.splitlines()
-    assert lines[0] == f"Corrects {v1.name}."
+    assert lines[:2] == [
+        f"Supersedes {v1.name}.",
+        f"Bet {lost.pk} ({world.model.internal_id}; market {lost.market.polymarket_id}, YES) "
+        "scored again: lost (Brier 0.0004) → won (Brier 0.9604).",
+    ]
     assert f"snapshots: {snapshots_before} → {snapshots_before + 1} rows." in lines
     assert f"bets: {v1_bets['bets.csv']} rows, content changed." in lines
     assert not any(line.startswith("decisions:") for line in lines)  # unchanged: not listed
@@ -451,14 +738,14 @@ def test_a_correction_says_a_format_removed_as_such_not_as_changed_rows(
 ) -> None:
     v1 = release_publish(cohort_number=cohort.number, now=PUBLISHED_AT).release
     assert v1 is not None
-    Trade.objects.filter(agent__cohort=cohort, brier_score__isnull=True).update(brier_score=0.25)
+    Trade.objects.filter(agent__cohort=cohort, kind=Trade.Kind.BUY).update(brier_score=0.25)
     monkeypatch.setattr(release_services, "release_formats", lambda: ("csv", "jsonl"))
 
     v2 = release_publish(cohort_number=cohort.number, now=CORRECTED_AT).release
 
     assert v2 is not None
     lines = v2.changes.splitlines()
-    listed = [line.split(":", 1)[0] for line in lines[1:] if not line.startswith("Format")]
+    listed = [line.split(":", 1)[0] for line in lines if line.split(":", 1)[0] in DATASETS]
     csv_before = {f["dataset"]: f["sha256"] for f in v1.files if f.get("format") == "csv"}
     csv_after = {f["dataset"]: f["sha256"] for f in v2.files if f.get("format") == "csv"}
     assert listed == sorted(d for d in DATASETS if csv_before[d] != csv_after[d])
@@ -477,19 +764,19 @@ def test_the_second_and_third_weeks_cohorts_get_theirs_and_the_first_stays_byte_
     first, second, third = (build_world(scale=1) for _ in range(3))
     completed(first)
     assert releases_publish_due(now=PUBLISHED_AT).failed == []
-    v1 = f"cohort-{first.cohort.number}-v1"
+    v1 = f"cohort-{first.cohort.number}-r1"
     published = tree(root / v1)
     row = DataRelease.objects.values().get(name=v1)
 
     completed(second, at=PUBLISHED_AT + timedelta(weeks=1))
     report = releases_publish_due(now=PUBLISHED_AT + timedelta(weeks=1))
     assert report.done == [
-        f"cohort {second.cohort.number}: published cohort-{second.cohort.number}-v1"
+        f"cohort {second.cohort.number}: published cohort-{second.cohort.number}-r1"
     ]
     completed(third, at=PUBLISHED_AT + timedelta(weeks=2))
     report = releases_publish_due(now=PUBLISHED_AT + timedelta(weeks=2))
     assert report.done == [
-        f"cohort {third.cohort.number}: published cohort-{third.cohort.number}-v1"
+        f"cohort {third.cohort.number}: published cohort-{third.cohort.number}-r1"
     ]
 
     assert tree(root / v1) == published
@@ -508,10 +795,10 @@ def test_each_weeks_completed_cohort_gets_its_own_release(root: Path) -> None:
     assert report.failed == []
     numbers = [w.cohort.number for w in worlds]
     assert sorted(DataRelease.objects.values_list("cohort__number", "version", "name")) == [
-        (n, 1, f"cohort-{n}-v1") for n in numbers
+        (n, 1, f"cohort-{n}-r1") for n in numbers
     ]
     for number in numbers:
-        bets = csv_rows(root / f"cohort-{number}-v1" / "bets.csv")
+        bets = csv_rows(root / f"cohort-{number}-r1" / "bets.csv")
         assert bets
         assert {b["cohort"] for b in bets} == {str(number)}
     # nothing is due any more
@@ -558,8 +845,9 @@ def test_a_partial_folder_is_removed_and_an_unverifiable_orphan_is_moved_aside(
     cohort: Cohort,
 ) -> None:
     """A process killed mid-write leaves its partial folder, which the next publish removes. A
-    `cohort-N-vK` folder with no row that does not verify is never deleted — it may have been
-    downloaded and cited — but moved aside and recorded, and its name is never given again."""
+    release folder with no row that does not verify (here one with a name from before the r
+    names, `cohort-N-v1`) is never deleted — it may have been downloaded and cited — but moved
+    aside and recorded, and its number is never given again."""
     n = cohort.number
     root.mkdir(parents=True)
     (root / f".partial-cohort-{n}-0123456789ab").mkdir()
@@ -572,11 +860,11 @@ def test_a_partial_folder_is_removed_and_an_unverifiable_orphan_is_moved_aside(
 
     assert outcome.status == "published"
     release = DataRelease.objects.get()
-    assert release.name == f"cohort-{n}-v2"  # v1 is a name already seen on the disk
+    assert release.name == f"cohort-{n}-r2"  # number 1 is a name already seen on the disk
     aside = [name for name in folders(root) if name.startswith(f".quarantine-cohort-{n}-v1-")]
     assert len(aside) == 1
     assert (root / aside[0] / "bets.csv").read_text() == "half a file"
-    assert folders(root) == sorted([*aside, f"cohort-{n}-v2", f"cohort-{n}0-v1"])
+    assert folders(root) == sorted([*aside, f"cohort-{n}-r2", f"cohort-{n}0-v1"])
     warning = SystemEvent.objects.get(kind=SystemEvent.Kind.RELEASE_FAILED)
     assert warning.level == SystemEvent.Level.WARNING
     assert aside[0] in warning.message
@@ -598,7 +886,7 @@ def test_a_release_whose_row_failed_to_commit_is_adopted_by_the_next_publish(
     with pytest.raises(IntegrityError):
         release_publish(cohort_number=cohort.number, now=PUBLISHED_AT)
 
-    name = f"cohort-{cohort.number}-v1"
+    name = f"cohort-{cohort.number}-r1"
     assert folders(root) == [name]  # whole, and kept
     assert not DataRelease.objects.exists()
     assert SystemEvent.objects.filter(kind=SystemEvent.Kind.RELEASE_FAILED).exists()
@@ -624,7 +912,7 @@ def test_after_a_database_restore_a_verified_folder_is_adopted_and_a_tampered_on
 ) -> None:
     """The database is restored from before two releases were published: the folder whose
     SHA256SUMS verifies gets its row back as it was; the one altered since is moved aside, and
-    the cohort's next version is numbered past it."""
+    the cohort's next release is numbered past it."""
     world = build_world(scale=1)
     cohort = completed(world)
     v1 = release_publish(cohort_number=cohort.number, now=PUBLISHED_AT).release
@@ -649,11 +937,11 @@ def test_after_a_database_restore_a_verified_folder_is_adopted_and_a_tampered_on
     assert tree(root / v1.name) == v1_files
     assert not (root / v2.name).exists()
     assert [n for n in folders(root) if n.startswith(f".quarantine-{v2.name}-")]
-    # the data is v2's, so it differs from v1: a new version, never v2's name again
+    # the data is r2's, so it differs from r1: a new release, never r2's number again
     assert outcome.status == "published"
     assert outcome.release is not None
-    assert outcome.release.name == f"cohort-{cohort.number}-v3"
-    assert outcome.release.changes.splitlines()[0] == f"Corrects {v1.name}."
+    assert outcome.release.name == f"cohort-{cohort.number}-r3"
+    assert outcome.release.changes.splitlines()[0] == f"Supersedes {v1.name}."
 
 
 @pytest.mark.django_db
@@ -686,7 +974,7 @@ def test_one_cohorts_failure_does_not_stop_the_others(
 
     assert [line for line in report.failed if f"cohort {broken.number}" in line]
     assert "the export broke" in report.failed[0]
-    assert report.done == [f"cohort {fine.number}: published cohort-{fine.number}-v1"]
+    assert report.done == [f"cohort {fine.number}: published cohort-{fine.number}-r1"]
     assert list(DataRelease.objects.values_list("cohort", flat=True)) == [fine.pk]
 
 
@@ -729,7 +1017,7 @@ def test_a_failed_publish_is_tried_again_an_hour_after_the_failure_not_at_every_
     assert not DataRelease.objects.exists()
 
     an_hour = releases_publish_due(now=PUBLISHED_AT + timedelta(hours=1, minutes=1))
-    assert an_hour.done == [f"cohort {cohort.number}: published cohort-{cohort.number}-v1"]
+    assert an_hour.done == [f"cohort {cohort.number}: published cohort-{cohort.number}-r1"]
 
 
 # ------------------------------------------------------------- completion through the task
@@ -763,7 +1051,7 @@ def test_the_resolution_check_task_publishes_the_cohort_it_completes(
     assert "1 cohorts completed" in summary
     queued = summary.rsplit("data releases: task ", 1)[1]
     assert AsyncResult(queued).get(timeout=120) == (
-        f"cohort {cohort.number}: published cohort-{cohort.number}-v1"
+        f"cohort {cohort.number}: published cohort-{cohort.number}-r1"
     )
     release = DataRelease.objects.get()
     assert release.cohort_id == cohort.pk

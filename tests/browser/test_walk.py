@@ -223,7 +223,7 @@ def test_a_visitor_walks_the_site(
     arrive(page, screenshots, "10-data-files-open")
 
     arrive(page, screenshots, "11-release", release_page)
-    expect_text(page, "h1", r"Data release cohort-\d+-v\d+")
+    expect_text(page, "h1", r"Data release cohort-\d+-[rv]\d+")
     expect_text(page, "main table tbody tr", r"bets\.csv")
     readme = first_href(page, 'main a[href$="/README.md"]')
     if readme is None or page.request.get(base + readme).status != 200:
