@@ -389,6 +389,8 @@ BET_STATUS = Case(
     output_field=CharField(),
 )
 
+_SNAPSHOT_PRICE = "The side-correct price in the run's frozen snapshot."
+
 BETS = _dataset(
     "bets",
     "One row per executed BUY: enough to recompute every model's pooled Brier and win rate.",
@@ -607,15 +609,7 @@ TRADES = _dataset(
             ),
             "price",
         ),
-        (
-            Column(
-                "snapshot_price",
-                "decimal",
-                "The side-correct price in the run's frozen snapshot.",
-                PRICE,
-            ),
-            "snapshot_price",
-        ),
+        (Column("snapshot_price", "decimal", _SNAPSHOT_PRICE, PRICE), "snapshot_price"),
         (
             Column(
                 "live_price",

@@ -61,6 +61,7 @@ def settled_without_uma(gamma: Gamma, cohort: Cohort) -> Position:
     assert report.resolved == [MARKET]
     market = Market.objects.get(polymarket_id=MARKET)
     assert (market.resolution, market.winning_outcome) == ("resolved", "Yes")
+    assert trade.position_id is not None
     return Position.objects.get(pk=trade.position_id)
 
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('arena', '0018_resolution_check_missing'),
+        ('arena', '0020_resolution_changed_event'),
     ]
 
     operations = [
