@@ -421,6 +421,11 @@ class Trade(models.Model):
         "price. Blank for the lineup, which answers on the snapshot as it froze.",
     )
     shares = shares_field(null=True, blank=True)
+    before_fair_entry = models.BooleanField(
+        default=False,
+        help_text="An outside agent's order executed at the snapshot's price before outside "
+        "orders were priced at submission (marked by `manage.py mend_past`).",
+    )
     amount = money(
         null=True, blank=True, help_text="Cash moved: paid for a buy, received for a sell."
     )
@@ -603,6 +608,11 @@ class ResolutionCheck(models.Model):
         return not self.error and not self.failed
 
 
+# How a determinism check replays a decision (DeterminismCheck.method).
+KEPT_ROUND = "kept_round"
+FIRST_ROUND = "first_round"
+
+
 class DeterminismCheck(models.Model):
     """A stored prompt re-sent to the same model at temperature 0: did the decision repeat?"""
 
@@ -618,6 +628,16 @@ class DeterminismCheck(models.Model):
     error = models.TextField(blank=True)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     checked_at = models.DateTimeField()
+    method = models.CharField(
+        max_length=16,
+        default=KEPT_ROUND,
+        help_text="kept_round: the request of the round whose answer was kept, re-sent exactly. "
+        "first_round: the first attempt's prompt compared with the final answer (the method "
+        "before 2026-11-27, which measured no determinism: void).",
+    )
+    void_reason = models.TextField(
+        blank=True, help_text="Why this check counts for nothing (it is kept, and shown so)."
+    )
 
     objects = SealedManager["DeterminismCheck"]()
 

@@ -390,6 +390,7 @@ BET_STATUS = Case(
 )
 
 _SNAPSHOT_PRICE = "The side-correct price in the run's frozen snapshot."
+_BEFORE_FAIR_ENTRY = "An outside order executed at the snapshot's price, before fair entry."
 
 BETS = _dataset(
     "bets",
@@ -610,6 +611,7 @@ TRADES = _dataset(
             "price",
         ),
         (Column("snapshot_price", "decimal", _SNAPSHOT_PRICE, PRICE), "snapshot_price"),
+        (Column("before_fair_entry", "boolean", _BEFORE_FAIR_ENTRY), "before_fair_entry"),
         (
             Column(
                 "live_price",

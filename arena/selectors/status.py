@@ -266,6 +266,7 @@ class DeterminismSummary:
     matches: int
     mismatches: int
     unknown: int
+    void: int = 0  # made by a method that measured nothing: kept, shown, never counted
     recent: list[DeterminismCheck] = field(default_factory=list)
 
     @property
@@ -391,11 +392,13 @@ def _run_outcome(run: DecisionRun | None) -> RunOutcome | None:
 
 
 def _determinism() -> DeterminismSummary:
+    counted = Q(void_reason="")
     totals = DeterminismCheck.objects.aggregate(
-        n_total=Count("pk"),
-        n_matches=Count("pk", filter=Q(matches=True)),
-        n_mismatches=Count("pk", filter=Q(matches=False)),
-        n_unknown=Count("pk", filter=Q(matches__isnull=True)),
+        n_total=Count("pk", filter=counted),
+        n_matches=Count("pk", filter=counted & Q(matches=True)),
+        n_mismatches=Count("pk", filter=counted & Q(matches=False)),
+        n_unknown=Count("pk", filter=counted & Q(matches__isnull=True)),
+        n_void=Count("pk", filter=~counted),
     )
     recent = list(
         DeterminismCheck.objects.select_related(
@@ -407,6 +410,7 @@ def _determinism() -> DeterminismSummary:
         matches=totals["n_matches"],
         mismatches=totals["n_mismatches"],
         unknown=totals["n_unknown"],
+        void=totals["n_void"],
         recent=recent,
     )
 
