@@ -405,27 +405,14 @@ class Trade(models.Model):
     requested_percentage = models.DecimalField(
         max_digits=7, decimal_places=4, null=True, blank=True
     )
-    price = price_field(
-        null=True,
-        blank=True,
-        help_text="The side-correct price the order executed at: every figure uses this one.",
-    )
-    snapshot_price = price_field(
-        null=True, blank=True, help_text="The side-correct price in the run's frozen snapshot."
-    )
-    live_price = price_field(
-        null=True,
-        blank=True,
-        help_text="An outside agent's order only: the side-correct price read from Polymarket "
-        "at its submission. It executed at the worse, for the agent, of this and the snapshot "
-        "price. Blank for the lineup, which answers on the snapshot as it froze.",
-    )
+    # The side-correct prices: executed at (every figure uses it), frozen in the run's
+    # snapshot, and (an outside order's) live at submission; it executed at the worse of those.
+    price = price_field(null=True, blank=True, help_text="Executed at: every figure uses it.")
+    snapshot_price = price_field(null=True, blank=True, help_text="In the frozen snapshot.")
+    live_price = price_field(null=True, blank=True, help_text="An outside order's, at submission.")
     shares = shares_field(null=True, blank=True)
-    before_fair_entry = models.BooleanField(
-        default=False,
-        help_text="An outside agent's order executed at the snapshot's price before outside "
-        "orders were priced at submission (marked by `manage.py mend_past`).",
-    )
+    # An outside order executed at the snapshot's price before fair entry (`mend_past`).
+    before_fair_entry = models.BooleanField(default=False)
     amount = money(
         null=True, blank=True, help_text="Cash moved: paid for a buy, received for a sell."
     )
@@ -628,16 +615,10 @@ class DeterminismCheck(models.Model):
     error = models.TextField(blank=True)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
     checked_at = models.DateTimeField()
-    method = models.CharField(
-        max_length=16,
-        default=KEPT_ROUND,
-        help_text="kept_round: the request of the round whose answer was kept, re-sent exactly. "
-        "first_round: the first attempt's prompt compared with the final answer (the method "
-        "before 2026-11-27, which measured no determinism: void).",
-    )
-    void_reason = models.TextField(
-        blank=True, help_text="Why this check counts for nothing (it is kept, and shown so)."
-    )
+    # kept_round: the kept round's request re-sent exactly; first_round: the first attempt's
+    # prompt against the final answer (the earlier method, which measured nothing: void).
+    method = models.CharField(max_length=16, default=KEPT_ROUND)
+    void_reason = models.TextField(blank=True, help_text="Why it counts for nothing.")
 
     objects = SealedManager["DeterminismCheck"]()
 

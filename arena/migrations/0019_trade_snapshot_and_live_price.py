@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
             field=models.DecimalField(
                 blank=True,
                 decimal_places=6,
-                help_text="An outside agent's order only: the side-correct price read from Polymarket at its submission. It executed at the worse, for the agent, of this and the snapshot price. Blank for the lineup, which answers on the snapshot as it froze.",
+                help_text="An outside order's, at submission.",
                 max_digits=7,
                 null=True,
             ),
@@ -35,7 +35,7 @@ class Migration(migrations.Migration):
             field=models.DecimalField(
                 blank=True,
                 decimal_places=6,
-                help_text="The side-correct price in the run's frozen snapshot.",
+                help_text="In the frozen snapshot.",
                 max_digits=7,
                 null=True,
             ),
@@ -46,7 +46,7 @@ class Migration(migrations.Migration):
             field=models.DecimalField(
                 blank=True,
                 decimal_places=6,
-                help_text="The side-correct price the order executed at: every figure uses this one.",
+                help_text="Executed at: every figure uses it.",
                 max_digits=7,
                 null=True,
             ),

@@ -43,13 +43,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="determinismcheck",
             name="method",
-            field=models.CharField(
-                default="kept_round",
-                help_text="kept_round: the request of the round whose answer was kept, re-sent "
-                "exactly. first_round: the first attempt's prompt compared with the final "
-                "answer (the method before 2026-11-27, which measured no determinism: void).",
-                max_length=16,
-            ),
+            field=models.CharField(default="kept_round", max_length=16),
         ),
         migrations.RunPython(checks_since_the_kept_round_method, migrations.RunPython.noop),
         migrations.AddField(
@@ -57,16 +51,12 @@ class Migration(migrations.Migration):
             name="void_reason",
             field=models.TextField(
                 blank=True,
-                help_text="Why this check counts for nothing (it is kept, and shown so).",
+                help_text="Why it counts for nothing.",
             ),
         ),
         migrations.AddField(
             model_name="trade",
             name="before_fair_entry",
-            field=models.BooleanField(
-                default=False,
-                help_text="An outside agent's order executed at the snapshot's price before "
-                "outside orders were priced at submission (marked by `manage.py mend_past`).",
-            ),
+            field=models.BooleanField(default=False),
         ),
     ]

@@ -115,6 +115,8 @@ def test_a_position_paid_on_another_outcome_than_its_side_names_is_reported(
     """Settled by position in the list, not by name: the outcomes are listed ["No", "Yes"],
     "Yes" won, and a YES position stored with outcome index 0 was paid nothing."""
     bet = long_dated_bet(outside_agent(cohort))
+    assert bet.position_id is not None
+    assert bet.market_id is not None
     market = Market.objects.get(pk=bet.market_id)
     Market.objects.filter(pk=market.pk).update(
         outcomes=["No", "Yes"],
