@@ -32,6 +32,7 @@ from arena.services.decisions.run import decisions_run_all
 from arena.services.marking import snapshots_take
 from markets.sources import RecordedSource
 from tests.arena.conftest import COHORT_AT, OFFLINE, RUN_AT, WEEK
+from tests.arena.test_staff import VIEWERS, signed_in, staff_user
 from tests.worlds import ModuleWorld, module_world
 
 pytestmark = pytest.mark.django_db
@@ -260,6 +261,17 @@ def test_the_status_page_and_api_show_no_event_of_an_agent_since_midnight(
     with time_machine.travel(LIFTED, tick=False):
         page = client.get("/status/").content.decode()
         assert any(escape(event.message[:60]) in page for event in since)
+
+
+def test_staff_in_the_admin_see_the_week_under_the_seal(world: SealWorld) -> None:
+    staff = signed_in(staff_user(VIEWERS))
+    decision = week_decisions()[0]
+    with time_machine.travel(SEALED, tick=False):
+        page = staff.get(f"/admin/arena/decision/{decision.pk}/change/")
+        assert page.status_code == 200
+        listed = staff.get("/admin/arena/trade/").content.decode()
+        trade = week_trades()[0]
+        assert f"/admin/arena/trade/{trade.pk}/change/" in listed
 
 
 # --------------------------------------------------------------------- after the window
