@@ -290,6 +290,13 @@ class DecisionAttempt(models.Model):
     parsed = models.JSONField(null=True, blank=True, help_text="The valid decision it gave.")
     valid = models.BooleanField(default=False)
     started_at = models.DateTimeField()
+    commitment_salt = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The secret of the response's commitment (AnswerCommitment): 32 random "
+        "bytes, hex. Revealed with the response; blank for one with no body or stored before "
+        "commitments were made.",
+    )
 
     class Meta:
         ordering = ["decision", "number"]
@@ -299,6 +306,33 @@ class DecisionAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"attempt {self.number} of decision {self.decision_id}"
+
+
+class AnswerCommitment(models.Model):
+    """The public commitment to one stored response (an attempt with a body), made in the
+    transaction that stored it: `sha256` of the attempt's salt and raw response
+    (`arena.evidence.commitment_sha256`). It stays public while the week's attempts are
+    hidden; once they are shown, anyone recomputes it from the revealed salt and response."""
+
+    attempt = models.OneToOneField(
+        DecisionAttempt, on_delete=models.CASCADE, related_name="commitment"
+    )
+    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="commitments")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="+")
+    cohort = models.ForeignKey(Cohort, on_delete=models.PROTECT, related_name="+")
+    week_start = models.DateField()
+    attempt_number = models.PositiveSmallIntegerField()
+    sha256 = models.CharField(max_length=64, help_text="Hex SHA-256 of salt, newline, response.")
+    committed_at = models.DateTimeField(help_text="When the response was stored.")
+
+    class Meta:
+        ordering = ["-committed_at", "-pk"]
+        indexes = [models.Index(fields=["week_start", "-committed_at"], name="commitment_week")]
+
+    def __str__(self) -> str:
+        return (
+            f"commitment {self.sha256[:12]} to attempt {self.attempt_number} of {self.decision_id}"
+        )
 
 
 class Position(models.Model):

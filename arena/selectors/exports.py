@@ -496,6 +496,24 @@ ATTEMPTS = _dataset(
             "request_parameters",
         ),
         (Column("raw_response", "string", "The response body as received."), "raw_response"),
+        (
+            Column(
+                "commitment_salt",
+                "string",
+                "The secret salt of the response's commitment, 64 hex digits; empty when it "
+                "has none (no body, or stored before commitments were made).",
+            ),
+            "commitment_salt",
+        ),
+        (
+            Column(
+                "commitment_sha256",
+                "string",
+                "The commitment published when the response was stored: the SHA-256 (hex) of "
+                "the UTF-8 of commitment_salt, a newline and raw_response. Empty when none.",
+            ),
+            "commitment__sha256",
+        ),
         (Column("response_text", "string", "The text that was parsed."), "response_text"),
         (
             Column("used_reasoning", "boolean", "The answer was read from the reasoning field."),

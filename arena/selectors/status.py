@@ -1,5 +1,5 @@
 """Reads of the status page: the last run of each scheduled job with its outcome, the next
-scheduled runs, the operations record and the determinism audit.
+scheduled runs, the operations record, the determinism audit and this week's commitments.
 
 A constant number of queries whatever the data size. Times are UTC. "Nothing yet" is None
 (or an empty list), never a guess.
@@ -30,6 +30,7 @@ from arena.models import (
     SnapshotTick,
     SystemEvent,
 )
+from arena.selectors.commitments import WeekCommitments, week_commitments
 from arena.weeks import cohort_week_start, within_start_grace
 from markets.models import Market, MarketSyncRun
 
@@ -368,6 +369,7 @@ class SystemStatus:
     run_costs: list[RunCost] = field(default_factory=list)
     stalled_markets: list[StalledMarket] = field(default_factory=list)
     stall_days: int = 0
+    commitments: WeekCommitments | None = None
 
 
 def _run_outcome(run: DecisionRun | None) -> RunOutcome | None:
@@ -451,4 +453,5 @@ def system_status(*, now: datetime | None = None) -> SystemStatus:
         run_costs=costs,
         stalled_markets=stalled_markets(now=now, last_check=last_check),
         stall_days=settings.RESOLUTION_STALL_DAYS,
+        commitments=week_commitments(now=now),
     )
