@@ -4,10 +4,14 @@ PostgreSQL's text and jsonb refuse NUL characters, and neither it nor SQLite's U
 accepts a lone surrogate (a JSON string may carry `"\\ud800"`). Those characters are written
 as the escapes a reader would recognise (`\\u0000`, `\\ud800`), everything else is kept as it
 is, so stored evidence is lossless wherever the database can hold the text and safe always.
+
+A stored response is committed to as it is stored (`commitment_sha256`), so that while it is
+hidden anyone can see it exists and, once it is shown, check it was not changed since.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import traceback as _traceback
 from pathlib import Path
@@ -60,3 +64,23 @@ def traceback_summary(exc: BaseException) -> str:
 def error_text(exc: BaseException) -> str:
     """Return "ExceptionType: message", storable and bounded."""
     return storable_text(f"{type(exc).__name__}: {exc}")[:2000]
+
+
+def commitment_sha256(raw_response: str, salt: str) -> str:
+    r"""Return the commitment to a stored response: the SHA-256, as 64 lowercase hex digits,
+    of the UTF-8 bytes of `salt + "\n" + raw_response`.
+
+    `raw_response` is the response body exactly as stored (`DecisionAttempt.raw_response`,
+    already storable: every character encodes to UTF-8); `salt` is the attempt's
+    `commitment_salt`, 64 hex digits (32 random bytes), secret until the response is shown,
+    so a commitment published early reveals nothing of a short or guessable response. In a
+    shell, with the response saved byte for byte in a file:
+    `{ printf '%s\n' "$salt"; cat response.txt; } | sha256sum`.
+    """
+    return hashlib.sha256(f"{salt}\n{raw_response}".encode()).hexdigest()
+
+
+def commitment_check(raw_response: str, salt: str, sha256: str) -> bool:
+    """Return whether `raw_response` with `salt` gives the commitment `sha256` (hex, either
+    case): True only for the very response and salt that were committed to."""
+    return commitment_sha256(raw_response, salt) == sha256.lower()

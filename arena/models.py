@@ -7,45 +7,22 @@ prices in [0, 1]) are database constraints, so no code path can store a broken l
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
 from agents.models import BenchmarkModel
+from arena.money import money_field, percent_field, price_field, shares_field
 from arena.seal import SealedManager
 from markets.models import Market
 
 STARTING_BALANCE = Decimal("10000.00")
 
 METHODOLOGY_VERSION = "v1"
-"""The methodology every new cohort runs: the protocol of spec 002 (its "Version: v1") with the
-formulas of 001, as docs/methodology.md states them. Stored on each cohort; bumped only for a
-change 002 says requires it (scoring, balances and bet limits, market selection, actions,
-retrieval in the prompt), never for the prompt's wording: that is PROMPT_VERSION
-(agents/prompts.py), which each decision stores on its own."""
-
-
-def money(**kw: Any) -> Any:
-    """USD with cents (STYLE §3)."""
-    return models.DecimalField(max_digits=14, decimal_places=2, **kw)
-
-
-def shares_field(**kw: Any) -> Any:
-    return models.DecimalField(max_digits=20, decimal_places=6, **kw)
-
-
-def price_field(**kw: Any) -> Any:
-    return models.DecimalField(max_digits=7, decimal_places=6, **kw)
-
-
-def percent_field(**kw: Any) -> Any:
-    """A return in percent, 4 places. Never clamped, so as wide as the money it is read
-    from: a total value (`money`) is under 10^12 dollars, which over a starting balance of
-    a cent or more is under 10^16 percent. A winning $2,500 bet at 0.0002 alone is
-    +124,975%."""
-    return models.DecimalField(max_digits=24, decimal_places=4, **kw)
+"""The methodology new cohorts run: spec 002's protocol ("Version: v1") with 001's formulas, as
+docs/methodology.md states them. Stored on each cohort; bumped only for a change 002 says needs
+it, never for the prompt's wording (PROMPT_VERSION, agents/prompts.py, stored per decision)."""
 
 
 class Cohort(models.Model):
@@ -61,7 +38,7 @@ class Cohort(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     completed_at = models.DateTimeField(null=True, blank=True)
     methodology_version = models.CharField(max_length=8, default=METHODOLOGY_VERSION)
-    starting_balance = money(default=STARTING_BALANCE)
+    starting_balance = money_field(default=STARTING_BALANCE)
     release_state = models.CharField(
         max_length=64,
         blank=True,
@@ -93,7 +70,7 @@ class Agent(models.Model):
 
     cohort = models.ForeignKey(Cohort, on_delete=models.PROTECT, related_name="agents")
     model = models.ForeignKey(BenchmarkModel, on_delete=models.PROTECT, related_name="agents")
-    cash = money(default=STARTING_BALANCE)
+    cash = money_field(default=STARTING_BALANCE)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -303,6 +280,13 @@ class DecisionAttempt(models.Model):
     parsed = models.JSONField(null=True, blank=True, help_text="The valid decision it gave.")
     valid = models.BooleanField(default=False)
     started_at = models.DateTimeField()
+    commitment_salt = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The secret of the response's commitment (AnswerCommitment): 32 random "
+        "bytes, hex. Revealed with the response; blank for one with no body or stored before "
+        "commitments were made.",
+    )
 
     objects = SealedManager["DecisionAttempt"]()
 
@@ -314,6 +298,30 @@ class DecisionAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"attempt {self.number} of decision {self.decision_id}"
+
+
+class AnswerCommitment(models.Model):
+    """The public commitment to a stored response, made in the transaction that stored it:
+    `sha256` of the attempt's salt and raw response (`evidence.commitment_sha256`). Public while
+    the week's attempts are sealed; once shown, anyone recomputes it from salt and response."""
+
+    attempt = models.OneToOneField(
+        DecisionAttempt, on_delete=models.CASCADE, related_name="commitment"
+    )
+    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="commitments")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="+")
+    cohort = models.ForeignKey(Cohort, on_delete=models.PROTECT, related_name="+")
+    week_start = models.DateField()
+    attempt_number = models.PositiveSmallIntegerField()
+    sha256 = models.CharField(max_length=64, help_text="Hex SHA-256 of salt, newline, response.")
+    committed_at = models.DateTimeField(help_text="When the response was stored.")
+
+    class Meta:
+        ordering = ["-committed_at", "-pk"]
+        indexes = [models.Index(fields=["week_start", "-committed_at"], name="commitment_week")]
+
+    def __str__(self) -> str:
+        return f"commitment {self.sha256[:12]} to attempt {self.attempt_id}"
 
 
 class Position(models.Model):
@@ -332,10 +340,10 @@ class Position(models.Model):
     outcome_index = models.PositiveSmallIntegerField()
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN)
     shares = shares_field()
-    cost_basis = money()
-    realized_pnl = money(default=Decimal("0"))
+    cost_basis = money_field()
+    realized_pnl = money_field(default=Decimal("0"))
     last_price = price_field(null=True, blank=True, help_text="Last usable side-correct price.")
-    settlement_value = money(null=True, blank=True)
+    settlement_value = money_field(null=True, blank=True)
     opened_at = models.DateTimeField()
     closed_at = models.DateTimeField(null=True, blank=True)
 
@@ -401,7 +409,7 @@ class Trade(models.Model):
     requested_market_id = models.CharField(max_length=64, blank=True)
     requested_position_id = models.CharField(max_length=64, blank=True)
     side = models.CharField(max_length=255, blank=True)
-    requested_amount = money(null=True, blank=True)
+    requested_amount = money_field(null=True, blank=True)
     requested_percentage = models.DecimalField(
         max_digits=7, decimal_places=4, null=True, blank=True
     )
@@ -412,15 +420,15 @@ class Trade(models.Model):
     live_price = price_field(null=True, blank=True, help_text="An outside order's, at submission.")
     shares = shares_field(null=True, blank=True)
     # An outside order executed at the snapshot's price before fair entry (`mend_past`).
-    before_fair_entry = models.BooleanField(default=False)
-    amount = money(
+    before_fair_entry = models.BooleanField(default=False, db_default=False)
+    amount = money_field(
         null=True, blank=True, help_text="Cash moved: paid for a buy, received for a sell."
     )
-    cash_before = money(null=True, blank=True)
-    cash_after = money(null=True, blank=True)
+    cash_before = money_field(null=True, blank=True)
+    cash_after = money_field(null=True, blank=True)
     implied_confidence = models.FloatField(null=True, blank=True)
-    cost_basis_released = money(null=True, blank=True)
-    realized_pnl = money(null=True, blank=True)
+    cost_basis_released = money_field(null=True, blank=True)
+    realized_pnl = money_field(null=True, blank=True)
     brier_score = models.FloatField(null=True, blank=True)
     side_won = models.BooleanField(null=True, blank=True)
     scored_at = models.DateTimeField(null=True, blank=True)
@@ -477,10 +485,10 @@ class PortfolioSnapshot(models.Model):
         Agent, on_delete=models.CASCADE, related_name="snapshots", db_index=False
     )
     snapshot_timestamp = models.DateTimeField()
-    cash = money()
-    positions_value = money()
-    total_value = money()
-    total_pnl = money()
+    cash = money_field()
+    positions_value = money_field()
+    total_value = money_field()
+    total_pnl = money_field()
     total_pnl_percent = percent_field()
     brier_score = models.FloatField(
         null=True, blank=True, help_text="Mean of resolved bets so far."
@@ -524,11 +532,11 @@ class AgentSnapshotRollup(models.Model):
     bucket_start = models.DateTimeField()
     first_at = models.DateTimeField(help_text="The bucket's first snapshot.")
     last_at = models.DateTimeField(help_text="The bucket's last snapshot: the figures below.")
-    total_value = money()
-    total_pnl = money()
+    total_value = money_field()
+    total_pnl = money_field()
     total_pnl_percent = percent_field()
-    min_total_value = money()
-    max_total_value = money()
+    min_total_value = money_field()
+    max_total_value = money_field()
     snapshots = models.PositiveIntegerField()
 
     objects = SealedManager["AgentSnapshotRollup"]()
@@ -617,8 +625,8 @@ class DeterminismCheck(models.Model):
     checked_at = models.DateTimeField()
     # kept_round: the kept round's request re-sent exactly; first_round: the first attempt's
     # prompt against the final answer (the earlier method, which measured nothing: void).
-    method = models.CharField(max_length=16, default=KEPT_ROUND)
-    void_reason = models.TextField(blank=True, help_text="Why it counts for nothing.")
+    method = models.CharField(max_length=16, default=KEPT_ROUND, db_default=KEPT_ROUND)
+    void_reason = models.TextField(blank=True, db_default="")  # why it counts for nothing
 
     objects = SealedManager["DeterminismCheck"]()
 

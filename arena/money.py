@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_UP, Decimal
+from typing import Any
+
+from django.db import models
 
 # The one rule for the maximum bet lives with the other pure rules; re-exported here.
 from scoring.portfolio import max_bet as max_bet
@@ -35,3 +38,27 @@ def price(value: Decimal) -> Decimal:
 # The largest amount a money column (14 digits, 2 places) holds: a model may ask for more,
 # and its rejected order is then stored without the figure rather than crash the run.
 MAX_STORABLE = Decimal("999999999999.99")
+
+
+# The columns figures are stored in: the places match the quantizers above.
+
+
+def money_field(**kw: Any) -> Any:
+    """USD with cents (STYLE §3)."""
+    return models.DecimalField(max_digits=14, decimal_places=2, **kw)
+
+
+def shares_field(**kw: Any) -> Any:
+    return models.DecimalField(max_digits=20, decimal_places=6, **kw)
+
+
+def price_field(**kw: Any) -> Any:
+    return models.DecimalField(max_digits=7, decimal_places=6, **kw)
+
+
+def percent_field(**kw: Any) -> Any:
+    """A return in percent, 4 places. Never clamped, so as wide as the money it is read
+    from: a total value (`money_field`) is under 10^12 dollars, which over a starting balance of
+    a cent or more is under 10^16 percent. A winning $2,500 bet at 0.0002 alone is
+    +124,975%."""
+    return models.DecimalField(max_digits=24, decimal_places=4, **kw)

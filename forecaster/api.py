@@ -149,6 +149,7 @@ def refuse_unknown_parameters(run: Run) -> Run:
 # ninja's "view" mode wraps `operation.run`, which reads the parameters: the check comes first.
 api.add_decorator(refuse_unknown_parameters, mode="view")
 api.add_router("/", "arena.api.records.router")
+api.add_router("/commitments", "arena.api.commitments.router")
 api.add_router("/exports/", "arena.api.exports.router")
 api.add_router("/analytics", "arena.api.analytics.router")
 api.add_router("/outside", "arena.api.outside.router")

@@ -2,11 +2,11 @@
 size and put any text it likes where upstream or a model would.
 
 `build_world(scale=n, text=...)` adds one cohort with an agent per lineup model, and for each
-agent a decision with `n + 1` attempts, `2n` positions (half settled), a BUY per position, a
-rejected order and a SELL, `6n` portfolio snapshots; `2n` markets with a frozen price per run;
-system events. Every stored free-text field (market question and title, reasoning, raw
-response, reject reason, event message) is `text`; so is the display name of a new model added
-to the lineup. The pages should issue the same queries whatever `n`.
+agent a decision with `n + 1` attempts (each committed to), `2n` positions (half settled), a
+BUY per position, a rejected order and a SELL, `6n` portfolio snapshots; `2n` markets with a
+frozen price per run; system events. Every stored free-text field (market question and title,
+reasoning, raw response, reject reason, event message) is `text`; so is the display name of a
+new model added to the lineup. The pages should issue the same queries whatever `n`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from decimal import Decimal
 from itertools import count
 
 from agents.models import BenchmarkModel
+from arena.evidence import commitment_sha256
 from arena.models import (
     Agent,
+    AnswerCommitment,
     Cohort,
     DataRelease,
     Decision,
@@ -134,13 +136,14 @@ def build_world(*, scale: int = 1, text: str = "plain text") -> World:
             error=text,
             tries=scale,
         )
-        DecisionAttempt.objects.bulk_create(
+        attempts = DecisionAttempt.objects.bulk_create(
             DecisionAttempt(
                 decision=decision,
                 number=k + 1,
                 responder="openrouter",
                 request_messages=[{"role": "user", "content": text}],
                 raw_response=text,
+                commitment_salt=f"{n:032x}{k:032x}",
                 response_text=text,
                 parse_error="" if k == scale else text,
                 api_error=text if k == 0 else "",
@@ -150,6 +153,19 @@ def build_world(*, scale: int = 1, text: str = "plain text") -> World:
                 started_at=week + timedelta(minutes=5, seconds=k),
             )
             for k in range(scale + 1)
+        )
+        AnswerCommitment.objects.bulk_create(
+            AnswerCommitment(
+                attempt=a,
+                decision=decision,
+                agent=agent,
+                cohort=cohort,
+                week_start=week.date(),
+                attempt_number=a.number,
+                sha256=commitment_sha256(a.raw_response, a.commitment_salt),
+                committed_at=a.started_at,
+            )
+            for a in attempts
         )
         for i, market in enumerate(markets):
             settled = i % 2 == 1

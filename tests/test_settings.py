@@ -71,6 +71,7 @@ MALFORMED = (
     ("OUTSIDE_API_MAX_BODY_BYTES", "0"),
     ("OUTSIDE_TOKEN_DAYS", "0"),
     ("RESOLUTION_STALL_DAYS", "0"),
+    ("RESOLUTION_RECHECK_DAYS", "-1"),
 )
 ALPHABET = string.ascii_letters + string.digits + "!@#%^&*(-_=+)"
 PRODUCTION = {

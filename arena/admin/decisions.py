@@ -179,6 +179,8 @@ class DecisionAttemptAdmin(ReadOnlyAdmin):
         "started_at",
         "messages_sent",
         "raw_response_text",
+        "commitment_salt",
+        "commitment_digest",
         "parsed_text",
     )
     readonly_fields = fields
@@ -196,6 +198,16 @@ class DecisionAttemptAdmin(ReadOnlyAdmin):
     @admin.display(description="Raw response")
     def raw_response_text(self, obj: DecisionAttempt) -> str:
         return preformatted(obj.raw_response)
+
+    @admin.display(description="Commitment (SHA-256)")
+    def commitment_digest(self, obj: DecisionAttempt) -> str:
+        # None for an attempt with no body, or stored before commitments were made.
+        commitment = getattr(obj, "commitment", None)
+        return (
+            f"{commitment.sha256} at {commitment.committed_at:%Y-%m-%d %H:%M:%S}"
+            if commitment
+            else "—"
+        )
 
     @admin.display(description="Text parsed")
     def parsed_text(self, obj: DecisionAttempt) -> str:

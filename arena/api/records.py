@@ -55,7 +55,7 @@ from arena.api.records_schemas import (
     status_out,
 )
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, Position, Trade
-from arena.selectors import curves, listings, markets, standings
+from arena.selectors import commitments, curves, listings, markets, standings
 from arena.selectors import status as status_selectors
 from arena.selectors.analytics.cache import analytics
 from arena.selectors.watermark import data_watermark
@@ -300,7 +300,8 @@ def _decision_fields(decision: Decision) -> dict[str, Any]:
     }
 
 
-def _attempt(attempt: DecisionAttempt) -> AttemptOut:
+def _attempt(attempt: DecisionAttempt, digests: dict[int, str]) -> AttemptOut:
+    """The attempt with its commitment's digest (`digests`: by attempt id, where it has one)."""
     return AttemptOut(
         number=attempt.number,
         responder=attempt.responder,
@@ -313,6 +314,8 @@ def _attempt(attempt: DecisionAttempt) -> AttemptOut:
         cost_usd=_optional(attempt.cost_usd),
         latency_ms=attempt.latency_ms,
         raw_response=attempt.raw_response,
+        commitment_salt=attempt.commitment_salt,
+        commitment_sha256=digests.get(attempt.pk),
         parse_error=attempt.parse_error,
         api_error=attempt.api_error,
         valid=attempt.valid,
@@ -610,11 +613,12 @@ def decision_list(
 )
 def decision_detail(request: HttpRequest, decision_id: Id) -> DecisionDetailOut:
     """The decision with its prompts, the decision it parsed, every attempt (raw responses
-    included) and its trades."""
+    included, each with its commitment's salt and digest) and its trades."""
     try:
         decision = standings.decision_detail(decision_id=decision_id)
     except Decision.DoesNotExist as exc:
         raise Http404("No such decision.") from exc
+    digests = commitments.attempt_digests(decision_id=decision.pk)
     return DecisionDetailOut(
         **_decision_fields(decision),
         reasoning=decision.reasoning,
@@ -623,7 +627,9 @@ def decision_detail(request: HttpRequest, decision_id: Id) -> DecisionDetailOut:
         parsed=decision.parsed,
         prompt_version=decision.prompt_version,
         cost_usd=_optional(decision.cost_usd),
-        attempts=[_attempt(a) for a in sorted(decision.attempts.all(), key=lambda a: a.number)],
+        attempts=[
+            _attempt(a, digests) for a in sorted(decision.attempts.all(), key=lambda a: a.number)
+        ],
         trades=[TradeOut(**_trade_fields(t)) for t in decision.trades.all()],
     )
 

@@ -229,6 +229,11 @@ class AttemptOut(Schema):
     cost_usd: str | None
     latency_ms: int | None
     raw_response: str
+    # The response's commitment, published when it was stored (/api/v1/commitments):
+    # sha256 of the UTF-8 of commitment_salt + "\n" + raw_response. Both empty (salt) and
+    # null (digest) for an attempt with no body or stored before commitments were made.
+    commitment_salt: str
+    commitment_sha256: str | None
     parse_error: str
     api_error: str
     valid: bool

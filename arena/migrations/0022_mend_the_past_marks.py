@@ -43,20 +43,17 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="determinismcheck",
             name="method",
-            field=models.CharField(default="kept_round", max_length=16),
+            field=models.CharField(db_default="kept_round", default="kept_round", max_length=16),
         ),
         migrations.RunPython(checks_since_the_kept_round_method, migrations.RunPython.noop),
         migrations.AddField(
             model_name="determinismcheck",
             name="void_reason",
-            field=models.TextField(
-                blank=True,
-                help_text="Why it counts for nothing.",
-            ),
+            field=models.TextField(blank=True, db_default=""),
         ),
         migrations.AddField(
             model_name="trade",
             name="before_fair_entry",
-            field=models.BooleanField(default=False),
+            field=models.BooleanField(db_default=False, default=False),
         ),
     ]

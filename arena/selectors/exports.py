@@ -389,6 +389,18 @@ BET_STATUS = Case(
     output_field=CharField(),
 )
 
+_SALT = (
+    "The secret salt of the response's commitment, 64 hex digits; empty when it has none "
+    "(no body, or stored before commitments were made)."
+)
+_COMMITMENT = (
+    "The commitment published when the response was stored: the SHA-256 (hex) of the UTF-8 "
+    "of commitment_salt, a newline and raw_response. Empty when none."
+)
+_LIVE_PRICE = (
+    "An outside agent's order: the side-correct price on Polymarket at its submission; price "
+    "is the worse of it and snapshot_price for the agent. Empty for the lineup."
+)
 _SNAPSHOT_PRICE = "The side-correct price in the run's frozen snapshot."
 _BEFORE_FAIR_ENTRY = "An outside order executed at the snapshot's price, before fair entry."
 
@@ -422,16 +434,7 @@ BETS = _dataset(
             ),
             "price",
         ),
-        (
-            Column(
-                "live_price",
-                "decimal",
-                "An outside agent's bet: the side-correct price on Polymarket at its "
-                "submission. Empty for the lineup, which executes at the snapshot.",
-                PRICE,
-            ),
-            "live_price",
-        ),
+        (Column("live_price", "decimal", _LIVE_PRICE, PRICE), "live_price"),
         (
             Column("status", "string", "open, won, lost or cancelled (refunded, never scored)."),
             BET_STATUS,
@@ -535,6 +538,8 @@ ATTEMPTS = _dataset(
             "request_parameters",
         ),
         (Column("raw_response", "string", "The response body as received."), "raw_response"),
+        (Column("commitment_salt", "string", _SALT), "commitment_salt"),
+        (Column("commitment_sha256", "string", _COMMITMENT), "commitment__sha256"),
         (Column("response_text", "string", "The text that was parsed."), "response_text"),
         (
             Column("used_reasoning", "boolean", "The answer was read from the reasoning field."),
@@ -612,17 +617,7 @@ TRADES = _dataset(
         ),
         (Column("snapshot_price", "decimal", _SNAPSHOT_PRICE, PRICE), "snapshot_price"),
         (Column("before_fair_entry", "boolean", _BEFORE_FAIR_ENTRY), "before_fair_entry"),
-        (
-            Column(
-                "live_price",
-                "decimal",
-                "An outside agent's order: the side-correct price on Polymarket at its "
-                "submission; price is the worse of it and snapshot_price for the agent. "
-                "Empty for the lineup, which executes at the snapshot.",
-                PRICE,
-            ),
-            "live_price",
-        ),
+        (Column("live_price", "decimal", _LIVE_PRICE, PRICE), "live_price"),
         (Column("shares", "decimal", "Shares bought or sold.", SHARES), "shares"),
         (
             Column("amount", "decimal", "Cash moved: paid (BUY) or received (SELL).", MONEY),

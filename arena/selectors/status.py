@@ -1,5 +1,5 @@
 """Reads of the status page: the last run of each scheduled job with its outcome, the next
-scheduled runs, the operations record and the determinism audit.
+scheduled runs, the operations record, the determinism audit and this week's commitments.
 
 A constant number of queries whatever the data size. Times are UTC. "Nothing yet" is None
 (or an empty list), never a guess.
@@ -31,6 +31,7 @@ from arena.models import (
     SystemEvent,
 )
 from arena.seal_rules import positions_open
+from arena.selectors.commitments import WeekCommitments, week_commitments
 from arena.weeks import cohort_week_start, within_start_grace
 from markets.models import Market, MarketSyncRun
 
@@ -370,6 +371,7 @@ class SystemStatus:
     run_costs: list[RunCost] = field(default_factory=list)
     stalled_markets: list[StalledMarket] = field(default_factory=list)
     stall_days: int = 0
+    commitments: WeekCommitments | None = None
 
 
 def _run_outcome(run: DecisionRun | None) -> RunOutcome | None:
@@ -456,4 +458,5 @@ def system_status(*, now: datetime | None = None) -> SystemStatus:
         run_costs=costs,
         stalled_markets=stalled_markets(now=now, last_check=last_check),
         stall_days=settings.RESOLUTION_STALL_DAYS,
+        commitments=week_commitments(now=now),
     )

@@ -312,6 +312,7 @@ SURFACES = {
     "api/v1/markets": "lists markets with bet counts from the sealed trades",
     "api/v1/markets/<polymarket_id>": "test_a_market_the_week_traded_in_shows_none_of_the_wee…",
     "api/v1/resolutions": "markets' settlements: the market's news, not an agent's",
+    "api/v1/commitments": "public by design under the seal: digests only (docs/engine.md)",
     "api/v1/status": "test_the_status_page_and_api_show_no_event_of_an_agent_since_midnight",
     "api/v1/exports/<dataset>": "test_the_downloads_pause_under_the_seal",
     "api/v1/analytics": "API_ANSWERS",

@@ -27,6 +27,7 @@ from arena import clock, money
 from arena.evidence import clipped, error_text, storable_json, storable_text, traceback_summary
 from arena.exceptions import ClaimLost, TradeRejected
 from arena.models import Agent, Decision, DecisionAttempt, DecisionRun, Position, Trade
+from arena.services.commitments import commitment_record, commitment_salt
 from arena.services.events import Kind, Level, event_record
 from arena.services.frozen import FrozenMarkets
 from arena.services.trades import trade_buy, trade_reject, trade_sell
@@ -195,10 +196,12 @@ def attempt_record(
     lone surrogates escaped) and provider strings are clipped to their columns. `error` and
     `trace` record an unexpected failure while the attempt was handled; `responder` says who
     was asked when there is no `reply`; `request_parameters` are those the request went to
-    OpenRouter with (None when none went there)."""
+    OpenRouter with (None when none went there). A response body is committed to in the
+    same transaction (`commitment_record`): no body is stored without its commitment."""
     number = (decision.attempts.aggregate(n=Max("number"))["n"] or 0) + 1
+    raw_response = storable_text(reply.raw) if reply else storable_text(error_body)
     with transaction.atomic():
-        return DecisionAttempt.objects.create(
+        attempt = DecisionAttempt.objects.create(
             decision=decision,
             number=number,
             run_id=run_id,
@@ -208,7 +211,8 @@ def attempt_record(
             ),
             request_messages=storable_json(messages),
             request_parameters=request_parameters,
-            raw_response=storable_text(reply.raw) if reply else storable_text(error_body),
+            raw_response=raw_response,
+            commitment_salt=commitment_salt(raw_response=raw_response),
             response_text=storable_text(reply.text) if reply else "",
             used_reasoning=reply.used_reasoning if reply else False,
             response_model=clipped(reply.response_model if reply else "", 200),
@@ -229,6 +233,8 @@ def attempt_record(
             valid=reply is not None and not api_error and not parse_error and not error,
             started_at=started_at,
         )
+        commitment_record(attempt=attempt, decision=decision)
+        return attempt
 
 
 _MAX_COUNT = 2_147_483_647  # a PositiveIntegerField
