@@ -191,6 +191,7 @@ def test_no_page_under_the_seal_links_or_shows_the_weeks_records(
             response = client.get(url)
             assert response.status_code == 200, url
             html = response.content.decode()
+            assert "This week's decisions are sealed until 01:00 UTC" in html, url
             assert not hidden_decisions & set(re.findall(r"/decisions/\d+/", html)), url
 
 
@@ -282,6 +283,7 @@ def test_after_the_window_the_week_shows(world: SealWorld, client: Client) -> No
     decision = week_decisions()[0]
     trade_ids = {t.pk for t in week_trades()}
     with time_machine.travel(LIFTED, tick=False):
+        assert "decisions are sealed" not in client.get("/").content.decode()
         assert client.get(f"/api/v1/decisions/{decision.pk}").status_code == 200
         listed = client.get("/api/v1/trades?page_size=100").json()
         assert listed["count"] == Trade.objects.count()
