@@ -554,12 +554,28 @@ class AgentSnapshotRollup(models.Model):
 
 
 class SnapshotTick(models.Model):
-    """One mark-to-market tick: what it refreshed and whether the refresh failed."""
+    """One mark-to-market tick: what it refreshed and whether the refresh failed.
+
+    The tick's price refresh hears every held market at once, and writes only those whose
+    record changed: when it heard them is kept here, once, not on each market's row
+    (`arena.selectors.markets.market_heard_at` reads it for a market's page)."""
 
     slot = models.DateTimeField(unique=True)
     markets_refreshed = models.PositiveIntegerField(default=0)
     snapshots_written = models.PositiveIntegerField(default=0)
     refresh_error = models.TextField(blank=True)
+    refreshed_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the price refresh heard the held markets, changed or not; empty when "
+        "it failed or nothing was held.",
+    )
+    not_refreshed = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Polymarket ids of the held markets the refresh did not bring (not returned, "
+        "or refused): not heard then.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

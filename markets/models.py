@@ -63,7 +63,13 @@ class Market(models.Model):
     resolved_at = models.DateTimeField(null=True, blank=True)
     resolution_note = models.TextField(blank=True)
     raw = models.JSONField(default=dict, help_text="The Gamma record as last received.")
-    last_synced_at = models.DateTimeField(null=True, blank=True)
+    # Stamped only when a row is written: a refresh that hears a market unchanged writes
+    # nothing, and its caller keeps when it heard them all (the arena's tick, on its row).
+    last_synced_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a sync last wrote the market: first stored, or a value changed.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -7,10 +7,11 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from decimal import Context, Decimal
+from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from markets.exceptions import GammaUnavailable
@@ -55,7 +56,8 @@ class SyncResult:
     requested: int
     fetched: int = 0
     created: int = 0
-    updated: int = 0
+    updated: int = 0  # stored markets written: a value changed
+    unchanged: int = 0  # stored markets heard with nothing new: not written
     rejections: list[tuple[str, str]] = field(default_factory=list)
     error: str = ""
     seconds: float = 0.0
@@ -63,6 +65,9 @@ class SyncResult:
     run_id: int | None = None
     # Ids asked for by id that the source did not return at all (a refresh by id only).
     missing: list[str] = field(default_factory=list)
+    # When the source was heard: every market in `markets` is as of then, written or
+    # unchanged. None when nothing was heard (a failed fetch, nothing asked).
+    synced_at: datetime | None = None
 
     @property
     def ok(self) -> bool:
@@ -73,45 +78,72 @@ class SyncResult:
             return f"sync failed, catalogue unchanged: {self.error}"
         return (
             f"synced {len(self.markets)} markets from {self.source} in {self.seconds:.2f}s: "
-            f"{self.created} new, {self.updated} updated, {len(self.rejections)} rejected "
+            f"{self.created} new, {self.updated} updated, {self.unchanged} unchanged, "
+            f"{len(self.rejections)} rejected "
             f"(of {self.fetched} fetched)"
             + (f"; not returned: {', '.join(self.missing)}" if self.missing else "")
         )
 
 
-def _market_row(market: GammaMarket, now: datetime) -> Market:
+def _record_values(market: GammaMarket) -> dict[str, Any]:
+    """Return the values a record gives a market's row (but its id and time stamps)."""
+    prices = [str(p) for p in market.prices]
+    return {
+        "condition_id": market.condition_id,
+        "slug": market.slug,
+        "question": market.question,
+        "description": market.description,
+        "category": market.category,
+        "event_id": market.event_id,
+        "event_slug": market.event_slug,
+        "event_title": market.event_title,
+        "outcomes": list(market.outcomes),
+        "outcome_prices": prices,
+        "last_open_prices": [] if market.closed else prices,
+        "price": market.yes_price,
+        "volume": market.volume,
+        "liquidity": market.liquidity,
+        "close_date": market.close_date,
+        "active": market.active,
+        "closed": market.closed,
+        "neg_risk": market.neg_risk,
+        "uma_resolution_status": market.uma_resolution_status,
+        "raw": market.raw,
+    }
+
+
+def _market_row(market: GammaMarket, now: datetime, values: dict[str, Any] | None = None) -> Market:
     return Market(
         polymarket_id=market.polymarket_id,
-        condition_id=market.condition_id,
-        slug=market.slug,
-        question=market.question,
-        description=market.description,
-        category=market.category,
-        event_id=market.event_id,
-        event_slug=market.event_slug,
-        event_title=market.event_title,
-        outcomes=list(market.outcomes),
-        outcome_prices=[str(p) for p in market.prices],
-        last_open_prices=[] if market.closed else [str(p) for p in market.prices],
-        price=market.yes_price,
-        volume=market.volume,
-        liquidity=market.liquidity,
-        close_date=market.close_date,
-        active=market.active,
-        closed=market.closed,
-        neg_risk=market.neg_risk,
-        uma_resolution_status=market.uma_resolution_status,
-        raw=market.raw,
+        **(values or _record_values(market)),
         last_synced_at=now,
         created_at=now,
         updated_at=now,
     )
 
 
+# Stamped on every row written, never compared: a row is written only when a value changed.
+_STAMPS = ("last_synced_at", "updated_at")
+# What a record may change on a stored row, compared before anything is written.
+_COMPARED = (*(f for f in SYNCED_FIELDS if f not in (*_STAMPS, "raw")), "last_open_prices")
+_JSON_FIELDS = frozenset(f.name for f in Market._meta.fields if isinstance(f, models.JSONField))
+_DECIMAL_FIELDS = {f.name: f for f in Market._meta.fields if isinstance(f, models.DecimalField)}
+
+
+class Upserted(NamedTuple):
+    """What one upsert did: rows inserted, stored rows written because a value changed, and
+    stored rows left as they were (every value the same)."""
+
+    created: int
+    updated: int
+    unchanged: int
+
+
 def markets_upsert(
     *, markets: Sequence[GammaMarket], now: datetime | None = None, include_raw: bool = True
-) -> tuple[int, int]:
-    """Insert or update the given markets in bulk; return (created, updated).
+) -> Upserted:
+    """Insert the new markets and update the stored ones whose values changed, in bulk; a
+    stored market whose record brings nothing new is not written at all.
 
     `include_raw=False` (the frequent price refreshes) leaves an open market's stored raw
     record as the catalogue sync last wrote it; a closed market's record is always kept,
@@ -121,8 +153,14 @@ def markets_upsert(
     it now lists: a record that lists them anew (another order, a renamed one) carries each
     name's price over, and one update per such market writes it.
 
-    A constant number of statements whatever the count (one read of existing ids, one of
-    the closed ones' outcomes, bulk upserts in the database's batch size), plus that rare
+    `last_synced_at` says when the row was last written (first stored, or changed), not
+    when the source was last heard from: a refresh that heard every market unchanged writes
+    nothing, and its caller keeps the time it heard them (`SyncResult.synced_at`; the tick
+    stores it once, `SnapshotTick.refreshed_at`).
+
+    A constant number of statements whatever the count (one locked read of the stored rows'
+    values, one of the closed ones' raw records when the refresh leaves raw alone, bulk
+    upserts of the new and changed rows in the database's batch size), plus that rare
     update. Safe to repeat.
     """
     now = now or timezone.now()
@@ -131,56 +169,128 @@ def markets_upsert(
     # running at once then wait for each other instead of deadlocking.
     markets = sorted(markets, key=lambda m: m.polymarket_id)
     ids = [m.polymarket_id for m in markets]
+    read = (*_COMPARED, "raw") if include_raw else _COMPARED
     with transaction.atomic():
-        existing = set(
-            Market.objects.select_for_update(of=("self",))
+        stored: dict[str, dict[str, Any]] = {
+            row[0]: dict(zip(read, row[1:], strict=True))
+            for row in Market.objects.select_for_update(of=("self",))
             .filter(polymarket_id__in=ids)
             .order_by("polymarket_id")
-            .values_list("polymarket_id", flat=True)
-        )
-        relisted = _closed_last_open_relisted(
-            [m for m in markets if m.closed and m.polymarket_id in existing]
-        )
-        for closed in (False, True):
-            rows = [_market_row(m, now) for m in markets if m.closed is closed]
-            if not closed and not include_raw:
-                for row in rows:  # the stored record stays; don't ship 5 KB a row for nothing
-                    if row.polymarket_id in existing:
-                        row.raw = {}
-            fields = SYNCED_FIELDS + ([] if closed else ["last_open_prices"])
-            if not closed and not include_raw:
-                fields = [f for f in fields if f != "raw"]
-            if rows:
+            .values_list("polymarket_id", *read)
+        }
+        if not include_raw:  # a closed market's record is compared too: it is always kept
+            _raw_read(stored, [m.polymarket_id for m in markets if m.closed])
+        rows: dict[bool, list[Market]] = {False: [], True: []}
+        relisted: dict[str, list[Any]] = {}
+        for market in markets:
+            values = _record_values(market)
+            before = stored.get(market.polymarket_id)
+            fields = _written_fields(closed=market.closed, include_raw=include_raw)
+            if before is not None:
+                if _same_row(values, before, fields):
+                    continue
+                if market.closed:
+                    prices = _last_open_relisted(market, before)
+                    if prices is not None:  # rare: outcomes listed anew as it closes
+                        relisted[market.polymarket_id] = prices
+                elif not include_raw:  # the stored record stays; don't ship 5 KB a row
+                    values["raw"] = {}
+            rows[market.closed].append(_market_row(market, now, values))
+        for closed, written in rows.items():
+            if written:
                 Market.objects.bulk_create(
-                    rows,
+                    written,
                     update_conflicts=True,
                     unique_fields=["polymarket_id"],
-                    update_fields=fields,
+                    update_fields=_written_fields(closed=closed, include_raw=include_raw),
                     batch_size=1000,
                 )
-        for pid, prices in relisted.items():  # rare: outcomes listed anew as it closes
+        for pid, prices in relisted.items():
             Market.objects.filter(polymarket_id=pid).update(last_open_prices=prices)
-    created = len(set(ids) - existing)
-    return created, len(ids) - created
+    written_count = len(rows[False]) + len(rows[True])
+    created = len(ids) - len(stored)
+    return Upserted(created, written_count - created, len(ids) - written_count)
 
 
-def _closed_last_open_relisted(closed: Sequence[GammaMarket]) -> dict[str, list[Any]]:
-    """Return, for each of the `closed` markets (stored, locked) whose record lists its
-    outcomes otherwise than stored, the prices it had when last open in the order of the
-    outcomes now listed, by name (None for a name never seen open). One read, none when
-    no closed market is upserted (a sync of the open top markets)."""
-    if not closed:
-        return {}
-    listed = {m.polymarket_id: list(m.outcomes) for m in closed}
-    relisted = {}
-    for pid, outcomes, last_open in Market.objects.filter(polymarket_id__in=listed).values_list(
-        "polymarket_id", "outcomes", "last_open_prices"
-    ):
-        names = [str(o) for o in outcomes]
-        if names != listed[pid]:
-            by_name = dict(zip(names, last_open, strict=False))
-            relisted[pid] = [by_name.get(name) for name in listed[pid]]
-    return relisted
+def _written_fields(*, closed: bool, include_raw: bool) -> list[str]:
+    """Return the fields an upsert writes on a stored row: a closed market keeps its last
+    open prices, and an open one its raw record when the refresh leaves raw alone."""
+    fields = SYNCED_FIELDS + ([] if closed else ["last_open_prices"])
+    if not closed and not include_raw:
+        fields = [f for f in fields if f != "raw"]
+    return fields
+
+
+def _raw_read(stored: dict[str, dict[str, Any]], closed: list[str]) -> None:
+    """Add the stored raw record of each of the `closed` markets that is stored (locked
+    already). One read, none when no closed market is upserted (a sync of the open top
+    markets, most refreshes)."""
+    wanted = [pid for pid in closed if pid in stored]
+    if wanted:
+        for pid, raw in Market.objects.filter(polymarket_id__in=wanted).values_list(
+            "polymarket_id", "raw"
+        ):
+            stored[pid]["raw"] = raw
+
+
+def _same_row(values: dict[str, Any], stored: dict[str, Any], fields: Sequence[str]) -> bool:
+    """Return whether writing the record's `values` of `fields` would leave the stored row
+    as it is, each value compared as the database gives it back: a decimal at its column's
+    places (`_as_read`), a JSON value by content and kind (`_same_kinds`). The plain
+    equality first: most values are the very same."""
+    for name in fields:
+        if name in _STAMPS:
+            continue
+        new, old = values[name], stored[name]
+        if new == old:
+            if name in _JSON_FIELDS and not _same_kinds(new, old):
+                return False
+        elif name not in _DECIMAL_FIELDS or _as_read(_DECIMAL_FIELDS[name], new) != old:
+            return False
+    return True
+
+
+def _as_read(field: models.DecimalField[Any, Any], value: Decimal | None) -> Decimal | None:
+    """Return `value` as `field` reads back once stored: at the column's places, and on
+    SQLite, which keeps decimals as floating point, at the 15 digits Django reads from it."""
+    if value is None:
+        return None
+    if connection.vendor == "sqlite":
+        value = _SQLITE_DIGITS.create_decimal_from_float(float(value))
+    places = Decimal(1).scaleb(-int(field.decimal_places or 0))
+    return value.quantize(places, context=Context(prec=field.max_digits))
+
+
+_SQLITE_DIGITS = Context(prec=15)
+
+
+def _same_kinds(new: Any, old: Any) -> bool:
+    """Return whether two JSON values found equal are of the same kinds throughout: Python
+    takes True for 1, JSON does not. (1 and 1.0 are one number: PostgreSQL's jsonb may give
+    either back.)"""
+    # Equal strings are strings on both sides: only numbers, lists and objects are walked.
+    if isinstance(new, dict):
+        return isinstance(old, dict) and all(
+            type(v) is str or _same_kinds(v, old[k]) for k, v in new.items()
+        )
+    if isinstance(new, list | tuple):
+        return isinstance(old, list | tuple) and all(
+            type(a) is str or _same_kinds(a, b) for a, b in zip(new, old, strict=True)
+        )
+    return isinstance(new, bool) is isinstance(old, bool)
+
+
+def _last_open_relisted(market: GammaMarket, stored: dict[str, Any]) -> list[Any] | None:
+    """Return, for a closed market (stored, locked) whose record lists its outcomes
+    otherwise than stored, the prices it had when last open in the order of the outcomes
+    now listed, by name (None for a name never seen open); None when they are listed as
+    stored."""
+    names = [str(o) for o in stored["outcomes"]]
+    listed = list(market.outcomes)
+    if names == listed:
+        return None
+    by_name = dict(zip(names, stored["last_open_prices"], strict=False))
+    return [by_name.get(name) for name in listed]
 
 
 def _record_run(result: SyncResult, started: datetime) -> int:
@@ -244,7 +354,10 @@ def markets_sync_top(
         result.markets = tuple(markets)
         if progress:
             progress(0, len(markets))
-        result.created, result.updated = markets_upsert(markets=markets, now=started)
+        result.created, result.updated, result.unchanged = markets_upsert(
+            markets=markets, now=started
+        )
+        result.synced_at = started
         if progress:
             progress(len(markets), len(markets))
     for record_id, reason in result.rejections:
@@ -255,9 +368,14 @@ def markets_sync_top(
 
 
 def markets_refresh(
-    *, polymarket_ids: Iterable[str], source: MarketSource | None = None
+    *,
+    polymarket_ids: Iterable[str],
+    source: MarketSource | None = None,
+    now: datetime | None = None,
 ) -> SyncResult:
-    """Re-read the given markets by id (prices, closed flags) and upsert what parses.
+    """Re-read the given markets by id (prices, closed flags) and upsert what parses; a
+    market heard unchanged is not written. `now` (default: the wall clock) stamps the rows
+    written and is the result's `synced_at`, when every market in `result.markets` was heard.
 
     Raises nothing on a failed fetch: the result's `error` says why and nothing is written.
     """
@@ -287,6 +405,9 @@ def markets_refresh(
     result.markets = tuple(m for m in batch.markets if m.polymarket_id in wanted)
     returned = {str(r.get("id")) for r in records if isinstance(r, dict)}
     result.missing = sorted(wanted - returned)
-    result.created, result.updated = markets_upsert(markets=result.markets, include_raw=False)
+    result.synced_at = now or timezone.now()
+    result.created, result.updated, result.unchanged = markets_upsert(
+        markets=result.markets, now=result.synced_at, include_raw=False
+    )
     result.seconds = time.perf_counter() - clock
     return result

@@ -257,8 +257,12 @@ def test_snapshot_tick_measures_the_tick_and_the_reads(
     assert figures["year"]["rollup_rows"] == rolled > 0
     assert set(figures["year"]["rollup_equals_snapshots"].values()) == {True}
     assert figures["year"]["reads"]["raw"]["result"] == slots
+    parts = figures["refresh_parts"]  # the same records write nothing; moved prices do
+    assert parts["upsert_moved"]["queries"] > parts["upsert"]["queries"]
     snapshot_tick.print_database("SQLite", json.loads(json.dumps(figures, default=str)), 1)
-    assert "cohort chart over a year:" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "cohort chart over a year:" in out
+    assert "whole tick (refresh and write)" in out
 
 
 @pytest.mark.django_db

@@ -3,14 +3,18 @@ resolved bet's Brier, and the market's price history while agents held it.
 
 Price history comes only from what is stored: the prices each decision run froze
 (`SnapshotMarket`, what the agents saw) and the market's latest synced price. The
-10-minute marking refreshes a held market's current price in place and stores only each
-agent's portfolio totals (`PortfolioSnapshot`), never a per-market price, so between two
-runs there is no stored point and none is invented.
+10-minute marking refreshes a held market's current price in place (only when it changed)
+and stores only each agent's portfolio totals (`PortfolioSnapshot`), never a per-market
+price, so between two runs there is no stored point and none is invented.
+
+When the market was last heard from the source (`market_heard_at`) is its row's
+`last_synced_at` (when a sync last wrote it), or the later tick that heard it unchanged.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
@@ -18,9 +22,10 @@ from typing import Any
 
 from django.utils import timezone
 
-from arena.models import Decision, Position, SnapshotMarket, Trade
+from arena.models import Decision, Position, SnapshotMarket, SnapshotTick, Trade
 from arena.selectors.curves import Series
 from arena.selectors.standings import ANSWERED_OFFLINE
+from arena.weeks import SNAPSHOT_SLOT
 from markets.models import Market
 
 # The most points a price series keeps; a longer one is thinned evenly (first and last kept).
@@ -80,6 +85,7 @@ class MarketPage:
     held_from: datetime | None = None
     held_until: datetime | None = None  # None while a position is still open
     scored: list[MarketTrade] = field(default_factory=list)
+    heard_at: datetime | None = None  # when the source was last heard about it (never: None)
 
     @property
     def ever_held(self) -> bool:
@@ -111,8 +117,9 @@ def market_get(*, polymarket_id: str) -> Market:
 
 
 def market_page(*, market: Market, now: datetime | None = None) -> MarketPage:
-    """Return the market's holders, trades, scored bets and price history (four queries,
-    always the same four, whatever the number of positions, trades or runs).
+    """Return the market's holders, trades, scored bets, price history and when it was last
+    heard from the source (five queries, always the same five, whatever the number of
+    positions, trades or runs).
 
     Holders are every position ever opened in the market, open ones first. Trades are every
     order that named the market, rejected ones included, oldest first. `scored` are the
@@ -141,11 +148,13 @@ def market_page(*, market: Market, now: datetime | None = None) -> MarketPage:
         if still_held or not positions
         else max((p.closed_at or p.opened_at for p in positions), default=None)
     )
+    heard_at = market_heard_at(market=market, positions=positions, now=now)
     points = _price_points(
         market=market,
         held_from=held_from,
         held_until=held_until,
         traded_at=sorted({t.created_at for t in trades}),
+        heard_at=heard_at,
         now=now,
     )
     sides = [p.side for p in positions] + [t.side for t in trades if t.side]
@@ -164,7 +173,51 @@ def market_page(*, market: Market, now: datetime | None = None) -> MarketPage:
             and row.trade.status == Trade.Status.EXECUTED
             and row.trade.brier_score is not None
         ],
+        heard_at=heard_at,
     )
+
+
+def market_heard_at(
+    *, market: Market, positions: Sequence[Position], now: datetime
+) -> datetime | None:
+    """Return when the market was last heard from the source, its price as of then: when a
+    sync last wrote its row (`last_synced_at`: first stored, or a value changed), or the
+    later tick whose refresh heard it unchanged. A tick refreshes every market a position
+    is open in and keeps when, once (`SnapshotTick.refreshed_at`), so the market counts as
+    heard by the latest tick of its `positions`' holding whose refresh brought it back, if
+    one of them was open then. One query, run whether or not anybody held it.
+
+    Not counted: the resolution checks and the weekly run's refresh, which record no time
+    of their own; a market they heard unchanged and no tick did keeps its row's time."""
+    written = market.last_synced_at
+    spans = [
+        (p.opened_at, now if p.status == Position.Status.OPEN else p.closed_at or p.opened_at)
+        for p in positions
+    ]
+    start = min((opened for opened, _ in spans), default=now)
+    end = max((until for _, until in spans), default=now)
+    # A tick's refresh is stamped in its slot: slot <= refreshed_at < slot + SNAPSHOT_SLOT.
+    tick = (
+        SnapshotTick.objects.filter(
+            slot__gt=start - SNAPSHOT_SLOT,
+            slot__lte=end,
+            refreshed_at__gte=start,
+            refreshed_at__lte=end,
+        )
+        .order_by("-slot")
+        .values_list("refreshed_at", "not_refreshed")
+        .first()
+    )
+    if tick is None:
+        return written
+    heard, not_refreshed = tick
+    if (
+        heard is None
+        or market.polymarket_id in not_refreshed
+        or not any(opened <= heard <= until for opened, until in spans)
+    ):
+        return written  # that tick did not hear it: nothing later is known for sure
+    return heard if written is None or heard > written else written
 
 
 def _offline_trader_ids(*, market: Market) -> set[int]:
@@ -201,13 +254,15 @@ def _price_points(
     held_from: datetime | None,
     held_until: datetime | None,
     traded_at: list[datetime],
+    heard_at: datetime | None,
     now: datetime,
 ) -> list[PricePoint]:
     """Return the stored prices of the market while it was held, oldest first: each run's
     frozen prices from the first position's opening to the last one's close (or now); for
     every trade, the prices of the last run that froze the market before it (the run the
-    order was priced from: it starts before the position opens); and the latest synced price
-    when it falls in the held time. A market no agent ever traded has no history here."""
+    order was priced from: it starts before the position opens); and the latest synced price,
+    as of when it was last heard (`heard_at`), when that falls in the held time. A market no
+    agent ever traded has no history here."""
     until = held_until or now
     frozen = list(  # read even when nobody traded: the page's queries never vary
         SnapshotMarket.objects.filter(market=market)
@@ -223,7 +278,7 @@ def _price_points(
         for run_id, started_at, outcomes, prices in frozen
         if run_id in priced_from or (held_from is not None and held_from <= started_at <= until)
     ]
-    synced = market.last_synced_at
+    synced = heard_at
     if synced is not None and held_from is not None and held_from <= synced <= until:
         if not points or synced > points[-1].at:
             points.append(PricePoint(synced, _prices(market.outcomes, market.outcome_prices)))

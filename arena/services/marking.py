@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Avg, Count, QuerySet
+from django.utils import timezone
 
 from arena import clock, money
 from arena.models import (
@@ -20,7 +24,7 @@ from arena.models import (
     Trade,
 )
 from arena.selectors.ticks import agents_to_mark, held_market_ids
-from arena.services.rollup import rollup_merge
+from arena.services.rollup import rollup_bucket_params, rollup_merge, rollup_upsert_sql
 from arena.valuation import positions_value_by_agent
 from arena.weeks import snapshot_slot
 from markets import services as market_services
@@ -54,11 +58,21 @@ class TickReport:
 def portfolio_snapshots_write(*, agents: QuerySet[Agent], at: datetime, stale: bool = False) -> int:
     """Write one snapshot per agent of `agents` stamped `at`, valued at the stored prices,
     and merge them into the agents' hourly and daily rollups; return how many were written.
-    Two statements whatever the number of agents or positions. An (agent, timestamp) already
-    written is left as it is."""
-    with transaction.atomic():
-        written = _snapshots_insert(agents=agents, at=at, stale=stale)
-        rollup_merge(agent_ids=written, at=at)
+    One statement on PostgreSQL, two on SQLite, whatever the number of agents or positions.
+    An (agent, timestamp) already written is left as it is."""
+    agents_sql, agents_params = agents.order_by().values("id").query.sql_with_params()
+    return _snapshots_write(agents_sql, agents_params, at=at, stale=stale)
+
+
+def _snapshots_write(
+    agents_sql: str, agents_params: Sequence[Any], *, at: datetime, stale: bool
+) -> int:
+    """`portfolio_snapshots_write` for the agents whose ids `agents_sql` selects."""
+    # No savepoint of its own: a failure fails the caller's transaction whole (the tick's).
+    with transaction.atomic(savepoint=False):
+        written = _snapshots_insert(agents_sql, agents_params, at=at, stale=stale)
+        if connection.vendor != "postgresql":  # PostgreSQL merged them in the same statement
+            rollup_merge(agent_ids=written, at=at)
     return len(written)
 
 
@@ -81,11 +95,14 @@ def _price_at_sql(prices: str, *, index: str, binary: str) -> str:
 
 
 def _marks_ctes(markets: str) -> str:
-    """SQL of two common table expressions: `held_markets`, what `valuation._known_mark`
+    """SQL of three common table expressions: `held_markets`, what `valuation._known_mark`
     decides once per market (binary or not, a yes / no pair in either order or not, prices
-    usable or not) for the markets `markets` selects (a query of market ids), and `marks`,
-    the name and known mark of each of their outcomes, NULL where a position falls to its
-    last trade price or its entry. The JSON is read once per market and outcome, not for
+    usable or not) for the markets `markets` selects (a query of market ids); `marks`, the
+    name and known mark of each of their outcomes, NULL where a position falls to its last
+    trade price or its entry; and `sides`, each mark under every side a position may name
+    it by (`valuation.side_outcome_index`): its exact name, and YES or NO for the outcome of
+    a yes / no pair named so in another case. A position then finds its mark by equality on
+    (market, side), at most one row. The JSON is read once per market and outcome, not for
     every position."""
     if connection.vendor == "postgresql":
         first, second = "lower(m.outcomes ->> 0)", "lower(m.outcomes ->> 1)"
@@ -95,11 +112,14 @@ def _marks_ctes(markets: str) -> str:
             "SELECT 1 FROM jsonb_array_elements_text(m.outcome_prices) AS e(v) "
             "WHERE e.v IS NULL OR e.v::numeric = 0"
         )
-        index = "o.outcome_index"
-        name = "m.outcomes ->> o.outcome_index"
+        # The outcomes' own rows, not a generate_series over their count: the planner takes
+        # a generate_series of computed bounds for 1,000 rows a market, and the statement's
+        # cost estimate for so many marks put it past `jit_above_cost`, compiling it on
+        # every tick (150-170 ms at 21,000 positions, ten times the statement).
+        index = "(o.n - 1)::integer"
+        name = "o.name"
         outcomes = (
-            "CROSS JOIN LATERAL generate_series(0, jsonb_array_length(m.outcomes) - 1) "
-            "AS o(outcome_index)"
+            "CROSS JOIN LATERAL jsonb_array_elements_text(m.outcomes) WITH ORDINALITY AS o(name, n)"
         )
     else:
         first = "lower(json_extract(m.outcomes, '$[0]'))"
@@ -127,8 +147,9 @@ def _marks_ctes(markets: str) -> str:
     units = (
         ""
         if connection.vendor == "postgresql"
-        else f", CAST(ROUND({mark} * 1000000) AS INTEGER) AS price_units"
+        else ", CAST(ROUND(price * 1000000) AS INTEGER) AS price_units"
     )
+    # The pair's names are yes / no in some case (`pair`): ASCII, so upper() gives YES or NO.
     return f"""
         held_markets AS MATERIALIZED (
             SELECT m.id, m.outcomes, m.outcome_prices, m.last_open_prices,
@@ -136,15 +157,22 @@ def _marks_ctes(markets: str) -> str:
             FROM {Market._meta.db_table} m WHERE m.id IN ({markets})
         ),
         marks AS MATERIALIZED (
-            SELECT m.id AS market_id, {name} AS name, m.is_pair, {mark} AS price{units}
+            SELECT m.id AS market_id, {name} AS name, m.is_pair, {mark} AS price
             FROM held_markets m {outcomes}
+        ),
+        sides AS MATERIALIZED (
+            SELECT market_id, name AS side, price{units} FROM marks
+            UNION ALL
+            SELECT market_id, upper(name), price{units} FROM marks
+            WHERE is_pair AND upper(name) <> name
         )
     """  # noqa: S608 — the table name is ours  # nosec B608
 
 
 # The markets any open position is in: read from the (status, market) index alone, a few
 # hundred ids, rather than the positions themselves (a superset of those being marked).
-_HELD_MARKETS_SQL = f"SELECT market_id FROM {Position._meta.db_table} WHERE status = %s"  # nosec B608
+_POSITION = Position._meta.db_table
+_HELD_MARKETS_SQL = f"SELECT DISTINCT market_id FROM {_POSITION} WHERE status = %s"  # nosec B608
 
 # `valuation.position_value` of position `h` at its outcome's known mark `k` (from `_marks_ctes`):
 # exact (numeric) on PostgreSQL; on SQLite in floating point, as SQLite computes decimals.
@@ -174,12 +202,9 @@ _CENTS_SQLITE = f"(SUM({_MICROS_SQLITE}) + SUM({_PICOS_SQLITE}) / 1000000) / 100
 # A LEFT JOIN keeps every position (one without a mark falls back) and, on SQLite, makes the
 # positions the outer loop, read in agent order through the agent index (no sort for the
 # sum) while each probes the marks by an automatic index. A position finds its outcome by
-# name, as `valuation.side_outcome_index` does: the exact name, or YES / NO the outcome of
-# a yes / no pair named so in any case; at most one outcome matches.
-_MARK_JOIN = (
-    "LEFT JOIN marks k ON k.market_id = h.market_id AND (k.name = h.side "
-    "OR (h.side IN ('YES', 'NO') AND k.is_pair AND lower(k.name) = lower(h.side)))"
-)
+# name, as `valuation.side_outcome_index` does, by equality on `sides` (at most one row): an
+# OR of the two ways in the join condition cost SQLite over a third of the valuation.
+_MARK_JOIN = "LEFT JOIN sides k ON k.market_id = h.market_id AND k.side = h.side"
 
 
 def position_values_sql(positions: QuerySet[Position]) -> dict[int, Decimal]:
@@ -205,13 +230,16 @@ _SCORED_BUYS = (
 )
 
 
-def _snapshots_insert(*, agents: QuerySet[Agent], at: datetime, stale: bool) -> list[int]:
-    """Write one snapshot per agent of `agents` stamped `at` in one INSERT … SELECT that
+def _snapshots_insert(
+    agents_sql: str, agents_params: Sequence[Any], *, at: datetime, stale: bool
+) -> list[int]:
+    """Write one snapshot per agent `agents_sql` selects, stamped `at`, in one INSERT … SELECT that
     values the open positions in the database (`_VALUE_SQL`: `valuation.position_mark`'s
     rules) and reads cash, positions and Brier scores in one view of the books (one
     statement); return the agents written (a snapshot already there for `at` is left as it
-    is)."""
-    agents_sql, agents_params = agents.order_by().values("id").query.sql_with_params()
+    is). On PostgreSQL the same statement merges the rows written into their rollups (a
+    data-modifying WITH, reading them from the insert's RETURNING); SQLite has none, and
+    the caller merges them (`rollup_merge`)."""
     postgres = connection.vendor == "postgresql"
     # Positions are worth their sum, cents down (money.cents_down): exact on both databases.
     if postgres:
@@ -219,14 +247,46 @@ def _snapshots_insert(*, agents: QuerySet[Agent], at: datetime, stale: bool) -> 
     else:
         positions_value = f"{_CENTS_SQLITE} / 100.0"
     total = "(a.cash + COALESCE(v.positions_value, 0))"
+    stamp = "CAST(%s AS TIMESTAMPTZ)" if postgres else "%s"
+    into = "INSERT INTO" if postgres else "INSERT OR IGNORE INTO"
+    insert = f"""
+        {into} {PortfolioSnapshot._meta.db_table} (
+            agent_id, snapshot_timestamp, cash, positions_value, total_value, total_pnl,
+            total_pnl_percent, brier_score, resolved_bets, prices_stale, created_at)
+        SELECT a.id, {stamp}, a.cash, COALESCE(v.positions_value, 0), {total},
+               {total} - c.starting_balance,
+               ROUND(({total} - c.starting_balance) * 100.0 / c.starting_balance, 4),
+               brier.mean, COALESCE(brier.n, 0), %s, {stamp}
+        FROM marked
+        JOIN {Agent._meta.db_table} a ON a.id = marked.id
+        JOIN {Cohort._meta.db_table} c ON c.id = a.cohort_id
+        LEFT JOIN v ON v.agent_id = a.id
+        LEFT JOIN brier ON brier.agent_id = a.id
+        {"ON CONFLICT DO NOTHING" if postgres else ""}
+    """  # noqa: S608 — our tables  # nosec B608
+    adapt = connection.ops.adapt_datetimefield_value
+    params = [
+        *agents_params,
+        Position.Status.OPEN.value,
+        Position.Status.OPEN.value,
+        adapt(at),
+        stale,
+        adapt(clock.now()),
+    ]
+    if postgres:
+        columns = "agent_id, snapshot_timestamp, total_value, total_pnl, total_pnl_percent"
+        insert = f"""
+        , written AS ({insert} RETURNING {columns}),
+        merged AS ({rollup_upsert_sql(source="written s", where="")})
+        SELECT agent_id FROM written
+        """  # noqa: S608 — our tables and columns, no value  # nosec B608
+        params += rollup_bucket_params(at)
+    else:
+        insert += " RETURNING agent_id"
     # The agents are read once (their filter has correlated sub-selects), and the marks once
     # per (market, outcome) (PostgreSQL would fold them back into the join, per position).
-    materialized = "MATERIALIZED"  # PostgreSQL 12+, SQLite 3.35+
-    insert = "INSERT INTO" if postgres else "INSERT OR IGNORE INTO"
-    conflict = "ON CONFLICT DO NOTHING" if postgres else ""
-    stamp = "CAST(%s AS TIMESTAMPTZ)" if postgres else "%s"
     sql = f"""
-        WITH marked AS {materialized} ({agents_sql}),
+        WITH marked AS MATERIALIZED ({agents_sql}),
         {_marks_ctes(_HELD_MARKETS_SQL)},
         v AS (
             SELECT h.agent_id, {positions_value} AS positions_value
@@ -240,30 +300,8 @@ def _snapshots_insert(*, agents: QuerySet[Agent], at: datetime, stale: bool) -> 
             WHERE {_SCORED_BUYS} AND agent_id IN (SELECT id FROM marked)
             GROUP BY agent_id
         )
-        {insert} {PortfolioSnapshot._meta.db_table} (
-            agent_id, snapshot_timestamp, cash, positions_value, total_value, total_pnl,
-            total_pnl_percent, brier_score, resolved_bets, prices_stale, created_at)
-        SELECT a.id, {stamp}, a.cash, COALESCE(v.positions_value, 0), {total},
-               {total} - c.starting_balance,
-               ROUND(({total} - c.starting_balance) * 100.0 / c.starting_balance, 4),
-               brier.mean, COALESCE(brier.n, 0), %s, {stamp}
-        FROM marked
-        JOIN {Agent._meta.db_table} a ON a.id = marked.id
-        JOIN {Cohort._meta.db_table} c ON c.id = a.cohort_id
-        LEFT JOIN v ON v.agent_id = a.id
-        LEFT JOIN brier ON brier.agent_id = a.id
-        {conflict}
-        RETURNING agent_id
+        {insert}
     """  # noqa: S608 — our tables; the agents' query is the ORM's  # nosec B608
-    adapt = connection.ops.adapt_datetimefield_value
-    params = [
-        *agents_params,
-        Position.Status.OPEN.value,
-        Position.Status.OPEN.value,
-        adapt(at),
-        stale,
-        adapt(clock.now()),
-    ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [agent_id for (agent_id,) in cursor.fetchall()]
@@ -324,27 +362,91 @@ def snapshots_take(
     prices, and says so. Queries do not grow with the number of agents or positions: the
     snapshots are one INSERT … SELECT valuing the positions in the database, which also
     reads cash and positions in one view of the books (a settlement committing meanwhile is
-    wholly in or wholly out)."""
+    wholly in or wholly out).
+
+    The refresh writes only the markets whose record changed; the tick's row keeps when it
+    heard them all (`SnapshotTick.refreshed_at`, stamped `now`) and which held markets it
+    did not bring back."""
     now = now or clock.now()
     report = TickReport(slot=snapshot_slot(now))
-    if SnapshotTick.objects.filter(slot=report.slot).exists():
+    if _tick_exists(report.slot):
         report.skipped = True
         return report
+    refreshed_at: datetime | None = None
+    not_refreshed: list[str] = []
     if refresh:
         held = held_market_ids()
-        result = market_services.markets_refresh(polymarket_ids=held, source=source)  # network
+        result = market_services.markets_refresh(  # network
+            polymarket_ids=held, source=source, now=now
+        )
         report.refreshed = len(result.markets)
         report.refresh_error = result.error
+        if result.ok and result.synced_at is not None:
+            refreshed_at = result.synced_at
+            not_refreshed = sorted(held - {m.polymarket_id for m in result.markets})
     with transaction.atomic():
-        _, created = SnapshotTick.objects.get_or_create(
-            slot=report.slot,
-            defaults={"refresh_error": report.refresh_error, "markets_refreshed": report.refreshed},
-        )
-        if not created:
+        tick = _tick_claim(report, refreshed_at=refreshed_at, not_refreshed=not_refreshed)
+        if tick is None:
             report.skipped = True
             return report
-        report.written = portfolio_snapshots_write(
-            agents=agents_to_mark(), at=report.slot, stale=bool(report.refresh_error)
+        report.written = _snapshots_write(
+            *_marked_sql(connection.vendor),
+            at=report.slot,
+            stale=bool(report.refresh_error),
         )
-        SnapshotTick.objects.filter(slot=report.slot).update(snapshots_written=report.written)
+        with connection.cursor() as cursor:
+            cursor.execute(_TICK_WRITTEN_SQL, [report.written, tick])
     return report
+
+
+# The tick's own row, in plain statements: on the loaded bench machine the ORM's building of
+# them (a get_or_create's four statements among them) took 5-10 ms of every tick.
+_TICK = SnapshotTick._meta.db_table
+_TICK_EXISTS_SQL = f"SELECT 1 FROM {_TICK} WHERE slot = %s"  # nosec B608
+_TICK_WRITTEN_SQL = f"UPDATE {_TICK} SET snapshots_written = %s WHERE id = %s"  # nosec B608
+
+
+def _tick_exists(slot: datetime) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(_TICK_EXISTS_SQL, [connection.ops.adapt_datetimefield_value(slot)])
+        return cursor.fetchone() is not None
+
+
+def _tick_claim(
+    report: TickReport,
+    *,
+    refreshed_at: datetime | None,
+    not_refreshed: list[str],
+) -> int | None:
+    """Insert the tick's row for its slot and return its id; None when a tick has it already
+    (a second copy of the task waits here for the first to commit, then writes nothing)."""
+    adapt = connection.ops.adapt_datetimefield_value
+    listed = SnapshotTick._meta.get_field("not_refreshed")
+    sql = f"""
+        INSERT INTO {_TICK} (slot, markets_refreshed, snapshots_written, refresh_error,
+                             refreshed_at, not_refreshed, created_at)
+        VALUES (%s, %s, 0, %s, %s, %s, %s)
+        ON CONFLICT (slot) DO NOTHING
+        RETURNING id
+    """  # noqa: S608 — the table name is ours, every value is a parameter  # nosec B608
+    params = [
+        adapt(report.slot),
+        report.refreshed,
+        report.refresh_error,
+        adapt(refreshed_at),
+        listed.get_db_prep_save(not_refreshed, connection),
+        adapt(timezone.now()),  # as auto_now_add stamps it: the wall clock
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    return None if row is None else int(row[0])
+
+
+@functools.cache
+def _marked_sql(vendor: str) -> tuple[str, tuple[Any, ...]]:
+    """Return the SQL and parameters of the ids of `agents_to_mark()`, built once per process
+    and database (`vendor`): nothing in it changes from tick to tick, and building it took
+    3-8 ms of every tick."""
+    sql, params = agents_to_mark().order_by().values("id").query.sql_with_params()
+    return sql, tuple(params)

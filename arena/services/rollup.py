@@ -7,9 +7,10 @@ in UTC, so they nest in the charts' buckets (whole hours and days counted from a
 1970-01-04 00:00 UTC) and a chart bucket's last snapshot is the last of its last non-empty
 hour or day.
 
-Every snapshot write merges its new rows into their hour and day (`rollup_merge`, one
-statement, set-based); `rollup_rebuild` recomputes them from the snapshots (the migration
-that added them, and `manage.py rebuild_snapshot_rollup`).
+Every snapshot write merges its new rows into their hour and day (`rollup_upsert_sql`,
+set-based: in the write's own statement on PostgreSQL, one more on SQLite, `rollup_merge`);
+`rollup_rebuild` recomputes them from the snapshots (the migration that added them, and
+`manage.py rebuild_snapshot_rollup`).
 """
 
 from __future__ import annotations
@@ -55,13 +56,13 @@ def _chunks(ids: Sequence[int]) -> Iterable[list[int]]:
         yield list(ids[at : at + AGENTS_PER_STATEMENT])
 
 
-def rollup_merge(*, agent_ids: Sequence[int], at: datetime) -> None:
-    """Merge the snapshots of `agent_ids` stamped `at` (just written: each is merged once)
-    into their hour and day: one statement per 5,000 agents, an upsert on the bucket's
-    unique row, whatever order the snapshots arrive in."""
+def rollup_upsert_sql(*, source: str, where: str) -> str:
+    """Return the SQL that merges the snapshots `source` yields (a FROM item named `s` with
+    agent_id, snapshot_timestamp, total_value, total_pnl and total_pnl_percent; `where`
+    selects them) into their hour and day: an upsert on the bucket's unique row, whatever
+    order the snapshots arrive in, each merged once. Its parameters are the hour's and the
+    day's start (`rollup_bucket_params`), then those of `where`."""
     rollup = AgentSnapshotRollup._meta.db_table
-    snapshot = PortfolioSnapshot._meta.db_table
-    adapt = connection.ops.adapt_datetimefield_value
     stamp = "CAST(%s AS TIMESTAMPTZ)" if connection.vendor == "postgresql" else "%s"
 
     def newer(column: str) -> str:  # the bucket's figures are its last snapshot's
@@ -70,40 +71,53 @@ def rollup_merge(*, agent_ids: Sequence[int], at: datetime) -> None:
             f"THEN excluded.{column} ELSE {rollup}.{column} END"
         )
 
+    # A WHERE even when nothing is filtered: SQLite would read ON CONFLICT as a join's ON.
+    return f"""
+        INSERT INTO {rollup} ({_COLUMNS})
+        SELECT s.agent_id, b.resolution, b.bucket_start, s.snapshot_timestamp,
+               s.snapshot_timestamp, s.total_value, s.total_pnl, s.total_pnl_percent,
+               s.total_value, s.total_value, 1
+        FROM {source} CROSS JOIN (
+            SELECT 'hour' AS resolution, {stamp} AS bucket_start
+            UNION ALL SELECT 'day', {stamp}
+        ) b
+        WHERE {where or "true"}
+        ON CONFLICT (agent_id, resolution, bucket_start) DO UPDATE SET
+            first_at = CASE WHEN excluded.first_at < {rollup}.first_at
+                            THEN excluded.first_at ELSE {rollup}.first_at END,
+            total_value = {newer("total_value")},
+            total_pnl = {newer("total_pnl")},
+            total_pnl_percent = {newer("total_pnl_percent")},
+            last_at = {newer("last_at")},
+            min_total_value = CASE WHEN excluded.min_total_value < {rollup}.min_total_value
+                                   THEN excluded.min_total_value
+                                   ELSE {rollup}.min_total_value END,
+            max_total_value = CASE WHEN excluded.max_total_value > {rollup}.max_total_value
+                                   THEN excluded.max_total_value
+                                   ELSE {rollup}.max_total_value END,
+            snapshots = {rollup}.snapshots + excluded.snapshots
+    """  # noqa: S608 — the table names are ours, every value is a parameter  # nosec B608
+
+
+def rollup_bucket_params(at: datetime) -> list[Any]:
+    """Return the first two parameters of `rollup_upsert_sql` for snapshots stamped `at`."""
+    adapt = connection.ops.adapt_datetimefield_value
+    return [adapt(bucket_start(at, Resolution.HOUR)), adapt(bucket_start(at, Resolution.DAY))]
+
+
+def rollup_merge(*, agent_ids: Sequence[int], at: datetime) -> None:
+    """Merge the snapshots of `agent_ids` stamped `at` (just written: each is merged once)
+    into their hour and day: one statement per 5,000 agents (`rollup_upsert_sql`). On
+    PostgreSQL the tick's write merges in its own statement instead."""
+    snapshot = PortfolioSnapshot._meta.db_table
+    adapt = connection.ops.adapt_datetimefield_value
     for chunk in _chunks(agent_ids):
-        sql = f"""
-            INSERT INTO {rollup} ({_COLUMNS})
-            SELECT s.agent_id, b.resolution, b.bucket_start, s.snapshot_timestamp,
-                   s.snapshot_timestamp, s.total_value, s.total_pnl, s.total_pnl_percent,
-                   s.total_value, s.total_value, 1
-            FROM {snapshot} s CROSS JOIN (
-                SELECT 'hour' AS resolution, {stamp} AS bucket_start
-                UNION ALL SELECT 'day', {stamp}
-            ) b
-            WHERE s.snapshot_timestamp = %s AND s.agent_id IN ({", ".join(["%s"] * len(chunk))})
-            ON CONFLICT (agent_id, resolution, bucket_start) DO UPDATE SET
-                first_at = CASE WHEN excluded.first_at < {rollup}.first_at
-                                THEN excluded.first_at ELSE {rollup}.first_at END,
-                total_value = {newer("total_value")},
-                total_pnl = {newer("total_pnl")},
-                total_pnl_percent = {newer("total_pnl_percent")},
-                last_at = {newer("last_at")},
-                min_total_value = CASE WHEN excluded.min_total_value < {rollup}.min_total_value
-                                       THEN excluded.min_total_value
-                                       ELSE {rollup}.min_total_value END,
-                max_total_value = CASE WHEN excluded.max_total_value > {rollup}.max_total_value
-                                       THEN excluded.max_total_value
-                                       ELSE {rollup}.max_total_value END,
-                snapshots = {rollup}.snapshots + excluded.snapshots
-        """  # noqa: S608 — the table names are ours, every value is a parameter  # nosec B608
-        params = [
-            adapt(bucket_start(at, Resolution.HOUR)),
-            adapt(bucket_start(at, Resolution.DAY)),
-            adapt(at),
-            *chunk,
-        ]
+        sql = rollup_upsert_sql(
+            source=f"{snapshot} s",
+            where=f"s.snapshot_timestamp = %s AND s.agent_id IN ({', '.join(['%s'] * len(chunk))})",
+        )
         with connection.cursor() as cursor:
-            cursor.execute(sql, params)
+            cursor.execute(sql, [*rollup_bucket_params(at), adapt(at), *chunk])
 
 
 def rollup_rebuild(*, agent_ids: Sequence[int] | None = None) -> int:

@@ -163,8 +163,8 @@ def test_resync_action_rereads_the_selected_markets_and_reports_the_summary(
     )
     html = _html(response)
     assert re.search(
-        r'<li class="success">Synced 2 markets from gamma in [0-9.]+s: 0 new, 2 updated, '
-        r"0 rejected \(of 2 fetched\)</li>",
+        r'<li class="success">Synced 2 markets from gamma in [0-9.]+s: 0 new, 1 updated, '
+        r"1 unchanged, 0 rejected \(of 2 fetched\)</li>",
         html,
     ), html[html.find("messagelist") - 50 : html.find("messagelist") + 300]
     (request,) = gamma_server.requests_to("/markets")
