@@ -201,19 +201,13 @@ class Decision(models.Model):
         blank=True, help_text="Where an unexpected failure happened (last frames), if one did."
     )
     tries = models.PositiveSmallIntegerField(default=0, help_text="Times this row was claimed.")
-    parsed_try = models.PositiveSmallIntegerField(
-        null=True,
-        blank=True,
-        help_text="The claim (try) whose valid answer `parsed` holds: its orders execute once, "
-        "as trades with this try number, and a reclaim after a crash resumes them.",
-    )
+    # The claim (try) whose valid answer `parsed` holds: its orders execute once, as trades
+    # with this try number, and a reclaim after a crash resumes them.
+    parsed_try = models.PositiveSmallIntegerField(null=True, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
-    claimed_by = models.CharField(
-        max_length=64,
-        blank=True,
-        help_text="The Celery task that holds (or last held) the claim; blank outside a task. "
-        "The same task delivered again after its worker was lost takes its claim over at once.",
-    )
+    # The Celery task that holds (or last held) the claim; blank outside a task. The same
+    # task delivered again after its worker was lost takes its claim over at once.
+    claimed_by = models.CharField(max_length=64, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -554,28 +548,17 @@ class AgentSnapshotRollup(models.Model):
 
 
 class SnapshotTick(models.Model):
-    """One mark-to-market tick: what it refreshed and whether the refresh failed.
-
-    The tick's price refresh hears every held market at once, and writes only those whose
-    record changed: when it heard them is kept here, once, not on each market's row
-    (`arena.selectors.markets.market_heard_at` reads it for a market's page)."""
+    """One mark-to-market tick: what it refreshed, whether the refresh failed, and when it heard
+    the held markets, once, not on each market's row (`selectors.markets.market_heard_at`)."""
 
     slot = models.DateTimeField(unique=True)
     markets_refreshed = models.PositiveIntegerField(default=0)
     snapshots_written = models.PositiveIntegerField(default=0)
     refresh_error = models.TextField(blank=True)
-    refreshed_at = models.DateTimeField(
-        null=True,
-        blank=True,
-        help_text="When the price refresh heard the held markets, changed or not; empty when "
-        "it failed or nothing was held.",
-    )
-    not_refreshed = models.JSONField(
-        default=list,
-        blank=True,
-        help_text="Polymarket ids of the held markets the refresh did not bring (not returned, "
-        "or refused): not heard then.",
-    )
+    # When the refresh heard the held markets, changed or not (empty: it failed, or nothing
+    # was held); and the held markets it did not bring back (not returned, or refused).
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+    not_refreshed = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
