@@ -9,17 +9,84 @@ wall-time budget tight enough to matter failed tests at random there. Fixtures a
 session shares (the test database, a module's world) are left out of the setup's: whichever
 test comes first would pay for all. A test over either budget fails unless it is marked
 `slow` with a reason.
+
+The budget is in seconds of the reference machine (the two-core machine it was calibrated on,
+running nothing else). Machines differ, and two cores shared by the shards of `make test` run
+each of them slower, in CPU time as in wall time: the same test was seen taking 1 s of CPU on
+one such machine and 6 s on a slower one. So a test that looks over budget is judged again at
+the machine's speed of that moment: a fixed piece of pure Python (`probe`) is timed, and its
+CPU and wall seconds against REFERENCE_PROBE_SECONDS say how much slower than the reference
+this machine runs now. The test fails only if it is over budget at the reference speed too.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 WALL_FACTOR = 4
+# What `probe` takes on the reference machine with nothing else running, in CPU and in wall
+# seconds alike (the median of many).
+REFERENCE_PROBE_SECONDS = 0.037
+PROBES = 5  # the median of these says how fast the machine runs now
+
+
+def probe() -> None:
+    """A fixed piece of pure Python, of the kind a test spends its time on (dicts, strings,
+    a sort), about REFERENCE_PROBE_SECONDS long on the reference machine."""
+    table: dict[int, str] = {}
+    for i in range(400_000):
+        table[i % 977] = f"{i}x"
+    sorted(table.values())
+
+
+@dataclass(frozen=True)
+class Slowdown:
+    """How many times slower than the reference machine this one runs at the moment, in CPU
+    time and in wall time (never under 1: a faster machine gets no extra budget)."""
+
+    cpu: float
+    wall: float
+
+    @classmethod
+    def of(cls, probe_cpu: float, probe_wall: float) -> Slowdown:
+        """The slowdown of a machine on which `probe` took these seconds."""
+        return cls(
+            cpu=max(1.0, probe_cpu / REFERENCE_PROBE_SECONDS),
+            wall=max(1.0, probe_wall / REFERENCE_PROBE_SECONDS),
+        )
+
+    @classmethod
+    def now(cls) -> Slowdown:
+        cpu, wall = [], []
+        for _ in range(PROBES):
+            began_cpu, began_wall = time.process_time(), time.perf_counter()
+            probe()
+            cpu.append(time.process_time() - began_cpu)
+            wall.append(time.perf_counter() - began_wall)
+        return cls.of(statistics.median(cpu), statistics.median(wall))
+
+
+def overruns(cpu: float, wall: float, budget: float, slowdown: Slowdown) -> list[str]:
+    """What a step that took `cpu` and `wall` seconds, on a machine running `slowdown` times
+    slower than the reference, overran of `budget` (empty: nothing)."""
+    over = []
+    if cpu / slowdown.cpu > budget:
+        over.append(
+            f"{cpu:.1f} s of CPU time, {cpu / slowdown.cpu:.1f} s at the reference "
+            f"machine's speed (budget {budget:g} s)"
+        )
+    if wall / slowdown.wall > budget * WALL_FACTOR:
+        over.append(
+            f"{wall:.1f} s of wall time, {wall / slowdown.wall:.1f} s at the reference "
+            f"machine's speed (budget {budget * WALL_FACTOR:g} s)"
+        )
+    return over
 
 
 class TimeBudget:
@@ -73,15 +140,16 @@ class TimeBudget:
         setup = call.when == "setup"
         cpu = self.cpu.get(call.when, 0.0) - (self.shared_cpu if setup else 0.0)
         wall = report.duration - (self.shared_wall if setup else 0.0)
-        over = []
-        if cpu > self.budget:
-            over.append(f"{cpu:.1f} s of CPU time (budget {self.budget:g} s)")
-        if wall > self.budget * WALL_FACTOR:
-            over.append(f"{wall:.1f} s of wall time (budget {self.budget * WALL_FACTOR:g} s)")
+        if cpu <= self.budget and wall <= self.budget * WALL_FACTOR:
+            return report
+        slowdown = Slowdown.now()
+        over = overruns(cpu, wall, self.budget, slowdown)
         if over:
             report.outcome = "failed"
             report.longrepr = (
-                f"{call.when} took {' and '.join(over)}, over the suite's budget of a test: "
-                "make it faster, or mark it @pytest.mark.slow(reason=...) saying why it cannot be"
+                f"{call.when} took {' and '.join(over)}, over the suite's budget of a test "
+                f"(this machine ran {slowdown.cpu:.1f}x slower than the reference in CPU time, "
+                f"{slowdown.wall:.1f}x in wall time): make it faster, or mark it "
+                "@pytest.mark.slow(reason=...) saying why it cannot be"
             )
         return report

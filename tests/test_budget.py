@@ -1,0 +1,36 @@
+"""The per-test budget (tests/budget.py) is in seconds of the reference machine: a step over it
+fails on any machine, and a step a slower or busier machine merely took longer passes."""
+
+from __future__ import annotations
+
+from tests.budget import REFERENCE_PROBE_SECONDS, WALL_FACTOR, Slowdown, overruns
+
+BUDGET = 6.0
+REFERENCE = Slowdown(cpu=1.0, wall=1.0)
+
+
+def test_a_step_within_the_budget_overruns_nothing() -> None:
+    assert overruns(5.9, 5.9 * WALL_FACTOR, BUDGET, REFERENCE) == []
+
+
+def test_a_step_over_the_budget_on_the_reference_machine_overruns_it_in_cpu_and_wall() -> None:
+    over = overruns(6.5, 30.0, BUDGET, REFERENCE)
+    assert len(over) == 2
+    assert over[0].startswith("6.5 s of CPU time, 6.5 s at the reference machine's speed")
+    assert over[1].startswith("30.0 s of wall time, 30.0 s at the reference machine's speed")
+
+
+def test_a_machine_running_four_times_slower_gives_four_times_the_seconds() -> None:
+    busy = Slowdown(cpu=4.0, wall=4.0)
+    # The CI run that failed a 1 s test at 6.0 s of CPU time, on a slower machine.
+    assert overruns(6.0, 17.2, BUDGET, busy) == []
+    # Still over at the reference speed: fails, saying both figures.
+    assert overruns(30.0, 40.0, BUDGET, busy) == [
+        "30.0 s of CPU time, 7.5 s at the reference machine's speed (budget 6 s)"
+    ]
+
+
+def test_a_faster_machine_gets_no_extra_budget() -> None:
+    probe = REFERENCE_PROBE_SECONDS
+    assert Slowdown.of(probe / 2, probe / 3) == REFERENCE
+    assert Slowdown.of(probe * 3, probe * 5) == Slowdown(cpu=3.0, wall=5.0)
