@@ -6,15 +6,17 @@ rate limit's 429 get the same envelope from `forecaster.http.ApiMiddleware`, whi
 ETag/304 and CORS to the API's answers. The OpenAPI schema declares those 4xx, envelope and all,
 on every operation (`declare_errors`), so a client (or the contract run in
 tests/api/test_contract.py) can hold every answer to the schema. A query parameter an
-operation does not take is a 422, never silently ignored. The envelope's schema and the
-outside agents' refusals belong to the routers (`arena/api/errors.py`): registered here.
+operation does not take, or one given twice, is a 422, never silently ignored. The
+envelope's schema and the outside agents' refusals belong to the routers
+(`arena/api/errors.py`): registered here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial, wraps
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from ninja import NinjaAPI
@@ -83,6 +85,9 @@ api = ArenaAPI(
     description=(
         "Read-only access to the benchmark's markets, cohorts, agents and decisions; and, under "
         "`/outside/`, the API through which an outside team's agent takes part.\n\n"
+        "Parameters are read as declared, or refused with a 422 in the error envelope: one "
+        "an operation does not take, one given twice (unless declared a list), and a day "
+        "not written YYYY-MM-DD (a number is never read as a Unix timestamp).\n\n"
         + OUTSIDE_AGENTS_DOC
     ),
 )
@@ -128,11 +133,33 @@ def query_names(operation: Operation) -> frozenset[str]:
     return frozenset(names)
 
 
+def _is_list(annotation: Any) -> bool:
+    """Whether a parameter's type is a list (`list[int]`, `list[int] | None`)."""
+    if get_origin(annotation) is list or annotation is list:
+        return True
+    return get_origin(annotation) in (Union, UnionType) and any(
+        _is_list(member) for member in get_args(annotation)
+    )
+
+
+def query_list_names(operation: Operation) -> frozenset[str]:
+    """The query parameters the operation declares as lists: the only ones a URL may repeat."""
+    names: set[str] = set()
+    for model in operation.signature.models:
+        if model.__ninja_param_source__ == "query":
+            names.update(
+                name for name, field in model.model_fields.items() if _is_list(field.annotation)
+            )
+    return frozenset(names)
+
+
 def refuse_unknown_parameters(run: Run) -> Run:
     """Wrap an operation so a query parameter it does not take is a 422, not ignored: a
-    misspelt filter (`?cohrt=3`) would otherwise answer every row as if it had filtered."""
+    misspelt filter (`?cohrt=3`) would otherwise answer every row as if it had filtered. So
+    is one given twice that is not a list (`?cohort=1&cohort=2`): the last would silently win."""
     operation = run.__self__  # type: ignore[attr-defined]  # ninja hands over the bound `run`
     known = query_names(operation)
+    lists = query_list_names(operation)
 
     @wraps(run)
     def checked(request: HttpRequest, **kwargs: Any) -> HttpResponseBase:
@@ -140,6 +167,12 @@ def refuse_unknown_parameters(run: Run) -> Run:
         if unknown:
             takes = ", ".join(sorted(known)) or "none"
             message = f"unknown parameter: {', '.join(unknown)}; this endpoint takes: {takes}"
+            return error_response(request, status=422, message=message)
+        repeated = sorted(
+            name for name in request.GET if name not in lists and len(request.GET.getlist(name)) > 1
+        )
+        if repeated:
+            message = f"parameter given more than once: {', '.join(repeated)}; each takes one value"
             return error_response(request, status=422, message=message)
         return run(request, **kwargs)
 

@@ -14,11 +14,13 @@
   The HTML pages don't take it: each carries a fresh CSRF token, so their hash never repeats.
 - HEAD answered as the GET it mirrors (ninja routes GET only).
 - CORS open for reading: `Access-Control-Allow-Origin: *` on GET/HEAD/OPTIONS answers, a
-  preflight OPTIONS answered `204`; no credentials.
+  preflight OPTIONS answered `204`; no credentials. Its `Allow` names the methods the
+  endpoint takes (`POST, OPTIONS` on a submission), as a 405 does.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -36,6 +38,8 @@ from django.http import (
     StreamingHttpResponse,
 )
 from django.middleware.http import ConditionalGetMiddleware
+from django.urls import Resolver404, resolve
+from ninja.operation import PathView
 
 from arena import clock
 from arena.seal import public_view
@@ -61,6 +65,26 @@ def error_body(*, status: int, message: str, code: str | None = None) -> dict[st
     if code is None:
         code = HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
     return {"error": {"status": status, "code": code, "message": message}}
+
+
+def allowed_methods(path: str) -> str:
+    """The methods the API endpoint at `path` takes, for an `Allow` header: its operations'
+    own, HEAD wherever GET is (the middleware answers it), and OPTIONS. A path that names no
+    endpoint is answered as the read-only API it would be."""
+    try:
+        view = resolve(path).func
+    except Resolver404:
+        return ", ".join(READ_METHODS)
+    # ninja's view is a closure over its PathView, which holds the path's operations.
+    owner = inspect.getclosurevars(view).nonlocals.get("self")
+    if not isinstance(owner, PathView):
+        return ", ".join(READ_METHODS)
+    methods = {method for operation in owner.operations for method in operation.methods}
+    if "GET" in methods:
+        methods.add("HEAD")
+    methods.add("OPTIONS")
+    order = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+    return ", ".join(sorted(methods, key=lambda m: order.index(m) if m in order else len(order)))
 
 
 def rate_limited(request: HttpRequest) -> int | None:
@@ -123,7 +147,7 @@ class ApiMiddleware:
             preflight = HttpResponse(status=204)
             for header, value in PREFLIGHT_HEADERS.items():
                 preflight[header] = value
-            preflight["Allow"] = PREFLIGHT_HEADERS["Access-Control-Allow-Methods"]
+            preflight["Allow"] = allowed_methods(request.path_info)
             return preflight
         head = request.method == "HEAD"
         if head:  # ninja routes GET only: answer HEAD as GET (the server drops the body)

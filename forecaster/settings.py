@@ -102,6 +102,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Outside the API's middleware and WhiteNoise, so their own answers (an error envelope,
+    # a static file) carry it too.
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     # Public reads under the seal (arena/seal.py): the week hidden until the outside window
     # closes. Before the API's middleware, so its cached answers are read under it too.
@@ -113,7 +116,6 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it turns a locked-out sign-in into its 429 response.
     "axes.middleware.AxesMiddleware",
 ]
@@ -127,6 +129,9 @@ AUTHENTICATION_BACKENDS = [
 # failures in a row, for the cool-off; a success resets the count. Per pair, not per IP alone,
 # so one attacker cannot lock staff out from everywhere. The IP is REMOTE_ADDR, as for the API's
 # rate limit (forecaster/http.py: what a deployment behind a reverse proxy must do about it).
+# The only sign-in is the staff admin's: a `next` that is not safe to follow (another
+# site's address) lands on the admin, not on Django's default /accounts/profile/, a 404 here.
+LOGIN_REDIRECT_URL = "/admin/"
 AXES_FAILURE_LIMIT = 5
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["ip_address", "username"]]

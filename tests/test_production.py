@@ -203,3 +203,5 @@ def test_the_hashed_stylesheet_is_served_with_a_long_cache_life(
     response = Client().get(match.group(1))  # a fresh client: whitenoise reads STATIC_ROOT now
     assert response.status_code == 200
     assert "immutable" in response.headers["Cache-Control"]
+    # A static file no page may frame either: WhiteNoise answers before the site's views.
+    assert response.headers["X-Frame-Options"] == "DENY"

@@ -17,6 +17,7 @@ from django.http import HttpRequest
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
+from arena.api.params import IsoDate
 from arena.api.records import Page, PageSize, QueryId
 from arena.models import Agent, AnswerCommitment, Cohort
 from arena.selectors import commitments
@@ -67,7 +68,7 @@ def _commitment(row: AnswerCommitment) -> CommitmentOut:
 )
 def commitment_list(
     request: HttpRequest,
-    week: date | None = None,
+    week: IsoDate | None = None,
     cohort: QueryId | None = None,
     agent: QueryId | None = None,
     page: Page = 1,

@@ -22,6 +22,7 @@ from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 from ninja.params.functions import Query
 
+from arena.api.params import IsoDate
 from arena.seal import sealed_from
 from arena.selectors.exports import BET_COLUMNS, DATASETS, BetRow, Dataset, Offline
 from arena.selectors.watermark import data_watermark
@@ -152,8 +153,8 @@ def _register(dataset: Dataset, fmt: Format) -> None:
     def download(
         request: HttpRequest,
         cohort: int | None = COHORT,
-        since: date | None = SINCE,
-        until: date | None = UNTIL,
+        since: IsoDate | None = SINCE,
+        until: IsoDate | None = UNTIL,
         offline: Offline = OFFLINE,
     ) -> StreamingHttpResponse:
         return _download(dataset, fmt, cohort, since, until, offline)
@@ -221,8 +222,8 @@ class ManifestOut(Schema):
 def manifest(
     request: HttpRequest,
     cohort: int | None = COHORT,
-    since: date | None = SINCE,
-    until: date | None = UNTIL,
+    since: IsoDate | None = SINCE,
+    until: IsoDate | None = UNTIL,
     offline: Offline = OFFLINE,
 ) -> dict[str, Any]:
     """Each CSV and JSON Lines download under these bounds: rows, bytes and SHA-256 of exactly

@@ -6,7 +6,6 @@ is the page's figure; this module only shapes them (`arena/api/records_schemas.p
 
 from __future__ import annotations
 
-from datetime import date
 from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -21,6 +20,7 @@ from ninja.errors import HttpError
 from agents.models import BenchmarkModel
 from arena.api.analytics_schemas import leaderboard_fields, reference_out
 from arena.api.errors import ErrorEnvelope
+from arena.api.params import IsoDate
 from arena.api.records_schemas import (
     AgentDetailOut,
     AttemptOut,
@@ -581,7 +581,7 @@ def decision_list(
     request: HttpRequest,
     model: ModelId | None = None,
     cohort: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
-    week: date | None = None,
+    week: IsoDate | None = None,
     action: ActionKey | None = None,
     status: DecisionStatus | None = None,
     page: Page = 1,
@@ -705,8 +705,8 @@ def market_detail(request: HttpRequest, polymarket_id: PolymarketId) -> MarketDe
 def resolution_list(
     request: HttpRequest,
     resolution: ResolutionKind | None = None,
-    since: date | None = None,
-    until: date | None = None,
+    since: IsoDate | None = None,
+    until: IsoDate | None = None,
     page: Page = 1,
     page_size: PageSize = 20,
 ) -> ResolutionPage:

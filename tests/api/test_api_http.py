@@ -211,3 +211,61 @@ def test_the_sites_own_404_stays_html(client: Client, db: None) -> None:
     assert response.status_code == 404
     assert response["Content-Type"].startswith("text/html")
     assert not response.has_header("Access-Control-Allow-Origin")
+
+
+def test_a_preflight_names_the_methods_each_endpoint_takes(client: Client, db: None) -> None:
+    read = client.options(f"{API}/leaderboard")
+    submit = client.options(f"{API}/outside/cohorts/1/decision")
+    unknown = client.options(f"{API}/nowhere")
+    assert (read.status_code, submit.status_code, unknown.status_code) == (204, 204, 204)
+    assert read["Allow"] == "GET, HEAD, OPTIONS"
+    assert submit["Allow"] == "POST, OPTIONS"  # a submission is POSTed, never read
+    assert unknown["Allow"] == "GET, HEAD, OPTIONS"
+
+
+# Parameters as the schema declares them
+
+
+def test_a_parameter_given_twice_is_a_422_naming_it(world: World, client: Client) -> None:
+    cohort = world.cohort.number
+    once = client.get(f"{API}/decisions", {"cohort": cohort})
+    twice = client.get(f"{API}/decisions?cohort={cohort}&cohort={cohort + 1}&page=1&page=1")
+    assert once.status_code == 200
+    assert twice.status_code == 422
+    body = twice.json()
+    assert_envelope(body, 422)
+    assert body["error"]["message"] == (
+        "parameter given more than once: cohort, page; each takes one value"
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/resolutions?until=0",
+        "/resolutions?since=1700000000",
+        "/resolutions?since=2026-1-5",
+        "/decisions?week=20260104",
+        "/exports/bets.csv?until=0",
+        "/commitments?week=0",
+    ],
+)
+def test_a_day_written_as_a_number_is_a_422_not_a_unix_timestamp(
+    client: Client, db: None, path: str
+) -> None:
+    response = client.get(f"{API}{path}")
+    assert response.status_code == 422
+    body = response.json()
+    assert_envelope(body, 422)
+    assert "YYYY-MM-DD" in body["error"]["message"]
+
+
+def test_a_day_written_yyyy_mm_dd_is_read(client: Client, db: None) -> None:
+    response = client.get(f"{API}/resolutions?since=2026-01-04&until=2026-01-10")
+    assert response.status_code == 200
+
+
+def test_an_error_envelope_may_not_be_framed_either(client: Client, db: None) -> None:
+    for response in (client.get(f"{API}/nowhere"), client.get(f"{API}/decisions?page=0")):
+        assert response.status_code in (404, 422)
+        assert response["X-Frame-Options"] == "DENY"

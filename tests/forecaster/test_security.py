@@ -194,6 +194,20 @@ def test_a_staff_user_signs_in(client: Client) -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("unsafe", ["https://evil.example/", "//evil.example/admin/", ""])
+def test_a_sign_in_whose_next_is_not_safe_lands_on_the_admin(client: Client, unsafe: str) -> None:
+    user(staff=True, username="editor")
+    response = client.post(
+        reverse("admin:login"),
+        {"username": "editor", "password": PASSWORD, "next": unsafe},
+        REMOTE_ADDR="203.0.113.7",
+    )
+    assert response.status_code == 302
+    assert response.headers["Location"] == "/admin/"  # not /accounts/profile/, a 404 here
+    assert client.get(response.headers["Location"]).status_code == 200
+
+
+@pytest.mark.django_db
 def test_repeated_failed_sign_ins_lock_that_username_out_from_that_address_for_the_cool_off(
     client: Client, settings: Any
 ) -> None:
