@@ -97,8 +97,9 @@ prompt holds it as of the run.
 
 Refusals, each answered in the error envelope and recorded: 401 (no, unknown, revoked or
 expired token), 403 `not_in_cohort`, 409 `outside_window` / `already_decided` / `not_open` /
-`cohort_completed`, 413 `body_too_large` (64 KiB by default), 429 `rate_limited` (30 requests
-a minute per token by default, `Retry-After` given).
+`cohort_completed`, 411 `length_required` (a chunked body without a Content-Length: send
+it again with one; no submission is used), 413 `body_too_large` (64 KiB by default), 429
+`rate_limited` (30 requests a minute per token by default, `Retry-After` given).
 """
 
 
@@ -130,6 +131,7 @@ REFUSALS: dict[int | str, Any] = {
     401: ErrorEnvelope,
     403: ErrorEnvelope,
     409: ErrorEnvelope,
+    411: ErrorEnvelope,
     413: ErrorEnvelope,
 }
 
@@ -357,6 +359,7 @@ def submit(
     which now carries the retry section) and one resubmission is taken in the window;
     422 `invalid_decision_final`: malformed again, recorded as a HOLD. 409: outside the
     window, before the run opened the decision, or after the week's final decision.
+    411: a chunked body without a Content-Length, refused unread (no submission used).
     413: the body is over the limit."""
     token = _token(request)
     limit: int = settings.OUTSIDE_API_MAX_BODY_BYTES
@@ -364,6 +367,19 @@ def submit(
     too_large = OutsideRefused(
         413, "body_too_large", f"The request body is over the limit of {limit} bytes."
     )
+    # A chunked body comes without a length, and the WSGI stack reads it as empty: refused
+    # before it counts as the team's submission, so it can send the same body again with one.
+    if (
+        not request.META.get("CONTENT_LENGTH")
+        and "chunked" in request.headers.get("Transfer-Encoding", "").lower()
+    ):
+        raise OutsideRefused(
+            411,
+            "length_required",
+            "Send the body with a Content-Length: a chunked body is not read. Nothing was "
+            "recorded and no submission was used; send it again.",
+            token=token,
+        )
     # The declared length is checked before anything is read; the body read is checked too.
     if not declared.isdigit() or int(declared) > limit:
         raise too_large

@@ -417,6 +417,28 @@ def test_a_body_over_the_cap_is_refused_before_it_is_parsed(
     assert not decision.attempts.exists()
 
 
+def test_a_chunked_body_is_refused_unread_and_uses_no_submission(
+    week: Week, client: Client
+) -> None:
+    hold = json.dumps({"action": "HOLD", "reasoning": "Nothing is mispriced."})
+    # As a WSGI server hands over a chunked request: no CONTENT_LENGTH, the body in the stream.
+    chunked = client.post(
+        f"{OUTSIDE}/cohorts/{week.cohort.number}/decision",
+        data=hold,
+        content_type="application/json",
+        headers={**bearer(week.token), "Transfer-Encoding": "chunked"},
+        CONTENT_LENGTH="",
+    )
+    refused(chunked, 411, "length_required")
+    decision = Decision.objects.get(agent=week.agent())
+    assert decision.status == Decision.Status.AWAITING
+    assert not decision.attempts.exists()
+    # The same body with its length is the team's one submission, taken whole.
+    assert submit(client, week, hold).status_code == 200
+    decision.refresh_from_db()
+    assert (decision.status, decision.action) == (Decision.Status.DONE, "HOLD")
+
+
 def test_no_submission_by_the_close_is_a_hold_and_the_prompt_says_so(
     week: Week, client: Client, time_machine: Any
 ) -> None:
