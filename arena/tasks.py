@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 
 from celery import Task, chain, chord, group, shared_task
-from django.db import transaction
+from django.conf import settings
+from django.db import DatabaseError, transaction
 
 from arena.models import Agent, DecisionRun
 from arena.services.cohorts import cohort_start_scheduled
@@ -83,16 +84,36 @@ def run_agent_decision(self: Task, agent_id: int, run_id: int) -> str:
     claim its first delivery left, at once: the claim's holder is this task's id.
 
     Never fails: a failed link would stop the chain and leave every later agent undecided.
-    The service records its own failures; anything escaping it is logged and reported here."""
+    The service records its own failures; anything escaping it is logged and reported here.
+    A database error before the decision was claimed (a restart, a dropped connection) is
+    nobody's failure: the task tries again in seconds, DECISION_TASK_DATABASE_RETRIES times,
+    keeping its place in the chain, and only then reports it."""
+    retries = self.request.retries or 0
     try:
         outcome = decision_run(
             agent_id=agent_id,
             run_id=run_id,
             holder=self.request.id or "",
             # Set by the broker on a message it put back (its worker was lost), never on a
-            # second copy of a live task.
-            redelivered=bool((self.request.delivery_info or {}).get("redelivered")),
+            # second copy of a live task. A retry of this task is this task again: a claim
+            # it may have taken before the error is its own to take over.
+            redelivered=bool((self.request.delivery_info or {}).get("redelivered")) or retries > 0,
+            raise_unclaimed=True,
         )
+    except DatabaseError as exc:
+        if retries < settings.DECISION_TASK_DATABASE_RETRIES:
+            logger.warning(
+                "decision of agent %s in run %s: database error before its claim (%s); "
+                "trying again",
+                agent_id,
+                run_id,
+                exc,
+            )
+            raise self.retry(exc=exc, countdown=min(2**retries, 30)) from exc
+        logger.exception(
+            "decision of agent %s in run %s: the database kept failing", agent_id, run_id
+        )
+        return f"agent {agent_id}: failed ({type(exc).__name__}: {exc})"
     except Exception as exc:
         logger.exception("decision of agent %s in run %s escaped its service", agent_id, run_id)
         return f"agent {agent_id}: failed ({type(exc).__name__}: {exc})"

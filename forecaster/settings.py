@@ -44,6 +44,9 @@ HTTP_RETRY_AFTER_CAP_SECONDS = _env.http_retry_after_cap_seconds
 DECISION_PARSE_RETRIES = _env.decision_parse_retries
 DECISION_MAX_ROUNDS = _env.decision_max_rounds
 DECISION_RETRY_DEADLINE_HOURS = _env.decision_retry_deadline_hours
+# A decision task that meets a database error before it claims anything tries again after
+# 1, 2, 4, 8 and 16 s (a restart or failover), then reports it; the hourly retry serves it.
+DECISION_TASK_DATABASE_RETRIES = 5
 
 OUTSIDE_WINDOW_OPENS_MINUTES = _env.outside_window_opens_minutes
 OUTSIDE_WINDOW_CLOSES_MINUTES = _env.outside_window_closes_minutes

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from celery.result import AsyncResult
+from django.db import OperationalError
 
 from arena.models import Cohort, Decision, PortfolioSnapshot
 from arena.tasks import retry_decisions, run_decisions, start_cohort, take_snapshots
@@ -75,14 +76,10 @@ def test_a_decision_task_that_breaks_does_not_stop_the_chain(
     first = cohort.agents.order_by("-model__kind", "model__display_order").first()
     assert first is not None
 
-    def breaks_for_the_first_agent(
-        *, agent_id: int, run_id: int, holder: str, redelivered: bool
-    ) -> Any:
+    def breaks_for_the_first_agent(*, agent_id: int, **kwargs: Any) -> Any:
         if agent_id == first.pk:
             raise RuntimeError("the service itself broke")
-        return decision_run(
-            agent_id=agent_id, run_id=run_id, holder=holder, redelivered=redelivered
-        )
+        return decision_run(agent_id=agent_id, **kwargs)
 
     # The worker runs in a thread of this process, so it sees the patched name.
     monkeypatch.setattr(tasks_module, "decision_run", breaks_for_the_first_agent)
@@ -102,3 +99,68 @@ def test_a_decision_task_that_breaks_does_not_stop_the_chain(
     last_task = queued.rsplit("last task ", 1)[1].rstrip(")")
     assert AsyncResult(last_task, app=celery_app).get(timeout=120).startswith("run ")
     assert Decision.objects.get(agent=first).status == "done"
+
+
+def test_a_database_error_before_the_claim_is_tried_again_in_seconds_not_failed(
+    settings: Any, celery_worker_on_redis: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dropped connection before the decision is claimed is nobody's failure: the task
+    tries again in a second, keeping its place in the chain, and the agent decides in this
+    run, not an hour later in the retry run."""
+    import arena.services.decisions.run as run_module
+    from arena.models import SystemEvent
+    from arena.services.decisions.lifecycle import decision_claim_for
+
+    settings.MARKET_SOURCE = "demo"
+    settings.OPENROUTER_API_KEY = ""
+    start_cohort.delay().get(timeout=30)
+    cohort = Cohort.objects.get()
+    first = cohort.agents.order_by("-model__kind", "model__display_order").first()
+    assert first is not None
+    dropped: list[int] = []
+
+    def drops_once_for_the_first_agent(**kwargs: Any) -> Any:
+        if kwargs["agent"].pk == first.pk and not dropped:
+            dropped.append(first.pk)
+            raise OperationalError("server closed the connection unexpectedly")
+        return decision_claim_for(**kwargs)
+
+    # The worker runs in a thread of this process, so it sees the patched name.
+    monkeypatch.setattr(run_module, "decision_claim_for", drops_once_for_the_first_agent)
+
+    queued = run_decisions.delay().get(timeout=60)
+    last_task = queued.rsplit("last task ", 1)[1].rstrip(")")
+    assert AsyncResult(last_task, app=celery_app).get(timeout=120).startswith("run ")
+    assert dropped == [first.pk]
+    decision = Decision.objects.get(agent=first)
+    assert decision.status == "done"
+    assert decision.tries == 1  # one claim: the error came before it
+    assert Decision.objects.filter(status="done").count() == cohort.agents.count()
+    assert not SystemEvent.objects.filter(kind="decision_failed").exists()
+
+
+def test_in_process_a_database_error_before_the_claim_is_recorded_as_before(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside a task (the in-process run of a command) nothing would try again: the failure
+    is recorded and the run goes on, as for any failure."""
+    import arena.services.decisions.run as run_module
+    from arena.models import SystemEvent
+
+    settings.MARKET_SOURCE = "demo"
+    settings.OPENROUTER_API_KEY = ""
+    start_cohort()
+    agent = Cohort.objects.get().agents.first()
+    assert agent is not None
+    run, _ = run_module.run_open()
+    assert run is not None
+
+    def drops(**kwargs: Any) -> Any:
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(run_module, "decision_claim_for", drops)
+    outcome = run_module.decision_run(agent_id=agent.pk, run_id=run.pk)
+    assert outcome.status == "failed"
+    assert SystemEvent.objects.filter(kind="decision_failed", agent=agent).exists()
+    with pytest.raises(OperationalError):
+        run_module.decision_run(agent_id=agent.pk, run_id=run.pk, raise_unclaimed=True)

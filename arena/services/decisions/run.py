@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
 from agents.prompts import PROMPT_VERSION, build_messages
@@ -76,6 +76,7 @@ def decision_run(
     now: datetime | None = None,
     holder: str = "",
     redelivered: bool = False,
+    raise_unclaimed: bool = False,
 ) -> DecisionOutcome:
     """Run the agent's decision for the run's week: claim, prompt, call, parse, execute.
     `holder` names the claim's holder (the Celery task id): the same task `redelivered` by
@@ -83,7 +84,10 @@ def decision_run(
 
     Never raises: an unexpected failure is recorded on the decision (error and traceback)
     and on the attempt it happened in, and the decision ends RETRYABLE — or DONE when some
-    of its orders had already executed — so the caller goes on to the next agent.
+    of its orders had already executed — so the caller goes on to the next agent. Except,
+    with `raise_unclaimed`, a database error before the decision was claimed: nothing of
+    the agent's happened yet, so it is no failure of the agent's, and the caller (the
+    decision task) tries again in seconds rather than leave it to the hourly retry.
 
     Safe to deliver twice: a repeat finds the row claimed or final and returns. Malformed
     output is retried up to DECISION_PARSE_RETRIES times with the error sent back; still
@@ -100,6 +104,10 @@ def decision_run(
             redelivered=redelivered,
             progress=progress,
         )
+    except DatabaseError as exc:
+        if raise_unclaimed and progress.decision is None:
+            raise
+        return decision_fail(agent_id=agent_id, progress=progress, exc=exc)
     except Exception as exc:  # one agent's failure never stops another's
         return decision_fail(agent_id=agent_id, progress=progress, exc=exc)
 
