@@ -53,6 +53,10 @@ OUTSIDE_WINDOW_CLOSES_MINUTES = _env.outside_window_closes_minutes
 OUTSIDE_API_RATE_LIMIT = _env.outside_api_rate_limit
 OUTSIDE_API_RATE_WINDOW_SECONDS = _env.outside_api_rate_window_seconds
 OUTSIDE_API_MAX_BODY_BYTES = _env.outside_api_max_body_bytes
+# An outside submission's claim older than this was left by a web worker that died: a
+# resubmission takes it over. Over the web server's worker timeout (60 s in the Procfile,
+# compose.yaml and the Dockerfile), past which no submission can still be running.
+OUTSIDE_SUBMISSION_CLAIM_SECONDS = 90
 OUTSIDE_TOKEN_DAYS = _env.outside_token_days
 # A held market still unsettled this many days past its end date is warned of on the status
 # page, with the reason the last resolution check left it open (docs/resolution.md).

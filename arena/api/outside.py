@@ -358,7 +358,10 @@ def submit(
     422 `invalid_decision`: malformed; the error is in the message (and in the prompt,
     which now carries the retry section) and one resubmission is taken in the window;
     422 `invalid_decision_final`: malformed again, recorded as a HOLD. 409: outside the
-    window, before the run opened the decision, or after the week's final decision.
+    window, before the run opened the decision, or after the week's final decision; or while
+    another submission is being handled. One cut off by its dying web worker is taken over
+    by the next after OUTSIDE_SUBMISSION_CLAIM_SECONDS: its stored answer, if any, is
+    executed (`resumed`: true), else the new body is taken, using no resubmission.
     411: a chunked body without a Content-Length, refused unread (no submission used).
     413: the body is over the limit."""
     token = _token(request)
@@ -401,10 +404,10 @@ def submit(
             return 422, error_envelope(status=422, code="invalid_decision", message=message)
         message = f"invalid decision: {taken.error}. No resubmission is left: recorded as a HOLD."
         return 422, error_envelope(status=422, code="invalid_decision_final", message=message)
-    return 200, _result(agent=agent, decision=decision)
+    return 200, _result(agent=agent, decision=decision, resumed=taken.resumed)
 
 
-def _result(*, agent: Agent, decision: Decision) -> OutsideDecisionResultOut:
+def _result(*, agent: Agent, decision: Decision, resumed: bool = False) -> OutsideDecisionResultOut:
     trades = outside_trades(agent=agent).filter(decision=decision)
     return OutsideDecisionResultOut(
         decision_id=decision.pk,
@@ -413,6 +416,7 @@ def _result(*, agent: Agent, decision: Decision) -> OutsideDecisionResultOut:
         action=decision.action,
         error=decision.error,
         trades=[_trade(t) for t in trades],
+        resumed=resumed,
     )
 
 

@@ -134,6 +134,9 @@ class OutsideDecisionResultOut(Schema):
     action: str
     error: str
     trades: list[OutsideTradeOut]
+    # True when this submission found the week's answer already stored by an earlier one its
+    # web worker died handling: that answer was executed (each order once), not this body.
+    resumed: bool = False
 
 
 class OutsideSnapshotOut(Schema):

@@ -439,6 +439,85 @@ def test_a_chunked_body_is_refused_unread_and_uses_no_submission(
     assert (decision.status, decision.action) == (Decision.Status.DONE, "HOLD")
 
 
+def a_dead_submission(week: Week, *, seconds_ago: int) -> Decision:
+    """The state a web worker dying mid-submission leaves: the decision RUNNING under the
+    submission's claim, taken `seconds_ago`."""
+    decision = Decision.objects.get(agent=week.agent())
+    Decision.objects.filter(pk=decision.pk).update(
+        status=Decision.Status.RUNNING,
+        claimed_by="outside-api",
+        claimed_at=IN_WINDOW - timedelta(seconds=seconds_ago),
+    )
+    decision.refresh_from_db()
+    return decision
+
+
+def test_a_submission_claim_younger_than_any_submission_runs_is_left_alone(
+    week: Week, client: Client
+) -> None:
+    a_dead_submission(week, seconds_ago=30)  # may still be running: the worker timeout is 60 s
+    hold = {"action": "HOLD", "reasoning": "Nothing is mispriced."}
+    refused(submit(client, week, hold), 409, "not_open")
+    assert Decision.objects.get(agent=week.agent()).status == Decision.Status.RUNNING
+
+
+def test_a_team_cut_off_before_its_answer_was_stored_submits_again_in_its_window(
+    week: Week, client: Client
+) -> None:
+    dead = a_dead_submission(week, seconds_ago=120)
+    hold = {"action": "HOLD", "reasoning": "Nothing is mispriced."}
+
+    response = submit(client, week, hold)
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert (body["status"], body["action"], body["resumed"]) == ("done", "HOLD", False)
+    decision = Decision.objects.get(agent=week.agent())
+    assert decision.tries == dead.tries + 1  # a claim of its own
+    [attempt] = decision.attempts.all()  # this body, its round's first: no retry used up
+    assert json.loads(attempt.raw_response) == hold
+    event = SystemEvent.objects.get(kind="decision_reclaimed", decision=decision)
+    assert event.data["reason"] == "dead_submission"
+    assert "taking the new body" in event.message
+
+
+def test_a_team_cut_off_after_its_answer_was_stored_resumes_it_and_nothing_executes_twice(
+    week: Week, client: Client, monkeypatch: pytest.MonkeyPatch, time_machine: Any
+) -> None:
+    import arena.services.decisions.outside as outside_module
+
+    bet = a_bet(prompt_of(client, week), amount=700)
+
+    def the_worker_dies(**kwargs: Any) -> Any:
+        raise SystemExit("the web worker was killed")  # nothing of the request runs on
+
+    monkeypatch.setattr(outside_module, "execution_markets", the_worker_dies)
+    with pytest.raises(SystemExit):
+        submit(client, week, bet)
+    monkeypatch.undo()
+    cut_off = Decision.objects.get(agent=week.agent())
+    assert cut_off.status == Decision.Status.RUNNING
+    assert cut_off.parsed is not None  # stored before any order executed
+    assert not Trade.objects.filter(decision=cut_off).exists()
+
+    # Within the claim's life the team is told to wait; past it, it submits again.
+    time_machine.move_to(IN_WINDOW + timedelta(seconds=30), tick=False)
+    refused(submit(client, week, {"action": "HOLD", "reasoning": "x"}), 409, "not_open")
+    time_machine.move_to(IN_WINDOW + timedelta(minutes=2), tick=False)
+    response = submit(client, week, {"action": "HOLD", "reasoning": "A different body."})
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["resumed"] is True  # the stored answer executed, not this body
+    assert (body["status"], body["action"]) == ("done", "BET")
+    [trade] = body["trades"]
+    assert trade["market_id"] == bet["bets"][0]["market_id"]
+    assert Trade.objects.filter(decision=cut_off).count() == 1
+    decision = Decision.objects.get(pk=cut_off.pk)
+    assert decision.attempts.count() == 1  # the resubmission was not an attempt of its own
+    refused(submit(client, week, bet), 409, "already_decided")
+
+
 def test_no_submission_by_the_close_is_a_hold_and_the_prompt_says_so(
     week: Week, client: Client, time_machine: Any
 ) -> None:

@@ -16,10 +16,11 @@ arena/services/outside.py; this module only takes what an authenticated agent su
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 
 from agents.exceptions import DecisionParseError
 from agents.parsing import parse_decision
@@ -41,11 +42,12 @@ from arena.services.decisions.lifecycle import (
     decision_execute,
     decision_fail,
     decision_failure_event,
+    decision_resume,
     execution_markets,
     parsed_json,
     under_claim,
 )
-from arena.services.events import Level
+from arena.services.events import Kind, Level, event_record
 from arena.services.frozen import FrozenMarkets
 from arena.weeks import cohort_week_start, outside_window
 
@@ -89,6 +91,9 @@ class Submission:
     error: str = ""
     resubmissions_left: int = 0
     outcome: DecisionOutcome | None = None
+    # The answer a submission cut off by its dying web worker had stored was executed, not
+    # this body (which was not read as an answer).
+    resumed: bool = False
 
 
 def _refusal(
@@ -138,6 +143,8 @@ def outside_decision_submit(*, agent: Agent, body: str, now: datetime | None = N
             agent=agent,
             decision=decision,
         )
+    if decision is not None and _left_by_a_dead_submission(decision, now):
+        return _submission_after_a_dead_one(decision=decision, agent=agent, body=body, now=now)
     if decision is None or decision.status != Decision.Status.AWAITING:
         raise _refusal(
             409,
@@ -170,6 +177,73 @@ def outside_decision_submit(*, agent: Agent, body: str, now: datetime | None = N
         outcome = decision_fail(agent_id=agent.pk, progress=progress, exc=exc)
         decision.refresh_from_db()
         return Submission(decision, valid=False, error=outcome.notes[0], outcome=outcome)
+
+
+def _left_by_a_dead_submission(decision: Decision, now: datetime) -> bool:
+    """Whether the decision is held by a submission claim older than any submission can run
+    (OUTSIDE_SUBMISSION_CLAIM_SECONDS, over the web server's worker timeout): the web worker
+    handling it died, and the team would otherwise be locked out until the window closed."""
+    dead_before = now - timedelta(seconds=settings.OUTSIDE_SUBMISSION_CLAIM_SECONDS)
+    return (
+        decision.status == Decision.Status.RUNNING
+        and decision.claimed_by == SUBMISSION_HOLDER
+        and decision.claimed_at is not None
+        and decision.claimed_at <= dead_before
+    )
+
+
+def _submission_after_a_dead_one(
+    *, decision: Decision, agent: Agent, body: str, now: datetime
+) -> Submission:
+    """Take over the claim a dead submission left (a new claim, so that the dead one, were it
+    only slow, could write nothing more). If it had stored its answer, that answer resumes as
+    a reclaim's does: the orders without a trade execute, none twice, and this body is not
+    read. If not, this body is taken as the round's submission; either way no resubmission
+    is used up."""
+    with transaction.atomic():
+        taken = Decision.objects.filter(
+            pk=decision.pk,
+            status=Decision.Status.RUNNING,
+            claimed_by=SUBMISSION_HOLDER,
+            tries=decision.tries,
+        ).update(claimed_at=now, tries=F("tries") + 1)
+    if taken != 1:
+        raise _refusal(
+            409,
+            "not_open",
+            "Another submission for this decision is being handled.",
+            agent=agent,
+            decision=decision,
+        )
+    decision.refresh_from_db()
+    resumes = decision.parsed is not None and decision.parsed_try is not None
+    event_record(
+        kind=Kind.DECISION_RECLAIMED,
+        level=Level.WARNING,
+        message=(
+            f"decision {decision.pk} ({agent}) reclaimed by a resubmission from a submission "
+            "cut off by its dying web worker: "
+            + ("resuming its stored answer" if resumes else "taking the new body")
+        ),
+        cohort_id=agent.cohort_id,
+        agent_id=agent.pk,
+        decision_id=decision.pk,
+        run_id=decision.run_id,
+        data={"reason": "dead_submission", "holder": SUBMISSION_HOLDER, "try": decision.tries},
+    )
+    progress = Progress(decision=decision, run_id=decision.run_id)
+    try:
+        if not resumes:
+            return _submission_take(
+                decision=decision, agent=agent, body=body, now=now, progress=progress
+            )
+        outcome = decision_resume(decision=decision, progress=progress)
+    except Exception as exc:  # recorded on the decision like a lineup agent's failure
+        outcome = decision_fail(agent_id=agent.pk, progress=progress, exc=exc)
+        decision.refresh_from_db()
+        return Submission(decision, valid=False, error=outcome.notes[0], outcome=outcome)
+    decision.refresh_from_db()
+    return Submission(decision, valid=True, outcome=outcome, resumed=True)
 
 
 def _submission_take(
