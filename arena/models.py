@@ -1,8 +1,6 @@
-"""Cohorts, agents, decisions, positions, trades and snapshots: the benchmark's record.
-
-Money is Decimal with 2 places, shares and prices 6; the invariants (cash ≥ 0, shares > 0,
-prices in [0, 1]) are database constraints, so no code path can store a broken ledger.
-"""
+"""Cohorts, agents, decisions, positions, trades and snapshots: the benchmark's record. Money
+is Decimal with 2 places, shares and prices 6; the invariants (cash ≥ 0, shares > 0, prices
+in [0, 1]) are database constraints, so no code path can store a broken ledger."""
 
 from __future__ import annotations
 
@@ -95,6 +93,7 @@ class DecisionRun(models.Model):
     week_start = models.DateField()
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)  # every due agent's task sent
     source = models.CharField(max_length=16)
     universe_size = models.PositiveIntegerField(default=0)
     sync_summary = models.TextField(blank=True)

@@ -11,7 +11,7 @@ from django.db import DatabaseError, transaction
 from arena.models import Agent, DecisionRun
 from arena.services.cohorts import cohort_start_scheduled
 from arena.services.decisions.outside import outside_decisions_close
-from arena.services.decisions.run import decision_run, run_finish, run_open
+from arena.services.decisions.run import decision_run, run_finish, run_open, run_queued
 from arena.services.marking import snapshots_take
 from arena.services.releases import releases_publish_due
 from arena.services.settlement import resolutions_check
@@ -55,6 +55,8 @@ def _queue(run: DecisionRun | None, agent_ids: list[int]) -> str:
         for agents in cohorts.values()
     ]
     last = chord(group(chains), finish_run.si(run.pk)).apply_async()
+    # Until this is written, a retry run takes the run for one whose queueing died here.
+    run_queued(run_id=run.pk)
     return (
         f"run {run.pk}: queued {len(agent_ids)} agent decisions in {len(chains)} cohort "
         f"chain{'s' if len(chains) != 1 else ''} (last task {last.id})"

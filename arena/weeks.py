@@ -19,6 +19,10 @@ COHORT_START_GRACE = timedelta(days=1)
 # How long a run may still be working through its agents (each task's hard limit is 16 min):
 # within it, a retry run leaves the agents it has not reached yet alone.
 RUN_GRACE = timedelta(hours=3)
+# How long a run may take to open and send its agents' tasks (seconds, in practice): a run
+# frozen but not opened, or opened but not queued, for longer lost its process meanwhile,
+# and the next retry run serves its agents within minutes, in the Sunday window's retries.
+QUEUE_GRACE = timedelta(minutes=3)
 
 # Portfolio snapshots are taken every ten minutes, one per agent and slot.
 SNAPSHOT_SLOT = timedelta(minutes=10)

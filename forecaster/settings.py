@@ -277,6 +277,14 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": crontab(minute=35),
         "options": {"expire_seconds": 50 * 60},
     },
+    # And every 5 minutes in Sunday's first hour, the outside agents' window: a run whose
+    # sending of tasks died (a killed worker) is queued again within minutes (QUEUE_GRACE),
+    # so every cohort decides on the week's snapshot before the window closes.
+    "retry-decisions-sunday": {
+        "task": "arena.retry_decisions",
+        "schedule": crontab(minute="10-55/5", hour=0, day_of_week="sun"),
+        "options": {"expire_seconds": 4 * 60},
+    },
     # An outside agent's decision still awaiting its submission when the window closed
     # becomes a HOLD "no submission"; nothing awaiting costs one query.
     "close-outside-decisions": {

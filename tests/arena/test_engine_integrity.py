@@ -749,7 +749,7 @@ def test_the_hourly_retry_leaves_the_agents_a_running_run_has_not_reached(
     """Every agent of a week decides on the one frozen snapshot of its run: a retry run while
     the 00:05 run is still working serves only what was sent for retry, never the agents the
     first run has not reached — until that run is past RUN_GRACE, when its chain is dead."""
-    from arena.services.decisions.run import run_finish, run_open
+    from arena.services.decisions.run import run_finish, run_open, run_queued
     from arena.weeks import RUN_GRACE
 
     def answer(model: BenchmarkModel, context: Any) -> str:
@@ -760,6 +760,7 @@ def test_the_hourly_retry_leaves_the_agents_a_running_run_has_not_reached(
     scripted(monkeypatch, answer)
     first, due = run_open(now=run_time(1), source=RecordedSource())
     assert first is not None
+    run_queued(run_id=first.pk, now=run_time(1))  # its chains were all sent, as the task does
     failing = agent_of(cohort).pk
     reached = due[: due.index(failing) + 1]
     for agent_id in reached:  # the chain has got this far

@@ -47,6 +47,7 @@ from arena.services.events import Kind, Level, event_record
 from arena.services.frozen import FrozenMarkets, run_prepare
 from arena.services.schedule import cohort_missed_record
 from arena.weeks import (
+    QUEUE_GRACE,
     RUN_GRACE,
     cohort_week_start,
     outside_window,
@@ -408,6 +409,19 @@ def run_open(
     opened = under_way.filter(
         Exists(SystemEvent.objects.filter(run_id=OuterRef("pk"), kind=Kind.RUN_STARTED))
     )
+    if retry:
+        stalled = (
+            opened.filter(queued_at__isnull=True, started_at__lt=now - QUEUE_GRACE)
+            .order_by("-started_at")
+            .first()
+        )
+        if stalled is not None:
+            return _run_queue_again(stalled, cohort_id=cohort_id, now=now)
+        # A run frozen but never opened past QUEUE_GRACE lost its process: nobody decided on
+        # its snapshot, so it holds nobody back.
+        under_way = opened.filter(queued_at__isnull=False) | under_way.filter(
+            started_at__gte=now - QUEUE_GRACE
+        )
     retries_only = (under_way if retry else opened).exists()
     if not agents_due(
         week_start=week_start, cohort_id=cohort_id, now=now, retries_only=retries_only
@@ -434,6 +448,35 @@ def run_open(
         )
     return run, agents_due(
         week_start=run.week_start, cohort_id=cohort_id, now=now, retries_only=retries_only
+    )
+
+
+def _run_queue_again(
+    run: DecisionRun, *, cohort_id: int | None, now: datetime
+) -> tuple[DecisionRun, list[int]]:
+    """The agents a run opened but never finished queueing still owes, to be queued again on
+    that run, its snapshot: the process sending its tasks died (a killed worker), and a new
+    run would split the week between two snapshots. A cohort whose chain did go out may be
+    sent a second one; the claims keep each decision to one (a repeat finds it claimed or
+    final), and every agent decides on the same snapshot either way."""
+    agents = agents_due(week_start=run.week_start, cohort_id=cohort_id, now=now)
+    event_record(
+        kind=Kind.RUN_STARTED,
+        level=Level.WARNING,
+        message=(
+            f"{run} queued again: the process sending its tasks stopped before it had sent "
+            f"them all; {len(agents)} agents still owe a decision on its snapshot"
+        ),
+        run_id=run.pk,
+        data={"universe_size": run.universe_size, "queued_again": True},
+    )
+    return run, agents
+
+
+def run_queued(*, run_id: int, now: datetime | None = None) -> None:
+    """Mark the run as having sent every due agent's decision task."""
+    DecisionRun.objects.filter(pk=run_id, queued_at__isnull=True).update(
+        queued_at=now or clock.now()
     )
 
 
@@ -585,6 +628,7 @@ def decisions_run_all(
     run, agent_ids = run_open(now=now, cohort_id=cohort_id, source=source)
     if run is None:
         return RunReport(None)
+    run_queued(run_id=run.pk, now=now)  # this process is its queue
     report = RunReport(run.pk)
     for agent_id in agent_ids:
         _connection_renew()
