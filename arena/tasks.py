@@ -76,6 +76,9 @@ def _by_cohort(agent_ids: list[int]) -> dict[int, list[int]]:
     name="arena.run_agent_decision",
     bind=True,
     acks_late=True,
+    # Bounded by DECISION_TASK_DATABASE_RETRIES below, not by Celery's default of 3, past
+    # which its retry would raise and break the chain.
+    max_retries=None,
     soft_time_limit=900,
     time_limit=960,
 )

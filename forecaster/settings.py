@@ -282,7 +282,8 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     # so every cohort decides on the week's snapshot before the window closes.
     "retry-decisions-sunday": {
         "task": "arena.retry_decisions",
-        "schedule": crontab(minute="10-55/5", hour=0, day_of_week="sun"),
+        # Not at :35, when the hourly one comes.
+        "schedule": crontab(minute="10-30/5,40-55/5", hour=0, day_of_week="sun"),
         "options": {"expire_seconds": 4 * 60},
     },
     # An outside agent's decision still awaiting its submission when the window closed

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from arena.models import Agent, Cohort, Decision, DecisionRun, SystemEvent
+from arena.models import Cohort, Decision, DecisionRun, SystemEvent
 from arena.services.cohorts import cohort_start
 from arena.services.decisions.run import (
     decision_run,
@@ -113,9 +113,29 @@ def test_a_run_frozen_but_never_opened_holds_nobody_back(cohorts: tuple[Cohort, 
 def test_a_queued_run_still_working_through_its_agents_is_left_alone(
     cohorts: tuple[Cohort, Cohort],
 ) -> None:
-    run, due = run_open(now=RUN, source=RecordedSource())
+    run, _ = run_open(now=RUN, source=RecordedSource())
     assert run is not None
     run_queued(run_id=run.pk)
     # Its chains are slow (a model may take minutes): the retry serves retries only.
     assert retry(RUN + timedelta(minutes=30)) == (None, [])
-    assert Agent.objects.filter(pk__in=due).count() == len(due)
+
+
+def test_a_stalled_retry_run_never_takes_the_agents_a_working_run_has_not_reached(
+    cohorts: tuple[Cohort, Cohort],
+) -> None:
+    from arena.services.events import Kind, event_record
+
+    first, _second = cohorts
+    run, _ = run_open(now=RUN, source=RecordedSource())
+    assert run is not None
+    run_queued(run_id=run.pk)
+    serve(run, lineup(first), RUN + timedelta(minutes=1))  # its chains go on, slowly
+    # A retry run opened at 00:35 whose worker died before it had sent its tasks.
+    dead_retry = run_prepare(now=RUN + timedelta(minutes=30), source=RecordedSource())
+    event_record(kind=Kind.RUN_STARTED, message=f"{dead_retry} started", run_id=dead_retry.pk)
+
+    again, owed = retry(RUN + timedelta(minutes=40))
+
+    assert again is not None
+    assert again.pk == dead_retry.pk
+    assert owed == []  # the second cohort is the 00:05 run's, on its snapshot

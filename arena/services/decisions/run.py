@@ -459,7 +459,17 @@ def _run_queue_again(
     run would split the week between two snapshots. A cohort whose chain did go out may be
     sent a second one; the claims keep each decision to one (a repeat finds it claimed or
     final), and every agent decides on the same snapshot either way."""
-    agents = agents_due(week_start=run.week_start, cohort_id=cohort_id, now=now)
+    # While another run of the week is still working through its agents, only the retries
+    # are this one's: the agents that run has not reached are its, on its snapshot.
+    others = DecisionRun.objects.filter(
+        week_start=run.week_start,
+        finished_at__isnull=True,
+        queued_at__isnull=False,
+        started_at__gte=now - RUN_GRACE,
+    ).exclude(pk=run.pk)
+    agents = agents_due(
+        week_start=run.week_start, cohort_id=cohort_id, now=now, retries_only=others.exists()
+    )
     event_record(
         kind=Kind.RUN_STARTED,
         level=Level.WARNING,
