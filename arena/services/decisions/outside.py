@@ -104,6 +104,25 @@ def _refusal(
     )
 
 
+def _being_handled(*, agent: Agent, decision: Decision) -> OutsideRefused:
+    return _refusal(
+        409,
+        "not_open",
+        "Another submission for this decision is being handled.",
+        agent=agent,
+        decision=decision,
+    )
+
+
+def _submission_failed(
+    *, agent: Agent, decision: Decision, progress: Progress, exc: Exception
+) -> Submission:
+    """A submission the engine failed on: recorded on the decision as a lineup agent's is."""
+    outcome = decision_fail(agent_id=agent.pk, progress=progress, exc=exc)
+    decision.refresh_from_db()
+    return Submission(decision, valid=False, error=outcome.notes[0], outcome=outcome)
+
+
 def outside_decision_submit(*, agent: Agent, body: str, now: datetime | None = None) -> Submission:
     """Take the agent's submission for this week: parse it like a model's answer and execute
     it like one. Raise OutsideRefused (409) outside the window, before the week's run has
@@ -160,13 +179,7 @@ def outside_decision_submit(*, agent: Agent, body: str, now: datetime | None = N
             status=Decision.Status.RUNNING, claimed_at=now, claimed_by=SUBMISSION_HOLDER
         )
     if claimed != 1:
-        raise _refusal(
-            409,
-            "not_open",
-            "Another submission for this decision is being handled.",
-            agent=agent,
-            decision=decision,
-        )
+        raise _being_handled(agent=agent, decision=decision)
     decision.refresh_from_db()
     progress = Progress(decision=decision, run_id=decision.run_id)
     try:
@@ -174,9 +187,7 @@ def outside_decision_submit(*, agent: Agent, body: str, now: datetime | None = N
             decision=decision, agent=agent, body=body, now=now, progress=progress
         )
     except Exception as exc:  # recorded on the decision like a lineup agent's failure
-        outcome = decision_fail(agent_id=agent.pk, progress=progress, exc=exc)
-        decision.refresh_from_db()
-        return Submission(decision, valid=False, error=outcome.notes[0], outcome=outcome)
+        return _submission_failed(agent=agent, decision=decision, progress=progress, exc=exc)
 
 
 def _left_by_a_dead_submission(decision: Decision, now: datetime) -> bool:
@@ -208,13 +219,7 @@ def _submission_after_a_dead_one(
             tries=decision.tries,
         ).update(claimed_at=now, tries=F("tries") + 1)
     if taken != 1:
-        raise _refusal(
-            409,
-            "not_open",
-            "Another submission for this decision is being handled.",
-            agent=agent,
-            decision=decision,
-        )
+        raise _being_handled(agent=agent, decision=decision)
     decision.refresh_from_db()
     resumes = decision.parsed is not None and decision.parsed_try is not None
     event_record(
@@ -239,9 +244,7 @@ def _submission_after_a_dead_one(
             )
         outcome = decision_resume(decision=decision, progress=progress)
     except Exception as exc:  # recorded on the decision like a lineup agent's failure
-        outcome = decision_fail(agent_id=agent.pk, progress=progress, exc=exc)
-        decision.refresh_from_db()
-        return Submission(decision, valid=False, error=outcome.notes[0], outcome=outcome)
+        return _submission_failed(agent=agent, decision=decision, progress=progress, exc=exc)
     decision.refresh_from_db()
     return Submission(decision, valid=True, outcome=outcome, resumed=True)
 
