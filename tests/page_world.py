@@ -71,8 +71,8 @@ def build_world(*, scale: int = 1, text: str = "plain text") -> World:
         kind=BenchmarkModel.Kind.LLM,
         display_order=900 + n,
     )
-    markets = [
-        Market.objects.create(
+    markets = Market.objects.bulk_create(
+        Market(
             polymarket_id=f"pw{n}-{i}",
             question=f"{text} #{i}",
             event_title=text,
@@ -85,9 +85,9 @@ def build_world(*, scale: int = 1, text: str = "plain text") -> World:
             close_date=week + timedelta(days=30),
         )
         for i in range(2 * scale)
-    ]
-    runs = [
-        DecisionRun.objects.create(
+    )
+    runs = DecisionRun.objects.bulk_create(
+        DecisionRun(
             week_start=week.date(),
             started_at=week + timedelta(minutes=5 + k),
             finished_at=week + timedelta(minutes=6 + k),
@@ -95,7 +95,7 @@ def build_world(*, scale: int = 1, text: str = "plain text") -> World:
             universe_size=len(markets),
         )
         for k in range(scale)
-    ]
+    )
     SnapshotMarket.objects.bulk_create(
         SnapshotMarket(
             run=run,
@@ -112,139 +112,62 @@ def build_world(*, scale: int = 1, text: str = "plain text") -> World:
         for run in runs
         for i, m in enumerate(markets)
     )
+    # Each table's rows are written in one statement, agent after agent, in the order (and so
+    # with the ids) that writing them agent by agent would give.
     models = [*BenchmarkModel.objects.filter(active=True).exclude(pk=model.pk), model]
-    first: tuple[Agent, Decision] | None = None
-    for lineup_model in models:
-        agent = Agent.objects.create(cohort=cohort, model=lineup_model, cash=Decimal("9000"))
-        decision = Decision.objects.create(
-            agent=agent,
+    agents = Agent.objects.bulk_create(
+        Agent(cohort=cohort, model=lineup_model, cash=Decimal("9000")) for lineup_model in models
+    )
+    decisions = Decision.objects.bulk_create(
+        _decision(agent, week, markets, runs[-1], text, scale) for agent in agents
+    )
+    attempts = DecisionAttempt.objects.bulk_create(
+        _attempt(decision, week, n, k, text, scale)
+        for decision in decisions
+        for k in range(scale + 1)
+    )
+    AnswerCommitment.objects.bulk_create(
+        AnswerCommitment(
+            attempt=a,
+            decision=a.decision,
+            agent=a.decision.agent,
             cohort=cohort,
             week_start=week.date(),
-            run=runs[-1],
-            status=Decision.Status.DONE,
-            action=Decision.Action.BET,
-            reasoning=text,
-            parsed={
-                "action": "BET",
-                "reasoning": text,
-                "bets": [{"market_id": markets[0].polymarket_id, "side": "YES", "amount": "50"}],
-                "sells": [{"position_id": "1", "percentage": "50"}],
-            },
-            responder=Decision.Responder.OPENROUTER,
-            system_prompt=f"system {text}",
-            user_prompt=f"user {text}",
-            error=text,
-            tries=scale,
+            attempt_number=a.number,
+            sha256=commitment_sha256(a.raw_response, a.commitment_salt),
+            committed_at=a.started_at,
         )
-        attempts = DecisionAttempt.objects.bulk_create(
-            DecisionAttempt(
-                decision=decision,
-                number=k + 1,
-                responder="openrouter",
-                request_messages=[{"role": "user", "content": text}],
-                raw_response=text,
-                commitment_salt=f"{n:032x}{k:032x}",
-                response_text=text,
-                parse_error="" if k == scale else text,
-                api_error=text if k == 0 else "",
-                valid=k == scale,
-                latency_ms=1000 + k,
-                cost_usd=Decimal("0.0042"),
-                started_at=week + timedelta(minutes=5, seconds=k),
-            )
-            for k in range(scale + 1)
-        )
-        AnswerCommitment.objects.bulk_create(
-            AnswerCommitment(
-                attempt=a,
-                decision=decision,
-                agent=agent,
-                cohort=cohort,
-                week_start=week.date(),
-                attempt_number=a.number,
-                sha256=commitment_sha256(a.raw_response, a.commitment_salt),
-                committed_at=a.started_at,
-            )
-            for a in attempts
-        )
-        for i, market in enumerate(markets):
-            settled = i % 2 == 1
-            position = Position.objects.create(
-                agent=agent,
-                market=market,
-                side="YES",
-                outcome_index=0,
-                shares=Decimal("125"),
-                cost_basis=Decimal("50"),
-                last_price=Decimal("0.4"),
-                status=Position.Status.SETTLED if settled else Position.Status.OPEN,
-                settlement_value=Decimal("125") if settled else None,
-                realized_pnl=Decimal("75") if settled else Decimal("0"),
-                opened_at=week + timedelta(minutes=5),
-            )
-            Trade.objects.create(
-                decision=decision,
-                agent=agent,
-                order_index=i,
-                kind=Trade.Kind.BUY,
-                status=Trade.Status.EXECUTED,
-                market=market,
-                position=position,
-                side="YES",
-                requested_amount=Decimal("50"),
-                price=Decimal("0.4"),
-                shares=Decimal("125"),
-                amount=Decimal("50"),
-                cash_before=Decimal("10000"),
-                cash_after=Decimal("9950"),
-                implied_confidence=0.02,
-                brier_score=0.9604 if settled else None,
-                side_won=True if settled else None,
-                created_at=week + timedelta(minutes=5),
-            )
-        Trade.objects.create(
-            decision=decision,
+        for a in attempts
+    )
+    positions = Position.objects.bulk_create(
+        _position(agent, market, week, settled=i % 2 == 1)
+        for agent in agents
+        for i, market in enumerate(markets)
+    )
+    held = {
+        agent.pk: positions[k * len(markets) : (k + 1) * len(markets)]
+        for k, agent in enumerate(agents)
+    }
+    Trade.objects.bulk_create(
+        trade
+        for agent, decision in zip(agents, decisions, strict=True)
+        for trade in _trades(agent, decision, held[agent.pk], week, text)
+    )
+    PortfolioSnapshot.objects.bulk_create(
+        PortfolioSnapshot(
             agent=agent,
-            order_index=len(markets),
-            kind=Trade.Kind.BUY,
-            status=Trade.Status.REJECTED,
-            reject_reason=text,
-            requested_market_id=text[:64],
-            side=text[:255],
-            requested_amount=Decimal("5000"),
-            created_at=week + timedelta(minutes=5),
+            snapshot_timestamp=week + timedelta(minutes=10 * k),
+            cash=Decimal("9000"),
+            positions_value=Decimal("300"),
+            total_value=Decimal("9300"),
+            total_pnl=Decimal("-700"),
+            total_pnl_percent=Decimal("-7"),
         )
-        Trade.objects.create(
-            decision=decision,
-            agent=agent,
-            order_index=len(markets) + 1,
-            kind=Trade.Kind.SELL,
-            status=Trade.Status.EXECUTED,
-            market=markets[0],
-            position=agent.positions.order_by("pk").first(),
-            side="YES",
-            requested_percentage=Decimal("50"),
-            requested_position_id="1",
-            price=Decimal("0.4"),
-            shares=Decimal("62.5"),
-            amount=Decimal("25"),
-            cash_before=Decimal("9900"),
-            cash_after=Decimal("9925"),
-            created_at=week + timedelta(minutes=5),
-        )
-        PortfolioSnapshot.objects.bulk_create(
-            PortfolioSnapshot(
-                agent=agent,
-                snapshot_timestamp=week + timedelta(minutes=10 * k),
-                cash=Decimal("9000"),
-                positions_value=Decimal("300"),
-                total_value=Decimal("9300"),
-                total_pnl=Decimal("-700"),
-                total_pnl_percent=Decimal("-7"),
-            )
-            for k in range(6 * scale)
-        )
-        SystemEvent.objects.create(
+        for agent in agents
+        for k in range(6 * scale)
+    )
+    SystemEvent.objects.bulk_create(
+        SystemEvent(
             kind=SystemEvent.Kind.DECISION_FAILED,
             level=SystemEvent.Level.ERROR,
             message=text,
@@ -254,10 +177,9 @@ def build_world(*, scale: int = 1, text: str = "plain text") -> World:
             market=markets[0],
             created_at=week + timedelta(minutes=7),
         )
-        if lineup_model == model:
-            first = (agent, decision)
-    assert first is not None
-    agent, decision = first
+        for agent, decision in zip(agents, decisions, strict=True)
+    )
+    agent, decision = agents[-1], decisions[-1]  # the hostile-named model's
     return World(cohort=cohort, agent=agent, decision=decision, market=markets[0], model=model)
 
 
@@ -277,3 +199,127 @@ def published_release(cohort: Cohort, **fields: object) -> DataRelease:
     }
     release: DataRelease = DataRelease.objects.create(**{**values, **fields})
     return release
+
+
+def _decision(
+    agent: Agent, week: datetime, markets: list[Market], run: DecisionRun, text: str, scale: int
+) -> Decision:
+    return Decision(
+        agent=agent,
+        cohort=agent.cohort,
+        week_start=week.date(),
+        run=run,
+        status=Decision.Status.DONE,
+        action=Decision.Action.BET,
+        reasoning=text,
+        parsed={
+            "action": "BET",
+            "reasoning": text,
+            "bets": [{"market_id": markets[0].polymarket_id, "side": "YES", "amount": "50"}],
+            "sells": [{"position_id": "1", "percentage": "50"}],
+        },
+        responder=Decision.Responder.OPENROUTER,
+        system_prompt=f"system {text}",
+        user_prompt=f"user {text}",
+        error=text,
+        tries=scale,
+    )
+
+
+def _attempt(
+    decision: Decision, week: datetime, n: int, k: int, text: str, scale: int
+) -> DecisionAttempt:
+    """The decision's attempt `k + 1` of `scale + 1`: an API error first, a valid answer last,
+    parse errors between."""
+    return DecisionAttempt(
+        decision=decision,
+        number=k + 1,
+        responder="openrouter",
+        request_messages=[{"role": "user", "content": text}],
+        raw_response=text,
+        commitment_salt=f"{n:032x}{k:032x}",
+        response_text=text,
+        parse_error="" if k == scale else text,
+        api_error=text if k == 0 else "",
+        valid=k == scale,
+        latency_ms=1000 + k,
+        cost_usd=Decimal("0.0042"),
+        started_at=week + timedelta(minutes=5, seconds=k),
+    )
+
+
+def _position(agent: Agent, market: Market, week: datetime, *, settled: bool) -> Position:
+    return Position(
+        agent=agent,
+        market=market,
+        side="YES",
+        outcome_index=0,
+        shares=Decimal("125"),
+        cost_basis=Decimal("50"),
+        last_price=Decimal("0.4"),
+        status=Position.Status.SETTLED if settled else Position.Status.OPEN,
+        settlement_value=Decimal("125") if settled else None,
+        realized_pnl=Decimal("75") if settled else Decimal("0"),
+        opened_at=week + timedelta(minutes=5),
+    )
+
+
+def _trades(
+    agent: Agent, decision: Decision, positions: list[Position], week: datetime, text: str
+) -> list[Trade]:
+    """A BUY per position, a rejected order and a SELL of half the first position."""
+    at = week + timedelta(minutes=5)
+    buys = [
+        Trade(
+            decision=decision,
+            agent=agent,
+            order_index=i,
+            kind=Trade.Kind.BUY,
+            status=Trade.Status.EXECUTED,
+            market=position.market,
+            position=position,
+            side="YES",
+            requested_amount=Decimal("50"),
+            price=Decimal("0.4"),
+            shares=Decimal("125"),
+            amount=Decimal("50"),
+            cash_before=Decimal("10000"),
+            cash_after=Decimal("9950"),
+            implied_confidence=0.02,
+            brier_score=0.9604 if position.status == Position.Status.SETTLED else None,
+            side_won=True if position.status == Position.Status.SETTLED else None,
+            created_at=at,
+        )
+        for i, position in enumerate(positions)
+    ]
+    rejected = Trade(
+        decision=decision,
+        agent=agent,
+        order_index=len(positions),
+        kind=Trade.Kind.BUY,
+        status=Trade.Status.REJECTED,
+        reject_reason=text,
+        requested_market_id=text[:64],
+        side=text[:255],
+        requested_amount=Decimal("5000"),
+        created_at=at,
+    )
+    sell = Trade(
+        decision=decision,
+        agent=agent,
+        order_index=len(positions) + 1,
+        kind=Trade.Kind.SELL,
+        status=Trade.Status.EXECUTED,
+        market=positions[0].market,
+        position=positions[0],
+        side="YES",
+        requested_percentage=Decimal("50"),
+        requested_position_id="1",
+        price=Decimal("0.4"),
+        shares=Decimal("62.5"),
+        amount=Decimal("25"),
+        cash_before=Decimal("9900"),
+        cash_after=Decimal("9925"),
+        created_at=at,
+    )
+    return [*buys, rejected, sell]
