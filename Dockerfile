@@ -36,4 +36,4 @@ ENV DEBUG=0 \
     RELEASES_ROOT=/data/releases
 
 EXPOSE 8000
-CMD ["gunicorn", "forecaster.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "60", "--access-logfile", "-"]
+CMD ["gunicorn", "forecaster.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--worker-class", "gthread", "--threads", "8", "--timeout", "60", "--access-logfile", "-"]

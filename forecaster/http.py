@@ -10,7 +10,7 @@
 - The error envelope for the 4xx Django answers itself in HTML (an unknown path, a 404) or as
   plain text (ninja's 405 for a wrong method), so every API 4xx reads alike.
 - `ETag` and `304 Not Modified` on GET/HEAD (Django's conditional GET: a strong ETag, the hash of
-  the body). Streaming responses (the exports) pass through untouched, still streaming.
+  the body). Files (the exports, a release's files) pass through untouched, sent as they are.
   The HTML pages don't take it: each carries a fresh CSRF token, so their hash never repeats.
 - HEAD answered as the GET it mirrors (ninja routes GET only).
 - CORS open for reading: `Access-Control-Allow-Origin: *` on GET/HEAD/OPTIONS answers, a
@@ -31,6 +31,7 @@ from typing import Any, cast
 from django.conf import settings
 from django.core.cache import caches
 from django.http import (
+    FileResponse,
     HttpRequest,
     HttpResponse,
     HttpResponseBase,
@@ -183,8 +184,9 @@ class SealMiddleware:
     the outside window closes, the arena as it stood at 00:00. The staff admin sees
     everything, and an outside agent's token API shows that agent its own books only.
 
-    A streamed answer (a download) reads its rows after the view has returned: each chunk is
-    read under the same seal, fixed when the request came in."""
+    A streamed answer reads its rows after the view has returned: each chunk is read under
+    the same seal, fixed when the request came in. A file's bytes are written by then (a
+    download, a release's file), and it is sent as it is."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
@@ -195,7 +197,11 @@ class SealMiddleware:
         now = clock.now()
         with public_view(now):
             response = self.get_response(request)
-        if isinstance(response, StreamingHttpResponse) and not response.is_async:
+        if (
+            isinstance(response, StreamingHttpResponse)
+            and not isinstance(response, FileResponse)
+            and not response.is_async
+        ):
             response.streaming_content = _sealed_chunks(
                 cast(Iterator[bytes], response.streaming_content), now
             )

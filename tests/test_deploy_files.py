@@ -169,3 +169,40 @@ def test_the_runbook_opens_by_saying_the_docker_files_are_untried() -> None:
     opening = " ".join(RUNBOOK.split("\n## ", 1)[0].split())
     assert "Untried in Docker" in opening
     assert "Docker is not available" in opening
+
+
+def server_options(words: list[str]) -> dict[str, str]:
+    """gunicorn's `--name value` and `--name=value` options, each `${VAR:-default}` read as its
+    default (what runs when the operator sets nothing)."""
+    options: dict[str, str] = {}
+    rest = iter(words[2:])
+    for word in rest:
+        name, equals, value = word.partition("=")
+        if not equals:
+            value = next(rest)
+        options[name] = re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", value)
+    return options
+
+
+def dockerfile_command() -> list[str]:
+    line = re.search(r"^CMD (\[.*\])$", (ROOT / "Dockerfile").read_text(), flags=re.MULTILINE)
+    assert line is not None
+    words: list[str] = yaml.safe_load(line.group(1))
+    return words
+
+
+def test_the_web_server_runs_alike_in_the_procfile_compose_and_the_image() -> None:
+    """Threaded workers (a slow download holds a thread, never the worker, and the worker
+    timeout does not cut it off), the same counts and timeout everywhere, and more threads
+    than downloads a process sends at once, so the pages always have some."""
+    procfile_options = server_options(shlex.split(procfile()["web"]))
+    compose_options = server_options(command_words(SERVICES["web"]))
+    image_options = server_options(dockerfile_command())
+    for options in (procfile_options, compose_options, image_options):
+        for name in ("--bind", "--access-logfile"):
+            options.pop(name)
+    assert procfile_options == compose_options == image_options
+    assert procfile_options["--worker-class"] == "gthread"
+    assert int(procfile_options["--threads"]) > settings.DOWNLOADS_PER_PROCESS
+    assert "--worker-class gthread --threads 8" in RUNBOOK
+    assert f"--timeout {procfile_options['--timeout']}" in RUNBOOK

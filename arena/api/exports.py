@@ -8,6 +8,10 @@ inclusive, UTC days on the row's natural day), with `?offline=include|exclude|on
 `GET manifest.json` with the same bounds gives each download's row count and SHA-256, computed
 over the very bytes the downloads stream. A bad parameter is a 4xx in the error envelope,
 never a 500.
+
+A download is written to a file first and sent from it, in one of the web process's download
+slots (arena/services/downloads.py): however slowly a client reads, it holds one thread, never
+the site or the database. Past the slots, a 503 with `Retry-After`.
 """
 
 from __future__ import annotations
@@ -17,16 +21,18 @@ from datetime import date
 from typing import Any, Literal
 
 from django.core.cache import cache
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, JsonResponse
 from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 from ninja.params.functions import Query
 
+from arena.api.errors import error_envelope
 from arena.api.params import IsoDate
 from arena.seal import sealed_from
 from arena.selectors.exports import BET_COLUMNS, DATASETS, BetRow, Dataset, Offline
 from arena.selectors.watermark import data_watermark
-from arena.services.exports import CONTENT_TYPES, dataset_stream, export_stream, stream_manifest
+from arena.services.downloads import DownloadsBusy, SlotFile, download_slot, export_spooled
+from arena.services.exports import CONTENT_TYPES, dataset_stream, stream_manifest
 from arena.weeks import outside_window
 
 MANIFEST_CACHE_SECONDS = 600  # a tick's interval
@@ -58,13 +64,16 @@ def _file_responses(dataset: Dataset, fmt: Format) -> dict[str, object]:
     return {
         "responses": {
             200: {
-                "description": f"{dataset.description} As {fmt.upper()}, streamed as an "
-                "attachment.",
+                "description": f"{dataset.description} As {fmt.upper()}, an attachment "
+                "whose Content-Length is given.",
                 "content": {CONTENT_TYPES[fmt].split(";")[0]: {"schema": {"type": "string"}}},
             },
             400: {"description": "`until` before `since`."},
             422: {"description": "A parameter that is not a number, date or choice it must be."},
-            503: {"description": SEALED},
+            503: {
+                "description": f"{SEALED} Or every download slot of the server is busy: "
+                "ask again after `Retry-After` seconds."
+            },
         }
     }
 
@@ -135,16 +144,34 @@ def _download(
     since: date | None,
     until: date | None,
     offline: Offline,
-) -> StreamingHttpResponse:
+) -> HttpResponse | FileResponse:
     _check_bounds(since, until)
     _check_unsealed()
-    chunks = export_stream(dataset, fmt, cohort=cohort, since=since, until=until, offline=offline)
-    response = StreamingHttpResponse(chunks, content_type=CONTENT_TYPES[fmt])
+    try:
+        give_back = download_slot()
+    except DownloadsBusy as busy:
+        answer = JsonResponse(
+            error_envelope(status=503, code="downloads_busy", message=str(busy)), status=503
+        )
+        answer["Retry-After"] = str(busy.retry_after)
+        return answer
+    try:
+        spooled = export_spooled(
+            dataset, fmt, cohort=cohort, since=since, until=until, offline=offline
+        )
+    except BaseException:
+        give_back()
+        raise
     name = export_filename(
         dataset.name, cohort=cohort, since=since, until=until, offline=offline, fmt=fmt
     )
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
-    return response
+    # The response closes the file when it is sent or the client goes: the slot comes back.
+    return FileResponse(
+        SlotFile(spooled, give_back),
+        as_attachment=True,
+        filename=name,
+        content_type=CONTENT_TYPES[fmt],
+    )
 
 
 def _register(dataset: Dataset, fmt: Format) -> None:
@@ -156,7 +183,7 @@ def _register(dataset: Dataset, fmt: Format) -> None:
         since: IsoDate | None = SINCE,
         until: IsoDate | None = UNTIL,
         offline: Offline = OFFLINE,
-    ) -> StreamingHttpResponse:
+    ) -> HttpResponse | FileResponse:
         return _download(dataset, fmt, cohort, since, until, offline)
 
     download.__doc__ = f"{dataset.description} Streamed; columns in the manifest's schema."

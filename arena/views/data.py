@@ -14,6 +14,7 @@ from django.utils.http import urlencode
 from arena.models import Cohort, DataRelease
 from arena.selectors import releases as release_selectors
 from arena.selectors.exports import DATASETS, Dataset
+from arena.services.downloads import DownloadsBusy, SlotFile, download_slot
 
 LIVE_FORMATS = ("csv", "jsonl")
 COHORTS_PER_PAGE = 20  # cohorts (each its latest release) per page of the Data page
@@ -125,15 +126,28 @@ def release_detail(request: HttpRequest, name: str) -> HttpResponse:
     )
 
 
-def release_file(request: HttpRequest, name: str, filename: str) -> FileResponse:
-    """Stream one file of a release from RELEASES_ROOT; only the names the release lists."""
+def release_file(request: HttpRequest, name: str, filename: str) -> HttpResponse | FileResponse:
+    """Send one file of a release from RELEASES_ROOT; only the names the release lists. It is
+    sent in one of the process's download slots (arena/services/downloads.py): 503 with
+    `Retry-After` while every slot is busy."""
     release = _get_release(name)
     path = release_selectors.release_file_path(release, filename)
     if path is None:
         raise Http404("No such file in this release.")
+    try:
+        give_back = download_slot()
+    except DownloadsBusy as busy:
+        answer = HttpResponse(str(busy), status=503, content_type="text/plain; charset=utf-8")
+        answer["Retry-After"] = str(busy.retry_after)
+        return answer
+    try:
+        file = SlotFile(open(path, "rb"), give_back)  # closed (slot back) when the response ends
+    except BaseException:
+        give_back()
+        raise
     data = path.suffix in (".csv", ".jsonl", ".parquet")
     response = FileResponse(
-        open(path, "rb"),  # FileResponse closes it when the response ends
+        file,
         as_attachment=data,
         filename=filename,
         content_type=release_selectors.release_content_type(filename),
