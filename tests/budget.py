@@ -34,6 +34,9 @@ WALL_FACTOR = 4
 # seconds alike (the median of many).
 REFERENCE_PROBE_SECONDS = 0.037
 PROBES = 5  # the median of these says how fast the machine runs now
+# The most slowdown a budget allows for: past it a budget would stretch so far that it could
+# no longer fail (a probe that ran while the machine was swapping, say).
+MAX_SLOWDOWN = 8.0
 
 
 def probe() -> None:
@@ -48,7 +51,8 @@ def probe() -> None:
 @dataclass(frozen=True)
 class Slowdown:
     """How many times slower than the reference machine this one runs at the moment, in CPU
-    time and in wall time (never under 1: a faster machine gets no extra budget)."""
+    time and in wall time (never under 1: a faster machine gets no extra budget; never over
+    MAX_SLOWDOWN)."""
 
     cpu: float
     wall: float
@@ -57,17 +61,19 @@ class Slowdown:
     def of(cls, probe_cpu: float, probe_wall: float) -> Slowdown:
         """The slowdown of a machine on which `probe` took these seconds."""
         return cls(
-            cpu=max(1.0, probe_cpu / REFERENCE_PROBE_SECONDS),
-            wall=max(1.0, probe_wall / REFERENCE_PROBE_SECONDS),
+            cpu=min(MAX_SLOWDOWN, max(1.0, probe_cpu / REFERENCE_PROBE_SECONDS)),
+            wall=min(MAX_SLOWDOWN, max(1.0, probe_wall / REFERENCE_PROBE_SECONDS)),
         )
 
     @classmethod
     def now(cls) -> Slowdown:
         cpu, wall = [], []
         for _ in range(PROBES):
-            began_cpu, began_wall = time.process_time(), time.perf_counter()
+            # The probe's own thread: a live server's or a worker's threads busy meanwhile
+            # would count in the process's time and make the machine look slower than it is.
+            began_cpu, began_wall = time.thread_time(), time.perf_counter()
             probe()
-            cpu.append(time.process_time() - began_cpu)
+            cpu.append(time.thread_time() - began_cpu)
             wall.append(time.perf_counter() - began_wall)
         return cls.of(statistics.median(cpu), statistics.median(wall))
 

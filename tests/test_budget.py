@@ -3,7 +3,7 @@ fails on any machine, and a step a slower or busier machine merely took longer p
 
 from __future__ import annotations
 
-from tests.budget import REFERENCE_PROBE_SECONDS, WALL_FACTOR, Slowdown, overruns
+from tests.budget import MAX_SLOWDOWN, REFERENCE_PROBE_SECONDS, WALL_FACTOR, Slowdown, overruns
 
 BUDGET = 6.0
 REFERENCE = Slowdown(cpu=1.0, wall=1.0)
@@ -34,3 +34,11 @@ def test_a_faster_machine_gets_no_extra_budget() -> None:
     probe = REFERENCE_PROBE_SECONDS
     assert Slowdown.of(probe / 2, probe / 3) == REFERENCE
     assert Slowdown.of(probe * 3, probe * 5) == Slowdown(cpu=3.0, wall=5.0)
+
+
+def test_no_slowdown_stretches_a_budget_past_the_most_it_allows() -> None:
+    probe = REFERENCE_PROBE_SECONDS
+    assert Slowdown.of(probe * 50, probe * 100) == Slowdown(cpu=MAX_SLOWDOWN, wall=MAX_SLOWDOWN)
+    over = overruns(cpu=7 * MAX_SLOWDOWN, wall=1, budget=6, slowdown=Slowdown.of(probe * 50, 0))
+    assert len(over) == 1
+    assert "CPU time" in over[0]

@@ -97,8 +97,8 @@ prompt holds it as of the run.
 
 Refusals, each answered in the error envelope and recorded: 401 (no, unknown, revoked or
 expired token), 403 `not_in_cohort`, 409 `outside_window` / `already_decided` / `not_open` /
-`cohort_completed`, 411 `length_required` (a chunked body without a Content-Length: send
-it again with one; no submission is used), 413 `body_too_large` (64 KiB by default), 429
+`cohort_completed`, 411 `length_required` (a body without a Content-Length, chunked or
+not: send it again with one; no submission is used), 413 `body_too_large` (64 KiB by default), 429
 `rate_limited` (30 requests a minute per token by default, `Retry-After` given).
 """
 
@@ -362,7 +362,8 @@ def submit(
     another submission is being handled. One cut off by its dying web worker is taken over
     by the next after OUTSIDE_SUBMISSION_CLAIM_SECONDS: its stored answer, if any, is
     executed (`resumed`: true), else the new body is taken, using no resubmission.
-    411: a chunked body without a Content-Length, refused unread (no submission used).
+    411: a body without a Content-Length (chunked, or none declared), refused unread (no
+    submission used).
     413: the body is over the limit."""
     token = _token(request)
     limit: int = settings.OUTSIDE_API_MAX_BODY_BYTES
@@ -370,17 +371,15 @@ def submit(
     too_large = OutsideRefused(
         413, "body_too_large", f"The request body is over the limit of {limit} bytes."
     )
-    # A chunked body comes without a length, and the WSGI stack reads it as empty: refused
-    # before it counts as the team's submission, so it can send the same body again with one.
-    if (
-        not request.META.get("CONTENT_LENGTH")
-        and "chunked" in request.headers.get("Transfer-Encoding", "").lower()
-    ):
+    # A body without a length (chunked, or none declared) is read by the WSGI stack as empty:
+    # refused before it counts as the team's submission, so it can send the body again with one.
+    if not request.META.get("CONTENT_LENGTH"):
         raise OutsideRefused(
             411,
             "length_required",
-            "Send the body with a Content-Length: a chunked body is not read. Nothing was "
-            "recorded and no submission was used; send it again.",
+            "Send the body with a Content-Length: a body without one (chunked, or none "
+            "declared) is not read. Nothing was recorded and no submission was used; send it "
+            "again.",
             token=token,
         )
     # The declared length is checked before anything is read; the body read is checked too.

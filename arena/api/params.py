@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator
 
-ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+ISO_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # ASCII digits only, as the schema says
 
 
 def _written_as_a_day(value: object) -> object:

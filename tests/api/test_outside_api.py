@@ -417,19 +417,22 @@ def test_a_body_over_the_cap_is_refused_before_it_is_parsed(
     assert not decision.attempts.exists()
 
 
-def test_a_chunked_body_is_refused_unread_and_uses_no_submission(
-    week: Week, client: Client
+@pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "no-length-declared"])
+def test_a_body_without_a_length_is_refused_unread_and_uses_no_submission(
+    week: Week, client: Client, chunked: bool
 ) -> None:
     hold = json.dumps({"action": "HOLD", "reasoning": "Nothing is mispriced."})
-    # As a WSGI server hands over a chunked request: no CONTENT_LENGTH, the body in the stream.
-    chunked = client.post(
+    # As a WSGI server hands over a request without Content-Length: the body (if any) in the
+    # stream, unread by Django.
+    encoding = {"Transfer-Encoding": "chunked"} if chunked else {}
+    unmeasured = client.post(
         f"{OUTSIDE}/cohorts/{week.cohort.number}/decision",
         data=hold,
         content_type="application/json",
-        headers={**bearer(week.token), "Transfer-Encoding": "chunked"},
+        headers={**bearer(week.token), **encoding},
         CONTENT_LENGTH="",
     )
-    refused(chunked, 411, "length_required")
+    refused(unmeasured, 411, "length_required")
     decision = Decision.objects.get(agent=week.agent())
     assert decision.status == Decision.Status.AWAITING
     assert not decision.attempts.exists()
