@@ -7,15 +7,25 @@ the two database passes run at once.
 
 DRILL_NOW (an ISO 8601 moment) moves the process's clock there, running on from it: a drill
 whose workers start the weekly cohort needs its first day (COHORT_START_GRACE), whatever the
-day the suite runs on."""
+day the suite runs on. With DRILL_NOW_SET_AT (the Unix time DRILL_NOW was set at) the clock
+runs on from DRILL_NOW as if from then: a process started later (a web worker replacing a
+killed one) keeps the same clock as those started before it.
+
+DRILL_SUBMISSION_CLAIM_SECONDS shortens OUTSIDE_SUBMISSION_CLAIM_SECONDS, so that a drill's
+team can take over a dead web worker's submission in seconds."""
 
 import os
-from datetime import datetime
+import time
+from datetime import datetime, timedelta
 
 import time_machine
 
 from forecaster.settings import *  # noqa: F403
-from forecaster.settings import CELERY_BROKER_TRANSPORT_OPTIONS, CELERY_VISIBILITY_TIMEOUT_SECONDS
+from forecaster.settings import (
+    CELERY_BROKER_TRANSPORT_OPTIONS,
+    CELERY_VISIBILITY_TIMEOUT_SECONDS,
+    OUTSIDE_SUBMISSION_CLAIM_SECONDS,
+)
 
 CELERY_VISIBILITY_TIMEOUT_SECONDS = int(
     os.environ.get("DRILL_VISIBILITY_TIMEOUT_SECONDS", CELERY_VISIBILITY_TIMEOUT_SECONDS)
@@ -28,5 +38,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TEST_QUEUE", "celery")
 
+OUTSIDE_SUBMISSION_CLAIM_SECONDS = int(
+    os.environ.get("DRILL_SUBMISSION_CLAIM_SECONDS", OUTSIDE_SUBMISSION_CLAIM_SECONDS)
+)
+
 if os.environ.get("DRILL_NOW"):
-    time_machine.travel(datetime.fromisoformat(os.environ["DRILL_NOW"]), tick=True).start()
+    _drill_now = datetime.fromisoformat(os.environ["DRILL_NOW"])
+    if os.environ.get("DRILL_NOW_SET_AT"):
+        _drill_now += timedelta(seconds=time.time() - float(os.environ["DRILL_NOW_SET_AT"]))
+    time_machine.travel(_drill_now, tick=True).start()

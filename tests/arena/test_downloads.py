@@ -1,7 +1,7 @@
 """Downloads that never hold the site (arena/services/downloads.py): an export is written whole
 to a file, then sent with its length, in one of the web process's few download slots; past
 them a download is told to come back, and a slot comes back when its download ends however it
-ends. The drill with a slow client on a real server is tests/test_slow_clients.py."""
+ends. The drill with a slow client on a real server is in tests/test_web_drills.py."""
 
 from __future__ import annotations
 
