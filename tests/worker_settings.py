@@ -12,7 +12,12 @@ runs on from DRILL_NOW as if from then: a process started later (a web worker re
 killed one) keeps the same clock as those started before it.
 
 DRILL_SUBMISSION_CLAIM_SECONDS shortens OUTSIDE_SUBMISSION_CLAIM_SECONDS, so that a drill's
-team can take over a dead web worker's submission in seconds."""
+team can take over a dead web worker's submission in seconds.
+
+DRILL_HOLD_AFTER_DECISIONS_SENT=N holds the worker the N+1th time it is about to send a
+decision task (Celery's `before_task_publish`), after writing the file DRILL_HOLD_MARKER names:
+a drill then knows the worker is part-way through queueing a run, with N chains sent, and
+kills it there."""
 
 import os
 import time
@@ -47,3 +52,21 @@ if os.environ.get("DRILL_NOW"):
     if os.environ.get("DRILL_NOW_SET_AT"):
         _drill_now += timedelta(seconds=time.time() - float(os.environ["DRILL_NOW_SET_AT"]))
     time_machine.travel(_drill_now, tick=True).start()
+
+if os.environ.get("DRILL_HOLD_AFTER_DECISIONS_SENT"):
+    from pathlib import Path
+
+    from celery.signals import before_task_publish
+
+    _sends_before_hold = int(os.environ["DRILL_HOLD_AFTER_DECISIONS_SENT"])
+    _sent: list[str] = []
+
+    @before_task_publish.connect(weak=False)
+    def _hold_while_queueing(sender: str | None = None, **kwargs: object) -> None:
+        if sender != "arena.run_agent_decision":
+            return
+        if len(_sent) == _sends_before_hold:
+            Path(os.environ["DRILL_HOLD_MARKER"]).write_text("holding")
+            while True:  # until the drill kills this worker
+                time.sleep(1)
+        _sent.append(str(sender))

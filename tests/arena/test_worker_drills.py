@@ -7,6 +7,9 @@ consuming from Redis and writing to the PostgreSQL test database, never eager.
 - A whole worker SIGKILLed mid-decision: its unacknowledged message comes back after the
   broker's visibility timeout, to another worker, with the same outcome.
 - Two workers share a run across cohorts, while each cohort's agents stay in turn (002).
+- The worker queueing a run SIGKILLed part-way, one cohort's chain sent: the Sunday retry
+  minutes later queues what the run still owes, on its snapshot (tests/worker_settings.py
+  holds the worker at that point, for the drill to kill it there).
 
 The claim rule itself (only the same task delivered again takes over a live claim) is also
 checked in-process, on SQLite too. The drills need PostgreSQL (tests/workers.py).
@@ -24,7 +27,9 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 from celery.result import AsyncResult
@@ -32,11 +37,13 @@ from celery.result import AsyncResult
 from arena.models import Cohort, Decision, DecisionRun, SystemEvent, Trade
 from arena.services.cohorts import cohort_start
 from arena.services.decisions.lifecycle import decision_claim
-from arena.services.decisions.run import WORKER_LOSSES_MAX, decision_run
-from arena.tasks import run_decisions
+from arena.services.decisions.run import WORKER_LOSSES_MAX, decision_run, decisions_run_all
+from arena.tasks import retry_decisions, run_decisions
+from arena.weeks import outside_window
 from forecaster.celery import app as celery_app
+from markets.sources import RecordedSource
 from tests.arena.books import assert_books_balance
-from tests.arena.conftest import RUN_AT, WEEK
+from tests.arena.conftest import COHORT_AT, OFFLINE, RUN_AT, WEEK
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply, Request
 from tests.workers import needs_worker_processes, worker_env, worker_process, worker_processes
 
@@ -353,3 +360,67 @@ def test_two_workers_share_a_run_across_cohorts_and_keep_each_cohort_in_turn(
     # Each model was asked once per cohort: nothing was delivered twice.
     llm = Decision.objects.filter(run=run, responder=Decision.Responder.OPENROUTER)
     assert sum(calls.calls.values()) == llm.count()
+
+
+@worker_drill
+def test_a_worker_killed_while_queueing_the_run_leaves_no_cohort_unserved_past_minutes(
+    settings: Any, tmp_path: Path
+) -> None:
+    """Sunday 00:05: the worker queueing the week's run is SIGKILLed after sending the first
+    cohort's chain, before the second's. Another worker decides the first cohort; the Sunday
+    retry five minutes on finds the run opened but never queued and queues what it still
+    owes, on its snapshot: every agent of both cohorts decides once, on the week's one run,
+    long before the outside agents' window closes."""
+    for name, value in OFFLINE.items():
+        setattr(settings, name, value)
+    settings.MARKET_UNIVERSE_SIZE = 40
+    first, _ = cohort_start(week_start=WEEK, now=COHORT_AT)
+    assert decisions_run_all(now=RUN_AT, source=RecordedSource()).run_id is not None
+    second_week = WEEK + timedelta(weeks=1)
+    sunday = datetime(second_week.year, second_week.month, second_week.day, tzinfo=UTC)
+    second, _ = cohort_start(week_start=second_week, now=sunday)
+    run_at = sunday + timedelta(minutes=5)
+    marker = tmp_path / "holding"
+    offline = {"OPENROUTER_API_KEY": "", "MARKET_SOURCE": "demo", "MARKET_UNIVERSE_SIZE": "40"}
+
+    queueing = worker_env(
+        **offline,
+        DRILL_NOW=run_at.isoformat(),
+        DRILL_NOW_SET_AT=str(time.time()),
+        DRILL_HOLD_AFTER_DECISIONS_SENT="1",
+        DRILL_HOLD_MARKER=str(marker),
+    )
+    with worker_process("queueing", env=queueing) as lost:
+        run_decisions.delay()
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert time.monotonic() < deadline, lost.log()
+            time.sleep(0.2)
+        lost.kill()
+    run = DecisionRun.objects.get(week_start=second_week)
+    assert run.queued_at is None
+    assert SystemEvent.objects.filter(run=run, kind=SystemEvent.Kind.RUN_STARTED).count() == 1
+
+    # The Sunday retry at 00:10, on a worker whose clock says so.
+    later = worker_env(
+        **offline,
+        DRILL_NOW=(run_at + timedelta(minutes=5)).isoformat(),
+        DRILL_NOW_SET_AT=str(time.time()),
+    )
+    week = Decision.objects.filter(week_start=second_week)
+    owed = first.agents.count() + second.agents.count()
+    with worker_process("survivor", env=later) as survivor:
+        assert "queued" in retry_decisions.delay().get(timeout=120)
+        deadline = time.monotonic() + 180
+        while week.filter(status__in=Decision.DECIDED).count() < owed:
+            assert time.monotonic() < deadline, survivor.log()
+            time.sleep(0.5)
+
+    assert week.count() == owed  # one decision an agent: nobody decided twice
+    assert set(week.values_list("run_id", flat=True)) == {run.pk}  # the week's one snapshot
+    closes = outside_window(second_week)[1]
+    assert all(d.finished_at is not None and d.finished_at < closes for d in week)
+    event = SystemEvent.objects.get(run=run, data__queued_again=True)
+    assert "queued again" in event.message
+    for cohort in (first, second):
+        assert_books_balance(cohort_id=cohort.pk)
