@@ -69,7 +69,7 @@ ColumnType = Literal[
 CHUNK_SIZE = 5000
 WIDE_CHUNK_ROWS = 100  # decisions and attempts: ~40 KB of prompt or response a row
 
-MONEY, PRICE, SHARES = 2, 6, 6  # decimal places, as arena/models.py stores them
+MONEY, PRICE, SHARES = 2, 6, 6  # decimal places, as arena/models stores them
 
 
 @dataclass(frozen=True)
