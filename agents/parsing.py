@@ -5,18 +5,29 @@ market of the run's snapshot and one of its sides, and every sell one of the age
 positions. The $50 minimum and the 25%-of-cash maximum are execution rules, checked by the
 engine when each trade runs: a $10 bet parses, and is recorded as a rejected trade rather than
 retried.
+
+Methodology v2 (`probabilities=True`) reads stated probabilities too:
+
+- every bet carries `"probability"`, the probability that the side it backs happens: a JSON
+  number strictly between 0 and 1. A bet without one, or with another value (a string such as
+  "0.7", a boolean, 0, 1, NaN), is a parse error like any invalid bet;
+- every answer, BET, SELL or HOLD, carries `"forecasts"`: `[{"market_id": ..., "probability":
+  p}, ...]`, p the probability of the first outcome (YES) of each question of the week's panel.
+  A missing or invalid forecast never invalidates the decision: it is recorded as missing,
+  with what was wrong (`PanelForecast.problem`). A forecast of a market outside the panel is
+  ignored (it stays in the raw response), and so is one given twice: both are then invalid.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any, cast
 
 from agents.exceptions import DecisionParseError
-from agents.types import Action, BetOrder, MarketView, ParsedDecision, SellOrder
+from agents.types import Action, BetOrder, MarketView, PanelForecast, ParsedDecision, SellOrder
 
 MAX_INVALID_EXCERPT = 500
 """How many characters of an invalid response are shown back to the model and stored."""
@@ -97,9 +108,17 @@ def outcome_key(name: str) -> str:
 
 
 def parse_decision(
-    raw: str, *, markets: Mapping[str, MarketView], position_ids: Collection[str]
+    raw: str,
+    *,
+    markets: Mapping[str, MarketView],
+    position_ids: Collection[str],
+    probabilities: bool = False,
+    panel: Sequence[str] = (),
 ) -> ParsedDecision:
     """Return the decision in a model's raw response.
+
+    With `probabilities` (methodology v2), each bet must state its probability, and the
+    answer's forecasts of the `panel` (market ids, in the panel's order) are read too.
 
     `markets` is the run's snapshot keyed by market id; `position_ids` are the agent's open
     positions. The JSON object may be wrapped in code fences, quotes or prose. Amounts and
@@ -120,12 +139,14 @@ def parse_decision(
     if not isinstance(reasoning, str) or not reasoning.strip():
         raise DecisionParseError('"reasoning" must be a non-empty string explaining the decision.')
 
+    forecasts = _forecasts(payload.get("forecasts"), panel) if probabilities else ()
     if action == "BET":
         bets = _items(payload, "bets", action="BET")
         return ParsedDecision(
             action="BET",
             reasoning=reasoning,
-            bets=tuple(_bet(i, item, markets) for i, item in enumerate(bets)),
+            bets=tuple(_bet(i, item, markets, probabilities) for i, item in enumerate(bets)),
+            forecasts=forecasts,
         )
     if action == "SELL":
         sells = _items(payload, "sells", action="SELL")
@@ -133,8 +154,20 @@ def parse_decision(
             action="SELL",
             reasoning=reasoning,
             sells=tuple(_sell(i, item, position_ids) for i, item in enumerate(sells)),
+            forecasts=forecasts,
         )
-    return ParsedDecision(action="HOLD", reasoning=reasoning)  # any bets or sells are ignored
+    # Any bets or sells of a HOLD are ignored.
+    return ParsedDecision(action="HOLD", reasoning=reasoning, forecasts=forecasts)
+
+
+def forecasts_in(raw: str, panel: Sequence[str]) -> tuple[PanelForecast, ...]:
+    """The panel forecasts of a raw response whatever became of its decision (one that does not
+    parse still states them): each missing when no decision object can be read at all."""
+    try:
+        payload = _decision_object(raw)
+    except DecisionParseError:
+        return tuple(PanelForecast(market_id, None, "missing") for market_id in panel)
+    return _forecasts(payload.get("forecasts"), panel)
 
 
 def _decision_object(raw: str) -> dict[str, Any]:
@@ -266,12 +299,15 @@ def _items(payload: dict[str, Any], key: str, *, action: str) -> list[Any]:
     return items
 
 
-def _bet(index: int, item: Any, markets: Mapping[str, MarketView]) -> BetOrder:
+def _bet(index: int, item: Any, markets: Mapping[str, MarketView], probabilities: bool) -> BetOrder:
     where = f"bets[{index}]"
     if not isinstance(item, dict):
-        raise DecisionParseError(
-            f'{where} must be an object with "market_id", "side" and "amount".'
+        fields = (
+            '"market_id", "side", "amount" and "probability"'
+            if probabilities
+            else ('"market_id", "side" and "amount"')
         )
+        raise DecisionParseError(f"{where} must be an object with {fields}.")
     market_id = _identifier(item.get("market_id"), f"{where}.market_id")
     market = markets.get(market_id)
     if market is None:
@@ -285,7 +321,65 @@ def _bet(index: int, item: Any, markets: Mapping[str, MarketView]) -> BetOrder:
             f"{where}.amount must be more than 0 dollars and at most ${MAX_BET_AMOUNT:,} "
             f"(the largest amount that can be stored), got {_show(amount)}."
         )
-    return BetOrder(market_id=market_id, side=side, amount=amount)
+    if not probabilities:
+        return BetOrder(market_id=market_id, side=side, amount=amount)
+    if "probability" not in item:
+        raise DecisionParseError(
+            f'{where} needs "probability": the probability, strictly between 0 and 1, that '
+            f"the side it backs happens."
+        )
+    probability, problem = _probability(item["probability"], f"{where}.probability")
+    if probability is None:
+        raise DecisionParseError(problem)
+    return BetOrder(market_id=market_id, side=side, amount=amount, probability=probability)
+
+
+def _probability(value: Any, where: str) -> tuple[Decimal | None, str]:
+    """A stated probability: a JSON number strictly between 0 and 1; else None and why."""
+    if isinstance(value, Decimal) and value.is_finite() and 0 < value < 1:
+        return value, ""
+    if isinstance(value, str):
+        return None, (
+            f"{where} must be a number strictly between 0 and 1, written without quotes, "
+            f"got the string {_show(value)}."
+        )
+    return None, f"{where} must be a number strictly between 0 and 1, got {_show(value)}."
+
+
+def _forecasts(value: Any, panel: Sequence[str]) -> tuple[PanelForecast, ...]:
+    """The answer's forecast of each panel question, in the panel's order (never raises)."""
+    if value is None:
+        return tuple(PanelForecast(market_id, None, "missing") for market_id in panel)
+    if not isinstance(value, list):
+        problem = f'"forecasts" must be a list, got {_show(value)}.'
+        return tuple(PanelForecast(market_id, None, problem) for market_id in panel)
+    questions = set(panel)
+    given: dict[str, list[tuple[Decimal | None, str]]] = {}
+    for index, item in enumerate(value):
+        where = f"forecasts[{index}]"
+        if not isinstance(item, dict):
+            continue  # names no question: nothing to record against one
+        market_id = item.get("market_id")
+        key = str(market_id) if isinstance(market_id, (str, int, Decimal)) else None
+        if key is None or isinstance(market_id, bool) or key.strip() not in questions:
+            continue  # outside the panel: ignored, kept in the raw response
+        if "probability" not in item:
+            given.setdefault(key.strip(), []).append((None, f'{where} has no "probability".'))
+            continue
+        given.setdefault(key.strip(), []).append(
+            _probability(item["probability"], f"{where}.probability")
+        )
+    forecasts = []
+    for market_id in panel:
+        stated = given.get(market_id, [])
+        if not stated:
+            forecasts.append(PanelForecast(market_id, None, "missing"))
+        elif len(stated) > 1:
+            forecasts.append(PanelForecast(market_id, None, "given more than once"))
+        else:
+            probability, problem = stated[0]
+            forecasts.append(PanelForecast(market_id, probability, problem))
+    return tuple(forecasts)
 
 
 def _sell(index: int, item: Any, position_ids: Collection[str]) -> SellOrder:

@@ -120,6 +120,9 @@ class BetOrder:
     market_id: str
     side: str  # "YES"/"NO" for binary markets, the canonical outcome name otherwise
     amount: Decimal
+    # Methodology v2: the stated probability that the side backed happens, strictly between
+    # 0 and 1; None under v1, which reads no probability.
+    probability: Decimal | None = None
 
 
 @dataclass(frozen=True)
@@ -129,10 +132,23 @@ class SellOrder:
 
 
 @dataclass(frozen=True)
+class PanelForecast:
+    """Methodology v2: an answer's forecast of one question of the week's panel, the
+    probability of the market's first outcome (YES). None when the answer gave none or an
+    invalid one; `problem` then says which ("missing", or what was wrong with it)."""
+
+    market_id: str
+    probability: Decimal | None
+    problem: str = ""
+
+
+@dataclass(frozen=True)
 class ParsedDecision:
-    """A validated decision. A HOLD has neither bets nor sells."""
+    """A validated decision. A HOLD has neither bets nor sells. Under methodology v2 it
+    carries a forecast for each question of the panel, in the panel's order (none under v1)."""
 
     action: Action
     reasoning: str
     bets: tuple[BetOrder, ...] = field(default_factory=tuple)
     sells: tuple[SellOrder, ...] = field(default_factory=tuple)
+    forecasts: tuple[PanelForecast, ...] = field(default_factory=tuple)
