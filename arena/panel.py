@@ -4,7 +4,7 @@ same questions. Picked by a published rule, deterministic given the run's seed.
 
 The rule (`panel_pick`), over the frozen top markets:
 
-1. Eligible (`panel_eligible`): a binary market (two outcomes); a first-outcome (YES) price
+1. Eligible (`panel_eligible`): an open binary market (two outcomes); a first-outcome (YES) price
    from 3% to 97% (a near-certain one tells little: a forecast and the market price barely
    differ); at least MIN_LIQUIDITY dollars on the order book, about the median of the top 500,
    so that its price means something; an end date at least END_AFTER_WINDOW after the outside
@@ -53,6 +53,7 @@ class Candidate:
     prices: tuple[str | None, ...]  # as frozen, in the outcomes' order
     liquidity: Decimal | None
     close_date: datetime | None
+    closed: bool = False
 
     @property
     def yes_price(self) -> Decimal | None:
@@ -81,7 +82,8 @@ def panel_eligible(candidate: Candidate, *, earliest_end: datetime) -> bool:
     window's close plus END_AFTER_WINDOW."""
     price = candidate.yes_price
     return (
-        len(candidate.outcomes) == 2
+        not candidate.closed
+        and len(candidate.outcomes) == 2
         and len(candidate.prices) == 2
         and price is not None
         and PRICE_FLOOR <= price <= PRICE_CEILING

@@ -42,6 +42,8 @@ HTTP_MAX_RETRIES = _env.http_max_retries
 HTTP_BACKOFF_SECONDS = _env.http_backoff_seconds
 HTTP_RETRY_AFTER_CAP_SECONDS = _env.http_retry_after_cap_seconds
 DECISION_PARSE_RETRIES = _env.decision_parse_retries
+# Questions in each week's forecast panel (methodology v2, arena/panel.py): K.
+PANEL_SIZE = 20
 DECISION_MAX_ROUNDS = _env.decision_max_rounds
 DECISION_RETRY_DEADLINE_HOURS = _env.decision_retry_deadline_hours
 # A decision task that meets a database error before it claims anything tries again after

@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from arena.admin.common import (
     ReadOnlyAdmin,
@@ -266,9 +266,26 @@ class DecisionRunAdmin(ReadOnlyAdmin):
         "source",
         "universe_size",
         "sync_summary",
+        "forecast_panel",
+        "panel_seed",
         "related",
     )
     readonly_fields = fields
+
+    @admin.display(description="Forecast panel (methodology v2)")
+    def forecast_panel(self, obj: DecisionRun) -> str:
+        """The week's panel questions, in the order the rule took them, each with its question
+        as frozen."""
+        if not obj.panel:
+            return "none (picked from the frozen markets when the snapshot froze)"
+        questions = dict(
+            SnapshotMarket.objects.filter(run=obj, polymarket_id__in=obj.panel).values_list(
+                "polymarket_id", "question"
+            )
+        )
+        return format_html_join(
+            "", "<div>{}: {}</div>", ((pid, questions.get(pid, "")) for pid in obj.panel)
+        )
 
     @admin.display(description="Records")
     def related(self, obj: DecisionRun) -> str:

@@ -20,6 +20,10 @@ class DecisionRun(models.Model):
     source = models.CharField(max_length=16)
     universe_size = models.PositiveIntegerField(default=0)
     sync_summary = models.TextField(blank=True)
+    # The week's forecast panel (arena/panel.py), picked when the snapshot froze: its seed, and
+    # its questions' market ids in the order the rule took them.
+    panel_seed = models.CharField(max_length=64, blank=True)
+    panel = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-started_at"]
@@ -43,6 +47,7 @@ class SnapshotMarket(models.Model):
     outcomes = models.JSONField()
     outcome_prices = models.JSONField()
     volume = models.DecimalField(max_digits=20, decimal_places=6)
+    liquidity = models.DecimalField(max_digits=20, decimal_places=6, null=True, blank=True)
     close_date = models.DateTimeField(null=True, blank=True)
     closed = models.BooleanField(default=False)
 

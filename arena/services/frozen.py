@@ -20,8 +20,9 @@ from arena.models import (
     DecisionRun,
     SnapshotMarket,
 )
+from arena.panel import END_AFTER_WINDOW, Candidate, panel_pick, panel_seed
 from arena.selectors.ticks import held_market_ids
-from arena.weeks import cohort_week_start
+from arena.weeks import cohort_week_start, outside_window
 from markets import services as market_services
 from markets.models import Market
 from markets.sources import MarketSource, market_source
@@ -68,7 +69,7 @@ def run_prepare(
             set(universe_ids) | held, field_name="polymarket_id"
         )
         rank = {pid: i for i, pid in enumerate(universe_ids, start=1)}
-        SnapshotMarket.objects.bulk_create(
+        frozen = SnapshotMarket.objects.bulk_create(
             [
                 SnapshotMarket(
                     run=run,
@@ -80,6 +81,7 @@ def run_prepare(
                     outcomes=market.outcomes,
                     outcome_prices=market.outcome_prices,
                     volume=market.volume,
+                    liquidity=market.liquidity,
                     close_date=market.close_date,
                     closed=market.closed or market.resolution != Market.Resolution.OPEN,
                 )
@@ -87,7 +89,41 @@ def run_prepare(
             ],
             batch_size=1000,
         )
+        run.panel_seed, run.panel = run_panel(run.week_start, frozen)
+        run.save(update_fields=["panel_seed", "panel"])
     return run
+
+
+def run_panel(week_start: date, frozen: Iterable[SnapshotMarket]) -> tuple[str, list[str]]:
+    """The week's forecast panel over a run's frozen markets (arena/panel.py): its seed, from
+    the week and every frozen market's prices, and its questions, from the ranked markets
+    (the top of the catalogue; a market frozen only because an agent holds it is none)."""
+    rows = list(frozen)
+    seed = panel_seed(
+        week_start=week_start,
+        snapshot=[
+            (row.polymarket_id, [_price_text(p) for p in row.outcome_prices]) for row in rows
+        ],
+    )
+    candidates = [
+        Candidate(
+            market_id=row.polymarket_id,
+            outcomes=tuple(str(o) for o in row.outcomes),
+            prices=tuple(_price_text(p) for p in row.outcome_prices),
+            liquidity=row.liquidity,
+            close_date=row.close_date,
+            closed=row.closed,
+        )
+        for row in rows
+        if row.rank is not None
+    ]
+    earliest_end = outside_window(week_start)[1] + END_AFTER_WINDOW
+    panel = panel_pick(candidates, seed=seed, earliest_end=earliest_end, size=settings.PANEL_SIZE)
+    return seed, panel
+
+
+def _price_text(price: object) -> str | None:
+    return None if price is None else str(price)
 
 
 def _view(row: SnapshotMarket) -> MarketView:

@@ -75,6 +75,12 @@ def pick(candidates: list[Candidate], size: int = PANEL_SIZE, seed: str = SEED) 
         (market("just-liquid", liquidity=str(MIN_LIQUIDITY)), True),
         (market("liquidity-unknown", liquidity=None), False),
         (market("three-outcomes", outcomes=("A", "B", "C")), False),
+        (
+            Candidate(
+                "closed", ("Yes", "No"), ("0.5", "0.5"), Decimal("50000"), EARLIEST_END, True
+            ),
+            False,
+        ),
         (market("ends-a-day-after-the-window", days=1), True),
         (market("ends-within-the-day", days=0.99), False),
     ],
