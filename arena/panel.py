@@ -69,8 +69,8 @@ class Candidate:
 
 def panel_seed(*, week_start: date, snapshot: Iterable[tuple[str, Sequence[str | None]]]) -> str:
     """The seed of a run's panel: SHA-256 (hex) of its week and of each frozen market's id and
-    prices, in id order, one line each: `2026-03-08` then `<id> <price> <price>...` (an empty
-    field for a missing price)."""
+    prices, in the order of the ids as strings ("100" before "99"), one line each:
+    `2026-03-08` then `<id> <price> <price>...` (an empty field for a missing price)."""
     lines = [week_start.isoformat()]
     for market_id, prices in sorted(snapshot, key=lambda market: market[0]):
         lines.append(" ".join([market_id, *("" if p is None else p for p in prices)]))

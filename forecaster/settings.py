@@ -55,18 +55,17 @@ OUTSIDE_WINDOW_CLOSES_MINUTES = _env.outside_window_closes_minutes
 OUTSIDE_API_RATE_LIMIT = _env.outside_api_rate_limit
 OUTSIDE_API_RATE_WINDOW_SECONDS = _env.outside_api_rate_window_seconds
 OUTSIDE_API_MAX_BODY_BYTES = _env.outside_api_max_body_bytes
-# An outside submission's claim older than this was left by a web worker that died: a
-# resubmission takes it over, with a new claim, so a submission that was only slow writes
-# nothing more. Longer than a submission takes: its body is read before it claims, and its
-# live price reads are bounded by the HTTP timeouts.
+# An outside submission's claim older than this is taken to be a dead web worker's: a
+# resubmission takes it over, with a new claim, so one that was only slow (a live price read
+# retried against a slow Polymarket) executes nothing more. Far longer than a submission
+# normally takes: its body is read before it claims.
 OUTSIDE_SUBMISSION_CLAIM_SECONDS = 90
 OUTSIDE_TOKEN_DAYS = _env.outside_token_days
 # Downloads (exports and release files) a web process sends at once, each holding one of its
 # threads for as long as the client reads: kept under gunicorn's --threads (8 in the Procfile,
 # compose.yaml and the Dockerfile), so the pages always have threads left. An export is
-# written whole to a temporary file in DOWNLOADS_SPOOL_DIR (the system's when empty) first.
+# written whole to a temporary file (in TMPDIR, the system's temporary folder) first.
 DOWNLOADS_PER_PROCESS = 4
-DOWNLOADS_SPOOL_DIR = ""
 # A held market still unsettled this many days past its end date is warned of on the status
 # page, with the reason the last resolution check left it open (docs/resolution.md).
 RESOLUTION_STALL_DAYS = _env.resolution_stall_days

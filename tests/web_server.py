@@ -1,7 +1,8 @@
 """The site served as the Procfile serves it, for the drills on a real web server: gunicorn
 with the Procfile's web command (its worker class, threads and counts), on a free port, with
 the options a drill changes (a shorter worker timeout, one worker), against the PostgreSQL
-test database and this test's broker (tests/workers.py's environment).
+test database and this test's broker (tests/workers.py's environment), with no API rate limit
+(every client of a drill is 127.0.0.1, and the passes share Redis).
 
     with web_server(timeout=5, workers=1, env={...}) as site:
         site.url                  # http://127.0.0.1:<port>
@@ -122,7 +123,8 @@ def web_server(*, timeout: int, workers: int, env: dict[str, str]) -> Iterator[W
     with log_path.open("wb") as log:
         process = subprocess.Popen(  # a fixed command line, no shell  # nosec B603
             [sys.executable, "-m", *command],
-            cwd=ROOT, env={**worker_env(), **env}, stdout=log, stderr=subprocess.STDOUT,
+            cwd=ROOT, env={**worker_env(API_RATE_LIMIT="0"), **env}, stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
     site = WebServer(url=f"http://127.0.0.1:{port}", process=process, log_path=log_path)

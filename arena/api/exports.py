@@ -31,7 +31,7 @@ from arena.api.params import IsoDate
 from arena.seal import sealed_from
 from arena.selectors.exports import BET_COLUMNS, DATASETS, BetRow, Dataset, Offline
 from arena.selectors.watermark import data_watermark
-from arena.services.downloads import DownloadsBusy, SlotFile, download_slot, export_spooled
+from arena.services.downloads import DownloadsBusy, download_slot, export_spooled
 from arena.services.exports import CONTENT_TYPES, dataset_stream, stream_manifest
 from arena.weeks import outside_window
 
@@ -150,28 +150,29 @@ def _download(
     try:
         give_back = download_slot()
     except DownloadsBusy as busy:
-        answer = JsonResponse(
-            error_envelope(status=503, code="downloads_busy", message=str(busy)), status=503
-        )
-        answer["Retry-After"] = str(busy.retry_after)
-        return answer
-    try:
-        spooled = export_spooled(
-            dataset, fmt, cohort=cohort, since=since, until=until, offline=offline
-        )
-    except BaseException:
-        give_back()
-        raise
+        return _busy(busy)
+    spooled = export_spooled(
+        dataset, fmt, give_back, cohort=cohort, since=since, until=until, offline=offline
+    )
     name = export_filename(
         dataset.name, cohort=cohort, since=since, until=until, offline=offline, fmt=fmt
     )
     # The response closes the file when it is sent or the client goes: the slot comes back.
     return FileResponse(
-        SlotFile(spooled, give_back),
+        spooled,
         as_attachment=True,
         filename=name,
         content_type=CONTENT_TYPES[fmt],
     )
+
+
+def _busy(busy: DownloadsBusy) -> JsonResponse:
+    """Every download slot of this process is taken: 503, and when to ask again."""
+    answer = JsonResponse(
+        error_envelope(status=503, code="downloads_busy", message=str(busy)), status=503
+    )
+    answer["Retry-After"] = str(busy.retry_after)
+    return answer
 
 
 def _register(dataset: Dataset, fmt: Format) -> None:
@@ -186,7 +187,9 @@ def _register(dataset: Dataset, fmt: Format) -> None:
     ) -> HttpResponse | FileResponse:
         return _download(dataset, fmt, cohort, since, until, offline)
 
-    download.__doc__ = f"{dataset.description} Streamed; columns in the manifest's schema."
+    download.__doc__ = (
+        f"{dataset.description} Sent as a file with its length; columns in the manifest's schema."
+    )
     label = "CSV" if fmt == "csv" else "JSON Lines"
     route: Callable[[Any], Any] = router.get(
         f"/{dataset.name}.{fmt}",
@@ -242,7 +245,10 @@ class ManifestOut(Schema):
     summary="The downloads' manifest",
     response={200: ManifestOut},
     openapi_extra={
-        "responses": {400: {"description": "`until` before `since`."}, 503: {"description": SEALED}}
+        "responses": {
+            400: {"description": "`until` before `since`."},
+            503: {"description": f"{SEALED} Or every download slot of the server is busy."},
+        }
     },
     by_alias=True,
 )
@@ -252,9 +258,9 @@ def manifest(
     since: IsoDate | None = SINCE,
     until: IsoDate | None = UNTIL,
     offline: Offline = OFFLINE,
-) -> dict[str, Any]:
+) -> dict[str, Any] | JsonResponse:
     """Each CSV and JSON Lines download under these bounds: rows, bytes and SHA-256 of exactly
-    what it streams; with the methodology versions, the time and every dataset's columns."""
+    what it sends; with the methodology versions, the time and every dataset's columns."""
     _check_bounds(since, until)
     _check_unsealed()
     # Computing it reads every dataset twice: the answer is kept until the data may have
@@ -262,6 +268,14 @@ def manifest(
     key = f"export-manifest:{cohort}:{since}:{until}:{offline}:{data_watermark()}"
     found: dict[str, Any] | None = cache.get(key)
     if found is None:
-        found = stream_manifest(cohort=cohort, since=since, until=until, offline=offline)
+        # It reads as much as every download together: it takes a download slot while it does.
+        try:
+            give_back = download_slot()
+        except DownloadsBusy as busy:
+            return _busy(busy)
+        try:
+            found = stream_manifest(cohort=cohort, since=since, until=until, offline=offline)
+        finally:
+            give_back()
         cache.set(key, found, timeout=MANIFEST_CACHE_SECONDS)
     return found

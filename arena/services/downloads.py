@@ -5,8 +5,9 @@ A client may read at any speed, however slow. Streamed straight from the databas
 kept a worker (and a database cursor) busy for the whole download, and the server's worker
 timeout cut it off part-way under a 200. Now:
 
-- the whole file is written first (`export_spooled`), so the database is done with the request
-  before its first byte leaves, and the response says its length (a cut-off download shows);
+- the whole file is written first (`export_spooled`, in TMPDIR), so the database is done with
+  the request before its first byte leaves, and the response says its length (a cut-off
+  download shows);
 - the sending holds one thread of the web process (gunicorn's `gthread` workers, docs/deploy.md),
   which the worker timeout does not watch, for as long as the client takes;
 - a process sends at most `DOWNLOADS_PER_PROCESS` files at once (settings; fewer than its
@@ -62,12 +63,14 @@ def download_slot() -> Callable[[], None]:
     size, semaphore = _semaphore()
     if not semaphore.acquire(blocking=False):
         raise DownloadsBusy(size)
-    given_back = threading.Event()
+    lock = threading.Lock()
+    held = [True]
 
     def give_back() -> None:
-        if not given_back.is_set():
-            given_back.set()
-            semaphore.release()
+        with lock:  # two closers at once must not release twice (an extra slot)
+            if held[0]:
+                held[0] = False
+                semaphore.release()
 
     return give_back
 
@@ -100,6 +103,10 @@ class SlotFile(io.RawIOBase):
     def fileno(self) -> int:
         return self._file.fileno()
 
+    def write_through(self, data: bytes) -> None:
+        """Write to the file underneath (a SlotFile is read-only to its readers)."""
+        self._file.write(data)
+
     def close(self) -> None:
         try:
             if not self.closed:
@@ -112,20 +119,27 @@ class SlotFile(io.RawIOBase):
 def export_spooled(
     dataset: Dataset,
     fmt: str,
+    give_back: Callable[[], None],
     *,
     cohort: int | None,
     since: date | None,
     until: date | None,
     offline: Offline,
-) -> IO[bytes]:
+) -> SlotFile:
     """Write the bounded export (the bytes `export_stream` gives) to a temporary file, which
-    no other process can name and which goes when it is closed; return it at its start."""
-    spooled = tempfile.TemporaryFile(dir=settings.DOWNLOADS_SPOOL_DIR or None)  # noqa: SIM115
+    no other process can name and which goes when it is closed (in the system's temporary
+    folder, TMPDIR); return it at its start, holding the download slot `give_back` returns.
+    Whatever fails on the way gives the slot back."""
+    try:
+        spooled = SlotFile(tempfile.TemporaryFile(), give_back)  # noqa: SIM115
+    except BaseException:
+        give_back()
+        raise
     try:
         for chunk in export_stream(
             dataset, fmt, cohort=cohort, since=since, until=until, offline=offline
         ):
-            spooled.write(chunk)
+            spooled.write_through(chunk)
         spooled.seek(0)
     except BaseException:
         spooled.close()

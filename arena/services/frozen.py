@@ -89,15 +89,21 @@ def run_prepare(
             ],
             batch_size=1000,
         )
-        run.panel_seed, run.panel = run_panel(run.week_start, frozen)
-        run.save(update_fields=["panel_seed", "panel"])
+        try:
+            with transaction.atomic():  # the panel's failure must not cost the week its snapshot
+                run.panel_seed, run.panel = run_panel(run.week_start, frozen)
+                run.save(update_fields=["panel_seed", "panel"])
+        except Exception:
+            logger.exception("%s: no forecast panel could be picked", run)
+            run.panel_seed, run.panel = "", []
     return run
 
 
 def run_panel(week_start: date, frozen: Iterable[SnapshotMarket]) -> tuple[str, list[str]]:
     """The week's forecast panel over a run's frozen markets (arena/panel.py): its seed, from
-    the week and every frozen market's prices, and its questions, from the ranked markets
-    (the top of the catalogue; a market frozen only because an agent holds it is none)."""
+    the week and every frozen market's prices (in the order of their ids as strings), and its
+    questions, from the ranked markets (the top of the catalogue; a market frozen only because
+    an agent holds it is none)."""
     rows = list(frozen)
     seed = panel_seed(
         week_start=week_start,

@@ -136,3 +136,15 @@ def test_a_release_file_takes_a_slot_too(
     served = client.get(url)
     assert served.status_code == 200
     assert body_of(served) == b"hello\n"
+
+
+@pytest.mark.usefixtures("one_slot")
+def test_a_manifest_not_yet_kept_waits_for_a_slot_too(world: World, client: Client) -> None:
+    sending = client.get(DOWNLOAD)
+
+    busy = client.get("/api/v1/exports/manifest.json", {"cohort": world.cohort.number})
+    assert_envelope(busy.json(), 503, "downloads_busy")
+    assert busy["Retry-After"] == str(downloads.RETRY_AFTER_SECONDS)
+
+    body_of(sending)
+    assert client.get("/api/v1/exports/manifest.json").status_code == 200

@@ -70,3 +70,18 @@ def test_staff_see_the_runs_panel_questions_on_its_admin_page(admin_client: Clie
     assert run.panel_seed in html
     for row in SnapshotMarket.objects.filter(run=run, polymarket_id__in=run.panel):
         assert f"{row.polymarket_id}: {escape(row.question)}" in html
+
+
+def test_a_panel_that_cannot_be_picked_never_costs_the_week_its_snapshot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from arena.services import frozen
+
+    def broken(*args: object) -> tuple[str, list[str]]:
+        raise ZeroDivisionError("a bug in the panel's rule")
+
+    monkeypatch.setattr(frozen, "run_panel", broken)
+    run = run_prepare(now=RUN_AT, source=RecordedSource())
+    run.refresh_from_db()
+    assert (run.panel_seed, run.panel) == ("", [])
+    assert SnapshotMarket.objects.filter(run=run).count() == run.universe_size

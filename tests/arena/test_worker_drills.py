@@ -367,10 +367,12 @@ def test_a_worker_killed_while_queueing_the_run_leaves_no_cohort_unserved_past_m
     settings: Any, tmp_path: Path
 ) -> None:
     """Sunday 00:05: the worker queueing the week's run is SIGKILLed after sending the first
-    cohort's chain, before the second's. Another worker decides the first cohort; the Sunday
-    retry five minutes on finds the run opened but never queued and queues what it still
-    owes, on its snapshot: every agent of both cohorts decides once, on the week's one run,
-    long before the outside agents' window closes."""
+    cohort's chain, before the second's. A worker started after it decides the first cohort;
+    the Sunday retry five minutes on finds the run opened but never queued and queues what it
+    still owes, on its snapshot: every agent of both cohorts decides once, on the week's one
+    run, long before the outside agents' window closes. The killed worker's own message (the
+    run task, acknowledged late) comes back to the survivor after the broker's visibility
+    timeout, here 5 s, and serves nobody twice."""
     for name, value in OFFLINE.items():
         setattr(settings, name, value)
     settings.MARKET_UNIVERSE_SIZE = 40
@@ -391,7 +393,7 @@ def test_a_worker_killed_while_queueing_the_run_leaves_no_cohort_unserved_past_m
         DRILL_HOLD_MARKER=str(marker),
     )
     with worker_process("queueing", env=queueing) as lost:
-        run_decisions.delay()
+        queued = run_decisions.delay()
         deadline = time.monotonic() + 120
         while not marker.exists():
             assert time.monotonic() < deadline, lost.log()
@@ -406,6 +408,7 @@ def test_a_worker_killed_while_queueing_the_run_leaves_no_cohort_unserved_past_m
         **offline,
         DRILL_NOW=(run_at + timedelta(minutes=5)).isoformat(),
         DRILL_NOW_SET_AT=str(time.time()),
+        DRILL_VISIBILITY_TIMEOUT_SECONDS="5",
     )
     week = Decision.objects.filter(week_start=second_week)
     owed = first.agents.count() + second.agents.count()
@@ -415,6 +418,8 @@ def test_a_worker_killed_while_queueing_the_run_leaves_no_cohort_unserved_past_m
         while week.filter(status__in=Decision.DECIDED).count() < owed:
             assert time.monotonic() < deadline, survivor.log()
             time.sleep(0.5)
+        # The killed worker's run task, delivered again: the week's run is opened already.
+        assert "no decision is due" in queued.get(timeout=120)
 
     assert week.count() == owed  # one decision an agent: nobody decided twice
     assert set(week.values_list("run_id", flat=True)) == {run.pk}  # the week's one snapshot

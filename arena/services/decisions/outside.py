@@ -191,9 +191,10 @@ def outside_decision_submit(*, agent: Agent, body: str, now: datetime | None = N
 
 
 def _left_by_a_dead_submission(decision: Decision, now: datetime) -> bool:
-    """Whether the decision is held by a submission claim older than a submission takes
-    (OUTSIDE_SUBMISSION_CLAIM_SECONDS): the web worker handling it died, and the team would
-    otherwise be locked out until the window closed."""
+    """Whether the decision is held by a submission claim older than a submission normally
+    takes (OUTSIDE_SUBMISSION_CLAIM_SECONDS): the web worker handling it died (or is stuck on
+    a slow live price read, and loses its claim), and the team would otherwise be locked out
+    until the window closed."""
     dead_before = now - timedelta(seconds=settings.OUTSIDE_SUBMISSION_CLAIM_SECONDS)
     return (
         decision.status == Decision.Status.RUNNING
