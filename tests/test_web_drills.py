@@ -106,6 +106,7 @@ def test_a_slow_client_gets_a_whole_export_while_the_site_answers_at_once() -> N
         env["DRILL_NOW"] = (now + timedelta(days=3)).isoformat()
     with web_server(timeout=WORKER_TIMEOUT, workers=1, env=env) as site:
         url = site.url
+        workers = site.worker_pids()
         download: dict[str, tuple[str, dict[str, str], bytes]] = {}
 
         def read() -> None:
@@ -121,6 +122,10 @@ def test_a_slow_client_gets_a_whole_export_while_the_site_answers_at_once() -> N
             page_seconds.append(time.monotonic() - asked)
             reader.join(timeout=1)
         took = time.monotonic() - began
+        # Held by a thread, never killed: the same worker served it all (whatever the socket
+        # buffers of the machine could have taken off its hands).
+        assert site.worker_pids() == workers
+        assert "WORKER TIMEOUT" not in site.log()
 
     status, headers, body = download["answer"]
     assert status == "HTTP/1.1 200 OK"
