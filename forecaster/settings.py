@@ -56,9 +56,9 @@ OUTSIDE_API_RATE_LIMIT = _env.outside_api_rate_limit
 OUTSIDE_API_RATE_WINDOW_SECONDS = _env.outside_api_rate_window_seconds
 OUTSIDE_API_MAX_BODY_BYTES = _env.outside_api_max_body_bytes
 # An outside submission's claim older than this is taken to be a dead web worker's: a
-# resubmission takes it over, with a new claim, so one that was only slow (a live price read
-# retried against a slow Polymarket) executes nothing more. Far longer than a submission
-# normally takes: its body is read before it claims.
+# resubmission takes it over, with a new claim, so one that was only slow executes nothing
+# more. Far longer than a submission takes: its body is read before it claims, and its live
+# price read gives up in about half a minute (markets/sources.py, live_read_source).
 OUTSIDE_SUBMISSION_CLAIM_SECONDS = 90
 OUTSIDE_TOKEN_DAYS = _env.outside_token_days
 # Downloads (exports and release files) a web process sends at once, each holding one of its

@@ -107,3 +107,31 @@ def market_source() -> MarketSource:
     if settings.MARKET_SOURCE == "demo":
         return RecordedSource()
     return GammaSource()
+
+
+# A live read made while someone waits on it (an outside team's submission, which holds its
+# decision's claim meanwhile): one retry at most, a short read timeout, a short Retry-After,
+# so it ends in about half a minute whatever Polymarket does, well within the claim's
+# OUTSIDE_SUBMISSION_CLAIM_SECONDS.
+LIVE_READ_RETRIES = 1
+LIVE_READ_TIMEOUT_SECONDS = 10.0
+LIVE_READ_RETRY_AFTER_CAP_SECONDS = 2.0
+
+
+def live_read_source() -> MarketSource:
+    """The settings' source for a read someone waits on: Gamma's client with the settings'
+    timeouts and retries cut to the LIVE_READ_* bounds (never raised above the settings')."""
+    if settings.MARKET_SOURCE == "demo":
+        return RecordedSource()
+    return GammaSource(
+        GammaClient(
+            base_url=settings.POLYMARKET_GAMMA_URL,
+            connect_timeout=min(settings.HTTP_CONNECT_TIMEOUT, LIVE_READ_TIMEOUT_SECONDS),
+            read_timeout=min(settings.HTTP_READ_TIMEOUT, LIVE_READ_TIMEOUT_SECONDS),
+            max_retries=min(settings.HTTP_MAX_RETRIES, LIVE_READ_RETRIES),
+            backoff_seconds=settings.HTTP_BACKOFF_SECONDS,
+            retry_after_cap_seconds=min(
+                settings.HTTP_RETRY_AFTER_CAP_SECONDS, LIVE_READ_RETRY_AFTER_CAP_SECONDS
+            ),
+        )
+    )

@@ -25,7 +25,7 @@ from arena.selectors.ticks import held_market_ids
 from arena.weeks import cohort_week_start, outside_window
 from markets import services as market_services
 from markets.models import Market
-from markets.sources import MarketSource, market_source
+from markets.sources import MarketSource, live_read_source, market_source
 
 logger = logging.getLogger(__name__)
 
@@ -225,14 +225,17 @@ class FrozenMarkets:
         self, market_ids: Iterable[str], *, source: MarketSource | None = None
     ) -> FrozenMarkets:
         """Re-read the given markets from Polymarket now (a network call: never inside a
-        transaction) and return this snapshot with their live state attached (`quote`). A
+        transaction; bounded, as someone waits on it: `live_read_source`) and return this
+        snapshot with their live state attached (`quote`). A
         market the refresh could not read, did not return, or found closed, resolved or no
         longer active takes no order; the run's own snapshot is left as it is."""
         wanted = sorted({m for m in market_ids if m in self.views})
         refused: dict[str, str] = {}
         views: dict[str, MarketView] = {}
         if wanted:
-            result = market_services.markets_refresh(polymarket_ids=wanted, source=source)
+            result = market_services.markets_refresh(
+                polymarket_ids=wanted, source=source or live_read_source()
+            )
             if not result.ok:
                 refused = {m: f"the live price could not be read ({result.error})" for m in wanted}
             else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -179,6 +180,24 @@ def test_without_a_live_price_nothing_executes_at_the_snapshot_price_alone(
     assert "the live price could not be read" in trade.reject_reason
     assert decision.status == Decision.Status.RETRYABLE
     assert Agent.objects.get(pk=week.agent_id).cash == 10_000
+
+
+def test_the_live_read_a_submission_waits_on_tries_twice_at_most_and_waits_little(
+    week: WeekIds, gamma_server: ReplayServer, settings: Any
+) -> None:
+    """The team's submission holds its claim while Polymarket is read: the read gives up
+    after one retry and a short Retry-After, whatever the settings allow a background sync."""
+    settings.HTTP_MAX_RETRIES = 5
+    settings.HTTP_RETRY_AFTER_CAP_SECONDS = 60
+    busy = Reply.json({"error": "slow down"}, status=429, headers={"Retry-After": "1"})
+    gamma_server.route("GET", "/markets", busy)
+    began = time.monotonic()
+
+    decision = submit(week, bet_no(week))
+
+    assert len(gamma_server.requests_to("/markets")) == 2
+    assert time.monotonic() - began < 10
+    assert "the live price could not be read" in decision.trades.get().reject_reason
 
 
 def test_a_sale_after_the_price_fell_executes_at_the_live_price(
