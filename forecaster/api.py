@@ -78,6 +78,23 @@ class ArenaAPI(NinjaAPI):
         return schema
 
 
+# Every change to /api/v1 is additive; each is listed here, dated, newest first. A field that
+# becomes required of outside agents is announced here before it is.
+API_CHANGES = """
+
+## Changes
+
+- **2026-11-28**
+  - Exports (`/exports/*.csv`, `*.jsonl`) are sent as files with a `Content-Length`. While
+    the server is sending its most downloads at once, a download, or a manifest not yet
+    computed, is a 503 `downloads_busy` with `Retry-After`.
+  - The outside prompt carries `methodology_version`: the rules the cohort is scored by,
+    distinct from `prompt_version`, the prompt's wording.
+  - An outside submission sent without a `Content-Length` (chunked, or none declared) is
+    a 411 `length_required`, unread, and uses no submission.
+"""
+
+
 api = ArenaAPI(
     title="Forecaster Arena API",
     version="1",
@@ -89,6 +106,7 @@ api = ArenaAPI(
         "an operation does not take, one given twice (unless declared a list), and a day "
         "not written YYYY-MM-DD (a number is never read as a Unix timestamp).\n\n"
         + OUTSIDE_AGENTS_DOC
+        + API_CHANGES
     ),
 )
 

@@ -236,6 +236,7 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
         window_opens=opens,
         window_closes=closes,
         submissions_left=max(0, left) if opened else 0,
+        methodology_version=agent.cohort.methodology_version,
         prompt_version=decision.prompt_version,
         run_id=decision.run_id,
         frozen_at=run.started_at,

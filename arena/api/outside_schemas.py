@@ -100,6 +100,9 @@ class OutsidePromptOut(Schema):
     window_opens: datetime
     window_closes: datetime
     submissions_left: int  # taken now: 0 outside the window or once final
+    # The rules the cohort is scored by (docs/methodology.md), distinct from the prompt's
+    # wording (prompt_version): what the answer must carry depends on it.
+    methodology_version: str
     prompt_version: str
     run_id: int | None
     frozen_at: datetime | None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -182,6 +183,8 @@ def test_the_prompt_is_the_lineups_as_text_and_as_json(week: Week, client: Clien
     assert lineup is not None
     assert prompt["status"] == "awaiting"
     assert prompt["submissions_left"] == 2  # one submission and one resubmission
+    assert prompt["methodology_version"] == week.cohort.methodology_version == "v1"
+    assert prompt["prompt_version"] == decision.prompt_version
     assert prompt["messages"][0] == {"role": "system", "content": lineup.system_prompt}
     assert prompt["messages"][1]["content"] == decision.user_prompt
     assert prompt["run_id"] == lineup.run_id
@@ -560,6 +563,17 @@ def test_the_api_docs_explain_how_to_take_part(db: None, client: Client) -> None
     assert "post" in paths[f"{OUTSIDE}/cohorts/{{number}}/decision"]
     assert "get" in paths[f"{OUTSIDE}/cohorts/{{number}}/prompt"]
     assert schema["components"]["securitySchemes"]
+
+
+def test_the_api_docs_list_their_changes_dated_newest_first(db: None, client: Client) -> None:
+    schema = client.get(f"{API}/openapi.json").json()
+    changes = schema["info"]["description"].split("## Changes", 1)[1]
+    dates = re.findall(r"^- \*\*(\d{4}-\d{2}-\d{2})\*\*$", changes, flags=re.MULTILINE)
+    assert dates
+    assert dates == sorted(dates, reverse=True)
+    assert "`methodology_version`" in changes
+    fields = schema["components"]["schemas"]["OutsidePromptOut"]["properties"]
+    assert {"methodology_version", "prompt_version"} <= set(fields)
 
 
 def test_the_api_leaderboard_keeps_outside_agents_on_their_own_board(
