@@ -79,14 +79,26 @@ class GammaClient:
         )
 
     @classmethod
-    def from_settings(cls) -> GammaClient:
+    def from_settings(
+        cls,
+        *,
+        most_retries: int | None = None,
+        most_timeout: float | None = None,
+        most_retry_after: float | None = None,
+    ) -> GammaClient:
+        """The client the settings describe; each `most_*` given caps the setting it names
+        (never raises it): a read someone waits on asks for less than a background sync."""
+
+        def capped(value: float, most: float | None) -> float:
+            return value if most is None else min(value, most)
+
         return cls(
             base_url=settings.POLYMARKET_GAMMA_URL,
-            connect_timeout=settings.HTTP_CONNECT_TIMEOUT,
-            read_timeout=settings.HTTP_READ_TIMEOUT,
-            max_retries=settings.HTTP_MAX_RETRIES,
+            connect_timeout=capped(settings.HTTP_CONNECT_TIMEOUT, most_timeout),
+            read_timeout=capped(settings.HTTP_READ_TIMEOUT, most_timeout),
+            max_retries=int(capped(settings.HTTP_MAX_RETRIES, most_retries)),
             backoff_seconds=settings.HTTP_BACKOFF_SECONDS,
-            retry_after_cap_seconds=settings.HTTP_RETRY_AFTER_CAP_SECONDS,
+            retry_after_cap_seconds=capped(settings.HTTP_RETRY_AFTER_CAP_SECONDS, most_retry_after),
         )
 
     def _get(self, path: str, params: list[tuple[str, str]] | dict[str, str]) -> Any:

@@ -124,14 +124,9 @@ def live_read_source() -> MarketSource:
     if settings.MARKET_SOURCE == "demo":
         return RecordedSource()
     return GammaSource(
-        GammaClient(
-            base_url=settings.POLYMARKET_GAMMA_URL,
-            connect_timeout=min(settings.HTTP_CONNECT_TIMEOUT, LIVE_READ_TIMEOUT_SECONDS),
-            read_timeout=min(settings.HTTP_READ_TIMEOUT, LIVE_READ_TIMEOUT_SECONDS),
-            max_retries=min(settings.HTTP_MAX_RETRIES, LIVE_READ_RETRIES),
-            backoff_seconds=settings.HTTP_BACKOFF_SECONDS,
-            retry_after_cap_seconds=min(
-                settings.HTTP_RETRY_AFTER_CAP_SECONDS, LIVE_READ_RETRY_AFTER_CAP_SECONDS
-            ),
+        GammaClient.from_settings(
+            most_retries=LIVE_READ_RETRIES,
+            most_timeout=LIVE_READ_TIMEOUT_SECONDS,
+            most_retry_after=LIVE_READ_RETRY_AFTER_CAP_SECONDS,
         )
     )

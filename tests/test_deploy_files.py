@@ -16,6 +16,7 @@ from celery import Celery
 from django.conf import settings
 
 from forecaster import environment
+from tests.web_server import as_defaults
 
 ROOT = Path(settings.BASE_DIR)
 PYPROJECT = ROOT / "pyproject.toml"
@@ -180,7 +181,7 @@ def server_options(words: list[str]) -> dict[str, str]:
         name, equals, value = word.partition("=")
         if not equals:
             value = next(rest)
-        options[name] = re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", value)
+        options[name] = as_defaults(value)
     return options
 
 

@@ -33,12 +33,18 @@ from tests.replay import ROOT
 from tests.workers import worker_env
 
 
+def as_defaults(text: str) -> str:
+    """`text` with each `${VAR:-default}` read as its default: what runs when the operator
+    sets nothing."""
+    return re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", text)
+
+
 def procfile_web() -> list[str]:
     """The Procfile's web command, each `${VAR:-default}` read as its default."""
     for line in (ROOT / "Procfile").read_text().splitlines():
         name, _, command = line.partition(":")
         if name.strip() == "web":
-            return shlex.split(re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", command))
+            return shlex.split(as_defaults(command))
     raise AssertionError("the Procfile has no web process")
 
 
