@@ -8,6 +8,12 @@
   and a market follower that backs each market's favourite with the confidence the market
   price implies.
 
+Under methodology v2 (`context.states_probabilities`) each states its probabilities too, as
+v2 asks: a probability on every bet, and a forecast of every question of the week's panel.
+The offline agents' forecasts stray from the price as their temperament says, the same for a
+model's agents in every cohort of the week but for a little noise of each cohort's; the random
+bettor forecasts uniformly at random; the market follower forecasts the market price.
+
 Same context, same model → byte-identical response (seeded by model id, cohort and week).
 """
 
@@ -16,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_DOWN, Decimal
 
@@ -62,6 +69,28 @@ def _amount(cash: Decimal, confidence: float) -> Decimal:
     return max(amount, MIN_BET)
 
 
+def _probability(value: float) -> float:
+    """A probability as the stand-ins state it: 3 places, strictly inside (0, 1)."""
+    return round(min(max(value, 0.001), 0.999), 3)
+
+
+def _with_forecasts(
+    payload: dict[str, object], context: DecisionContext, forecast: Callable[[MarketView], float]
+) -> dict[str, object]:
+    """The payload with a forecast of each panel question, under methodology v2."""
+    if not context.states_probabilities:
+        return payload
+    forecasts = [
+        {"market_id": market.market_id, "probability": _probability(forecast(market))}
+        for market in context.panel
+    ]
+    return {**payload, "forecasts": forecasts}
+
+
+def _market_price(market: MarketView) -> float:
+    return float(market.yes_price) if market.yes_price is not None else 0.5
+
+
 def _wrap(payload: dict[str, object], style: int) -> str:
     body = json.dumps(payload, indent=2)
     if style == 0:
@@ -100,38 +129,24 @@ def _offline_decision(*, model_id: str, context: DecisionContext) -> OfflineRepl
     rng = _rng(model_id, context.cohort_number, context.week_start.isoformat())
     style = rng.randrange(3)
     portfolio = context.portfolio
+    forecast = _offline_forecast(model_id, context, noise)
 
-    sells = []
-    for position in portfolio.positions:
-        price = position.current_price
-        if price is None or not position.avg_entry_price:
-            continue
-        change = (price - position.avg_entry_price) / position.avg_entry_price
-        if change > Decimal("0.3") or change < Decimal("-0.5"):
-            sells.append(
-                {"position_id": position.position_id, "percentage": 50 if change > 0 else 100}
-            )
-    if sells and rng.random() < 0.6:
+    def reply(payload: dict[str, object]) -> OfflineReply:
         return OfflineReply(
-            _wrap(
-                {
-                    "action": "SELL",
-                    "sells": sells[:3],
-                    "reasoning": "Taking profit or cutting losses on positions that have moved.",
-                },
-                style,
-            ),
-            "offline",
-            OFFLINE_MODEL,
+            _wrap(_with_forecasts(payload, context, forecast), style), "offline", OFFLINE_MODEL
+        )
+
+    sells = _moved_positions(context)
+    if sells and rng.random() < 0.6:
+        return reply(
+            {
+                "action": "SELL",
+                "sells": sells[:3],
+                "reasoning": "Taking profit or cutting losses on positions that have moved.",
+            }
         )
     if rng.random() < hold_chance or portfolio.cash < MIN_BET * 4:
-        return OfflineReply(
-            _wrap(
-                {"action": "HOLD", "reasoning": "No market is mispriced enough to act on."}, style
-            ),
-            "offline",
-            OFFLINE_MODEL,
-        )
+        return reply({"action": "HOLD", "reasoning": "No market is mispriced enough to act on."})
 
     candidates = []
     for market in context.markets:
@@ -150,36 +165,73 @@ def _offline_decision(*, model_id: str, context: DecisionContext) -> OfflineRepl
             continue
         seen.add(market_id)
         amount = _amount(cash, estimate * boldness)
-        bets.append({"market_id": market_id, "side": side, "amount": float(amount)})
+        bet: dict[str, object] = {"market_id": market_id, "side": side, "amount": float(amount)}
+        if context.states_probabilities:
+            bet["probability"] = _probability(estimate)
+        bets.append(bet)
         cash -= amount
     if not bets:
-        return OfflineReply(
-            _wrap({"action": "HOLD", "reasoning": "Prices look fair."}, style),
-            "offline",
-            OFFLINE_MODEL,
-        )
-    return OfflineReply(
-        _wrap(
-            {
-                "action": "BET",
-                "bets": bets,
-                "reasoning": "My estimates differ from the market prices on these questions.",
-            },
-            style,
-        ),
-        "offline",
-        OFFLINE_MODEL,
+        return reply({"action": "HOLD", "reasoning": "Prices look fair."})
+    return reply(
+        {
+            "action": "BET",
+            "bets": bets,
+            "reasoning": "My estimates differ from the market prices on these questions.",
+        }
     )
+
+
+def _moved_positions(context: DecisionContext) -> list[dict[str, object]]:
+    """The sells of the positions that have run up (half of each) or down (all of each)."""
+    sells: list[dict[str, object]] = []
+    for position in context.portfolio.positions:
+        price = position.current_price
+        if price is None or not position.avg_entry_price:
+            continue
+        change = (price - position.avg_entry_price) / position.avg_entry_price
+        if change > Decimal("0.3") or change < Decimal("-0.5"):
+            sells.append(
+                {"position_id": position.position_id, "percentage": 50 if change > 0 else 100}
+            )
+    return sells
+
+
+def _offline_forecast(
+    model_id: str, context: DecisionContext, noise: float
+) -> Callable[[MarketView], float]:
+    """The offline agent's probability of YES on a panel question: the price, strayed from by
+    the model's view of the question for the week, and by a little more in each cohort (its
+    agents see the same question with different portfolios)."""
+    week = context.week_start.isoformat()
+
+    def forecast(market: MarketView) -> float:
+        view = _rng("forecast", model_id, week, market.market_id).gauss(0, noise)
+        own = _rng("forecast", model_id, week, context.cohort_number, market.market_id)
+        return _market_price(market) + view + own.gauss(0, 0.01)
+
+    return forecast
 
 
 def random_baseline_reply(*, seed: str, context: DecisionContext) -> OfflineReply:
     """A seeded random bettor: 1–3 random markets, a random side, a random size."""
     rng = _rng("random-baseline", seed, context.cohort_number, context.week_start.isoformat())
+    # Its stated probabilities are drawn apart, so its bets are v1's under either methodology.
+    stated = _rng("random-forecasts", seed, context.cohort_number, context.week_start.isoformat())
+
+    def forecast(market: MarketView) -> float:
+        return stated.random()
+
     tradable = [(m, _usable(m)) for m in context.markets]
     tradable = [(m, sides) for m, sides in tradable if sides]
     if not tradable or context.portfolio.cash < MIN_BET * 4:
         return OfflineReply(
-            json.dumps({"action": "HOLD", "reasoning": "Random baseline: nothing to bet on."}),
+            json.dumps(
+                _with_forecasts(
+                    {"action": "HOLD", "reasoning": "Random baseline: nothing to bet on."},
+                    context,
+                    forecast,
+                )
+            ),
             "baseline",
             "baseline-random",
         )
@@ -188,10 +240,23 @@ def random_baseline_reply(*, seed: str, context: DecisionContext) -> OfflineRepl
     for market, sides in rng.sample(tradable, k=min(rng.randint(1, 3), len(tradable))):
         side, _ = rng.choice(sides)
         amount = _amount(cash, rng.uniform(0.05, 1.0))
-        bets.append({"market_id": market.market_id, "side": side, "amount": float(amount)})
+        bet: dict[str, object] = {
+            "market_id": market.market_id,
+            "side": side,
+            "amount": float(amount),
+        }
+        if context.states_probabilities:
+            bet["probability"] = _probability(stated.random())
+        bets.append(bet)
         cash -= amount
     return OfflineReply(
-        json.dumps({"action": "BET", "bets": bets, "reasoning": "Random baseline (seeded)."}),
+        json.dumps(
+            _with_forecasts(
+                {"action": "BET", "bets": bets, "reasoning": "Random baseline (seeded)."},
+                context,
+                forecast,
+            )
+        ),
         "baseline",
         "baseline-random",
     )
@@ -211,17 +276,38 @@ def market_baseline_reply(*, context: DecisionContext, count: int = 3) -> Offlin
             continue
         side, price = max(sides, key=lambda s: (s[1], s[0]))
         amount = _amount(cash, float(price))
-        bets.append({"market_id": market.market_id, "side": side, "amount": float(amount)})
+        bet: dict[str, object] = {
+            "market_id": market.market_id,
+            "side": side,
+            "amount": float(amount),
+        }
+        if context.states_probabilities:
+            bet["probability"] = _probability(float(price))
+        bets.append(bet)
         cash -= amount
     if not bets:
         return OfflineReply(
-            json.dumps({"action": "HOLD", "reasoning": "Market follower: no new favourites."}),
+            json.dumps(
+                _with_forecasts(
+                    {"action": "HOLD", "reasoning": "Market follower: no new favourites."},
+                    context,
+                    _market_price,
+                )
+            ),
             "baseline",
             "baseline-market",
         )
     return OfflineReply(
         json.dumps(
-            {"action": "BET", "bets": bets, "reasoning": "Market follower: backs the favourites."}
+            _with_forecasts(
+                {
+                    "action": "BET",
+                    "bets": bets,
+                    "reasoning": "Market follower: backs the favourites.",
+                },
+                context,
+                _market_price,
+            )
         ),
         "baseline",
         "baseline-market",

@@ -4,7 +4,12 @@ The wording lives in versioned template files (agents/prompt_templates/<PROMPT_V
 stored prompt can be traced to its template. Output is deterministic: the same context gives
 byte-identical messages.
 
-Version v2 (the current one) puts what every agent of a run shares first: the system prompt,
+Version v3 (the current one) is v2's layout for methodology v2: after the market table, the
+week's forecast panel, in the shared part too, and the answer's stated probabilities (a
+probability on every bet, a forecast for every panel question). `prompt_version` gives the
+version a cohort's methodology asks with: v2 for methodology v1, v3 for v2.
+
+Version v2 puts what every agent of a run shares first: the system prompt,
 then the run's market table; the agent's date line, portfolio and positions come last. The
 information is v1's, only reordered, so providers that cache a prompt's prefix can reuse the
 shared part across the agents of a run (`shared_prefix` is where it ends). v1 (portfolio
@@ -28,8 +33,10 @@ from importlib import resources
 from agents.parsing import COLUMN_SEPARATOR, MAX_INVALID_EXCERPT, flatten_text, invalid_excerpt
 from agents.types import DecisionContext, MarketView, PortfolioView, PositionView
 
-PROMPT_VERSION = "v2"
-PROMPT_VERSIONS = ("v1", "v2")
+PROMPT_VERSION = "v3"
+PROMPT_VERSIONS = ("v1", "v2", "v3")
+# The prompt each methodology asks with (arena's Cohort.methodology_version).
+_PROMPT_FOR_METHODOLOGY = {"v1": "v2", "v2": "v3"}
 # In a user template, the end of the part every agent of a run shares (rendered as nothing).
 SHARED_PART_ENDS = "{{shared_part_ends_here}}"
 DEFAULT_CATEGORY = "General"
@@ -46,21 +53,32 @@ _POSITIONS_LEGEND = (
 )
 
 
-def build_messages(context: DecisionContext, *, version: str = PROMPT_VERSION) -> list[Message]:
-    """Return the [system, user] chat messages for one agent's weekly decision."""
+def prompt_version(methodology: str) -> str:
+    """Return the prompt version a cohort of methodology `methodology` asks with."""
+    try:
+        return _PROMPT_FOR_METHODOLOGY[methodology]
+    except KeyError:
+        raise ValueError(f"unknown methodology version {methodology!r}") from None
+
+
+def build_messages(context: DecisionContext, *, version: str | None = None) -> list[Message]:
+    """Return the [system, user] chat messages for one agent's weekly decision, in `version`
+    (default: the one the context's methodology asks with)."""
+    version = version or prompt_version(context.methodology)
     return [
         {"role": "system", "content": system_prompt(version=version)},
         {"role": "user", "content": user_prompt(context, version=version)},
     ]
 
 
-def shared_prefix(context: DecisionContext, *, version: str = PROMPT_VERSION) -> str:
+def shared_prefix(context: DecisionContext, *, version: str | None = None) -> str:
     """Return the start of the user message that every agent of the run shares ("" in v1).
 
     With the system prompt before it, this is the prefix a provider can cache once per run:
     the market table. Everything after it (date, cohort, portfolio) is the agent's own. The
     user message of `build_messages` and of `build_retry_messages` both start with it.
     """
+    version = version or prompt_version(context.methodology)
     if SHARED_PART_ENDS not in _template("user.txt", version):
         return ""
     return _user_parts(context, version)[0]
@@ -71,7 +89,7 @@ def build_retry_messages(
     *,
     invalid_response: str,
     error: str,
-    version: str = PROMPT_VERSION,
+    version: str | None = None,
 ) -> list[Message]:
     """Return the messages asking again after an invalid response.
 
@@ -79,6 +97,7 @@ def build_retry_messages(
     MAX_INVALID_EXCERPT characters of `invalid_response` (verbatim) and a request for valid
     JSON only.
     """
+    version = version or prompt_version(context.methodology)
     retry = retry_section(invalid_response=invalid_response, error=error, version=version)
     return [
         {"role": "system", "content": system_prompt(version=version)},
@@ -104,9 +123,10 @@ def system_prompt(*, version: str = PROMPT_VERSION) -> str:
     return _render("system.txt", version)
 
 
-def user_prompt(context: DecisionContext, *, version: str = PROMPT_VERSION) -> str:
+def user_prompt(context: DecisionContext, *, version: str | None = None) -> str:
     """Return the user prompt: the date, the agent's portfolio and positions, the markets
     (in v2 the markets first, as the shared part, and the agent's own figures after them)."""
+    version = version or prompt_version(context.methodology)
     return "".join(_user_parts(context, version))
 
 
@@ -127,6 +147,8 @@ def _user_parts(context: DecisionContext, version: str) -> tuple[str, str]:
         positions=format_positions(portfolio),
         market_count=str(len(context.markets)),
         markets=format_markets(context.markets),
+        panel_count=str(len(context.panel)),
+        panel=format_panel(context.panel),
     )
     shared, marker, own = _template("user.txt", version).rpartition(SHARED_PART_ENDS)
     if not marker:  # no shared part in this version's layout
@@ -170,6 +192,24 @@ def format_markets(markets: Sequence[MarketView]) -> str:
         lines.append(f"# {category}")
         lines.extend(_market_line(market) for market in members)
     return "\n".join(lines)
+
+
+def format_panel(panel: Sequence[MarketView]) -> str:
+    """Return the forecast panel's lines, in the panel's order: id|question|close date|YES
+    price."""
+    if not panel:
+        return "None."
+    return "\n".join(
+        COLUMN_SEPARATOR.join(
+            [
+                flatten_text(market.market_id),
+                flatten_text(market.question),
+                _utc(market.close_date).date().isoformat() if market.close_date else UNKNOWN,
+                _percent(market.yes_price),
+            ]
+        )
+        for market in panel
+    )
 
 
 def _market_line(market: MarketView) -> str:

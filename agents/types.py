@@ -113,6 +113,17 @@ class DecisionContext:
     cohort_number: int
     portfolio: PortfolioView
     markets: tuple[MarketView, ...]
+    # Methodology v2: the week's forecast panel, in its order (every agent of the week sees
+    # the same questions); empty under v1.
+    panel: tuple[MarketView, ...] = ()
+    # The rules the agent's cohort runs ("v1", "v2"): they say which prompt it is asked with
+    # and what its answer must carry.
+    methodology: str = "v1"
+
+    @property
+    def states_probabilities(self) -> bool:
+        """Whether the answer must state probabilities (methodology v2)."""
+        return self.methodology != "v1"
 
 
 @dataclass(frozen=True)

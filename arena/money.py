@@ -35,6 +35,12 @@ def price(value: Decimal) -> Decimal:
     return value.quantize(PRICE, rounding=ROUND_HALF_EVEN)
 
 
+def probability(value: Decimal) -> Decimal:
+    """A stated probability as stored: to the price's 6 places, kept strictly inside (0, 1)
+    (a stated 0.9999999 is 0.999999, not 1, whose log score would be infinite)."""
+    return min(max(price(value), PRICE), 1 - PRICE)
+
+
 # The largest amount a money column (14 digits, 2 places) holds: a model may ask for more,
 # and its rejected order is then stored without the figure rather than crash the run.
 MAX_STORABLE = Decimal("999999999999.99")

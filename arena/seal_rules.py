@@ -23,6 +23,7 @@ from arena.models import (
     Decision,
     DecisionAttempt,
     DeterminismCheck,
+    PanelForecast,
     PortfolioSnapshot,
     Position,
     SystemEvent,
@@ -94,6 +95,7 @@ RULES: dict[type[models.Model], tuple[SealedRows | None, AsOf | None]] = {
     Decision: (lambda seal: Q(week_start__lt=seal.date()), None),
     DecisionAttempt: (lambda seal: Q(decision__week_start__lt=seal.date()), None),
     DeterminismCheck: (lambda seal: Q(decision__week_start__lt=seal.date()), None),
+    PanelForecast: (lambda seal: Q(week_start__lt=seal.date()), None),
     # What was executed since, and the positions opened since; the rest as it stood.
     Trade: (lambda seal: Q(created_at__lt=seal), None),
     Position: (lambda seal: Q(opened_at__lt=seal), positions_as_of),

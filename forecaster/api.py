@@ -84,6 +84,16 @@ API_CHANGES = """
 
 ## Changes
 
+- **2026-11-28, methodology v2** (docs/methodology.md). Cohorts started from now on run v2
+  unless the operators say otherwise; a cohort already running keeps v1.
+  - In a v2 cohort, every bet of an outside submission must carry `probability`, its
+    stated probability that its side wins (a JSON number strictly between 0 and 1), and every
+    submission `forecasts`, one per question of the prompt's new `panel` (missing or invalid
+    ones are recorded as missing, never refused). A v1 cohort's submissions are unchanged.
+  - `/forecasts` lists the panel forecasts (by model, cohort, agent, market, run or week);
+    `/forecasts/leaderboard` gives every row's panel figures with n, coverage and intervals.
+  - The bets export has `stated_probability`; the new `forecasts` export has a row per
+    agent, week and panel question.
 - **2026-11-28**
   - Exports (`/exports/*.csv`, `*.jsonl`) are sent as files with a `Content-Length`. While
     the server is sending its most downloads at once, a download, or a manifest not yet
@@ -203,4 +213,5 @@ api.add_router("/", "arena.api.records.router")
 api.add_router("/commitments", "arena.api.commitments.router")
 api.add_router("/exports/", "arena.api.exports.router")
 api.add_router("/analytics", "arena.api.analytics.router")
+api.add_router("/forecasts", "arena.api.forecasts.router")
 api.add_router("/outside", "arena.api.outside.router")

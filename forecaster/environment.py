@@ -69,6 +69,14 @@ def market_source(value: str) -> str:
     return value
 
 
+def methodology_version(value: str) -> str:
+    """Return "v1" or "v2" (docs/methodology.md), in any case."""
+    value = value.strip().lower()
+    if value not in {"v1", "v2"}:
+        raise ValidationError("must be v1 or v2")
+    return value
+
+
 def absolute(path: Path) -> None:
     if not path.is_absolute():
         raise ValidationError("must be an absolute path")
@@ -113,6 +121,7 @@ class EnvironmentReader(Env):
         self.add_parser("comma_list", comma_list)
         self.add_parser("origins", origins)
         self.add_parser("market_source", market_source)
+        self.add_parser("methodology_version", methodology_version)
 
     def _get_value(self, env_key: str, default: Any) -> Any:
         value = self.environ.get(env_key, default)
@@ -149,6 +158,7 @@ class Environment:
     # Where market data comes from: "gamma" (the real API) or "demo" (the recordings shipped in
     # markets/recordings, moved by a seeded random walk). The embedded default is the demo.
     market_source: str
+    methodology_version: str
     market_universe_size: int
     http_connect_timeout: float
     http_read_timeout: float
@@ -256,6 +266,7 @@ def read_every_variable(env: EnvironmentReader) -> Environment:
         openrouter_referer=env.http_url("OPENROUTER_REFERER", ""),
         offline_agents=env.bool("OFFLINE_AGENTS", debug),
         market_source=env.market_source("MARKET_SOURCE", "demo" if debug else "gamma"),
+        methodology_version=env.methodology_version("METHODOLOGY_VERSION", "v2"),
         market_universe_size=env.int("MARKET_UNIVERSE_SIZE", 500, validate=AT_LEAST_1),
         http_connect_timeout=env.float("HTTP_CONNECT_TIMEOUT", 5.0, validate=POSITIVE),
         http_read_timeout=env.float("HTTP_READ_TIMEOUT", 30.0, validate=POSITIVE),

@@ -42,6 +42,10 @@ HTTP_MAX_RETRIES = _env.http_max_retries
 HTTP_BACKOFF_SECONDS = _env.http_backoff_seconds
 HTTP_RETRY_AFTER_CAP_SECONDS = _env.http_retry_after_cap_seconds
 DECISION_PARSE_RETRIES = _env.decision_parse_retries
+# The methodology new cohorts run (docs/methodology.md): v2 asks every answer for stated
+# probabilities, on its bets and on the week's forecast panel. A cohort keeps the version it
+# started with.
+METHODOLOGY_VERSION = _env.methodology_version
 # Questions in each week's forecast panel (methodology v2, arena/panel.py): K.
 PANEL_SIZE = 20
 DECISION_MAX_ROUNDS = _env.decision_max_rounds

@@ -58,6 +58,10 @@ FAST_HTTP = {
     "HTTP_READ_TIMEOUT": 2,
 }
 NO_API_RATE_LIMIT = {"API_RATE_LIMIT": 0}
+# New cohorts run methodology v1 unless a test asks for v2: the recorded model replies the
+# suite replays answer v1's prompt (no stated probabilities), and a v1 cohort is still run by
+# v1's rules. The v2 tests ask for "v2" (tests/arena/test_methodology_v2.py).
+METHODOLOGY_V1 = {"METHODOLOGY_VERSION": "v1"}
 
 
 def uses_database(item: pytest.Item) -> bool:
@@ -101,7 +105,7 @@ def pytest_configure(config: pytest.Config) -> None:
         k, n = shard
         config.pluginmanager.register(Shard(k, n, database_pass), "shard")
     config.pluginmanager.register(FileSeconds(), "file-seconds")
-    every_test = {**FAST_HASHING, **FAST_HTTP, **NO_API_RATE_LIMIT}
+    every_test = {**FAST_HASHING, **FAST_HTTP, **NO_API_RATE_LIMIT, **METHODOLOGY_V1}
     config.pluginmanager.register(
         WorldsPlugin(settings=every_test, uses_database=uses_database), "worlds"
     )
@@ -167,6 +171,13 @@ def _no_api_rate_limit(settings: Any) -> None:
     """The API's rate limit is tested on purpose (tests/api/test_api_http.py), off elsewhere:
     its counts (in Redis when REDIS_URL is set) would carry over from test to test."""
     for name, value in NO_API_RATE_LIMIT.items():
+        setattr(settings, name, value)
+
+
+@pytest.fixture(autouse=True)
+def _methodology_v1(settings: Any) -> None:
+    """New cohorts run v1 unless the test asks for v2 (METHODOLOGY_V1 says why)."""
+    for name, value in METHODOLOGY_V1.items():
         setattr(settings, name, value)
 
 

@@ -743,3 +743,78 @@ def responses(targets: Targets) -> st.SearchStrategy[Reply]:
             st.just(True),
         ),
     ).map(reply)
+
+
+# ----------------------------------------------------------------------- methodology v2
+
+HOSTILE_PROBABILITIES = (
+    "0", "1", "-0.1", "1.5", "NaN", "Infinity", "-Infinity", '"70%"', '"0.7"', "null", "true",
+    "false", "1e-400", "0.99999999999999999999", "1e999999", "[0.5]", "{}", '""', "0.0", "1.0",
+)  # fmt: skip
+"""Stated probabilities as JSON tokens: the bounds 0 and 1, outside them, NaN, strings,
+null, booleans, underflow and numbers that round to a bound."""
+
+
+def probabilities() -> st.SearchStrategy[Raw]:
+    valid = st.one_of(
+        st.floats(0.001, 0.999).map(repr),
+        st.decimals(min_value="0.0001", max_value="0.9999", places=4).map(str),
+    )
+    return st.one_of(valid, valid, st.sampled_from(HOSTILE_PROBABILITIES)).map(Raw)
+
+
+def forecast_lists(targets: Targets, panel: tuple[str, ...]) -> st.SearchStrategy[Any]:
+    """An answer's panel forecasts: the whole panel (in order or not), part of it, unknown
+    and duplicated ids, more than K, ids as numbers, and values of the wrong kind."""
+    known = st.sampled_from(panel) if panel else st.just("no-panel")
+    market = st.one_of(
+        known, known, known,
+        st.sampled_from(targets.binary_ids),  # listed, but not a panel question
+        st.sampled_from(["", "unknown-1", "\x00", "9" * 40]),
+        known.map(lambda pid: int(pid) if pid.isdigit() else pid),
+        st.none(),
+    )  # fmt: skip
+    item = st.one_of(
+        st.fixed_dictionaries({"market_id": market, "probability": probabilities()}),
+        st.fixed_dictionaries({"market_id": market}),
+        st.sampled_from([None, 0.5, "YES", [], {"probability": 0.5}]),
+    )
+    whole = st.permutations(list(panel)).flatmap(
+        lambda ids: st.tuples(*(probabilities() for _ in ids)).map(
+            lambda ps: [{"market_id": i, "probability": p} for i, p in zip(ids, ps, strict=True)]
+        )
+    )
+    return st.one_of(
+        whole,
+        whole,
+        _with_duplicates(st.lists(item, min_size=0, max_size=len(panel) + 5)),
+        st.sampled_from([None, "all", {}, 5, {"market_id": "1", "probability": 0.5}]),
+    )
+
+
+def v2_decisions(targets: Targets, panel: tuple[str, ...]) -> st.SearchStrategy[str]:
+    """Methodology v2 answers: BETs whose bets state a probability or not (hostile or valid),
+    SELLs and HOLDs, each with hostile, partial, missing or whole panel forecasts."""
+    bet_item = st.tuples(plausible_bet_items(targets), probabilities()).map(
+        lambda t: {**t[0], "probability": t[1]}
+    )
+    bare_bet = plausible_bet_items(targets)
+    bets = st.lists(st.one_of(bet_item, bet_item, bare_bet), min_size=1, max_size=4)
+    forecasts = forecast_lists(targets, panel)
+    bet = st.fixed_dictionaries(
+        {"action": st.just("BET"), "bets": bets, "reasoning": st.just("Underpriced.")},
+        optional={"forecasts": forecasts},
+    )
+    sell = st.fixed_dictionaries(
+        {
+            "action": st.just("SELL"),
+            "sells": st.lists(plausible_sell_items(targets), min_size=1, max_size=2),
+            "reasoning": st.just("Taking profit."),
+        },
+        optional={"forecasts": forecasts},
+    )
+    hold = st.fixed_dictionaries(
+        {"action": st.just("HOLD"), "reasoning": st.just("Fair prices.")},
+        optional={"forecasts": forecasts},
+    )
+    return st.one_of(bet, bet, sell, hold, hold).map(render)

@@ -26,6 +26,7 @@ from arena.models import (
     Decision,
     DecisionAttempt,
     DecisionRun,
+    PanelForecast,
     PortfolioSnapshot,
     Position,
     SnapshotMarket,
@@ -62,7 +63,9 @@ class World:
 def build_world(*, scale: int = 1, text: str = "plain text") -> World:
     n = next(_serial)
     week = FIRST_WEEK + timedelta(weeks=n)
-    cohort = Cohort.objects.create(number=5000 + n, week_start=week.date(), started_at=week)
+    cohort = Cohort.objects.create(
+        number=5000 + n, week_start=week.date(), started_at=week, methodology_version="v2"
+    )
     model = BenchmarkModel.objects.create(
         internal_id=f"page-world-{n}",
         display_name=text[:100],
@@ -93,6 +96,8 @@ def build_world(*, scale: int = 1, text: str = "plain text") -> World:
             finished_at=week + timedelta(minutes=6 + k),
             source="demo",
             universe_size=len(markets),
+            panel=[m.polymarket_id for m in markets],
+            panel_seed=f"page-world-{n}",
         )
         for k in range(scale)
     )
@@ -152,6 +157,11 @@ def build_world(*, scale: int = 1, text: str = "plain text") -> World:
         trade
         for agent, decision in zip(agents, decisions, strict=True)
         for trade in _trades(agent, decision, held[agent.pk], week, text)
+    )
+    PanelForecast.objects.bulk_create(
+        _forecast(decision, runs[-1], market, i, text)
+        for decision in decisions
+        for i, market in enumerate(markets)
     )
     PortfolioSnapshot.objects.bulk_create(
         PortfolioSnapshot(
@@ -264,6 +274,39 @@ def _position(agent: Agent, market: Market, week: datetime, *, settled: bool) ->
     )
 
 
+def panel_resolved(cohort: Cohort) -> None:
+    """The cohort's panel questions still open resolve NO: their forecasts (the world's stated
+    0.35) are scored, as a release waits for them."""
+    PanelForecast.objects.filter(agent__cohort=cohort, scored_at__isnull=True).update(
+        outcome=0, brier_score=0.1225, log_score=0.4307829160924542, scored_at=cohort.started_at
+    )
+
+
+def _forecast(
+    decision: Decision, run: DecisionRun, market: Market, i: int, text: str
+) -> PanelForecast:
+    """Methodology v2: a stated forecast of every even question, none (the answer's problem
+    the world's text) of every odd one; the odd questions resolved YES and scored."""
+    scored = i % 2 == 1
+    return PanelForecast(
+        decision=decision,
+        agent=decision.agent,
+        run=run,
+        week_start=decision.week_start,
+        market=market,
+        position=i,
+        probability=None if i % 2 else Decimal("0.35"),
+        problem=text[:300] if i % 2 else "",
+        reference_price=Decimal("0.4"),
+        reference=PanelForecast.Reference.SNAPSHOT,
+        outcome=1 if scored else None,
+        brier_score=0.36 if scored else None,
+        log_score=0.916290731874155 if scored else None,
+        scored_at=run.started_at + timedelta(days=1) if scored else None,
+        created_at=run.started_at,
+    )
+
+
 def _trades(
     agent: Agent, decision: Decision, positions: list[Position], week: datetime, text: str
 ) -> list[Trade]:
@@ -286,6 +329,7 @@ def _trades(
             cash_before=Decimal("10000"),
             cash_after=Decimal("9950"),
             implied_confidence=0.02,
+            stated_probability=Decimal("0.45"),
             brier_score=0.9604 if position.status == Position.Status.SETTLED else None,
             side_won=True if position.status == Position.Status.SETTLED else None,
             created_at=at,

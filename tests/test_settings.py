@@ -49,6 +49,7 @@ MALFORMED = (
     ("OPENROUTER_REFERER", "arena.example.org"),
     ("OFFLINE_AGENTS", "maybe"),
     ("MARKET_SOURCE", "bogus"),
+    ("METHODOLOGY_VERSION", "v3"),
     ("MARKET_UNIVERSE_SIZE", "0"),
     ("MARKET_UNIVERSE_SIZE", "many"),
     ("HTTP_CONNECT_TIMEOUT", "0"),

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from tests.replay import ROOT
@@ -62,6 +63,8 @@ def worker_env(**overrides: str) -> dict[str, str]:
         DATABASE_URL=test_database_url(),
         REDIS_URL=redis_url,
         PYTHONUNBUFFERED="1",
+        # The methodology new cohorts run, as this test runs it (v1 unless it asks for v2).
+        METHODOLOGY_VERSION=str(settings.METHODOLOGY_VERSION),
     )
     env.update(overrides)
     return env

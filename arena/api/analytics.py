@@ -22,7 +22,7 @@ from arena.selectors.analytics import cache, definitions
 router = Router(tags=["analytics"])
 
 Bins = Annotated[int, Query(ge=definitions.MIN_BINS, le=definitions.MAX_BINS)]
-Scope = Literal["all", "completed"]
+Scope = Literal["all", "completed", "v1", "v2"]
 
 
 @router.get(
@@ -38,7 +38,8 @@ def analytics(
     equal-width forecast bins), coverage-adjusted Alpha, skill scores, difficulty-adjusted
     Brier and power; the reference pseudo-models (market consensus, random, LLM crowd); the
     pairwise comparisons (over the cohorts both played, clustered by cohort and market).
-    `cohorts=completed` reads completed cohorts only.
+    `cohorts=completed` reads completed cohorts only; `v1` or `v2` the cohorts of that
+    methodology version only.
     Kept until a bet is scored, a market resolves or a decision is made."""
     return analytics_out(cache.analytics(cohorts=cohorts, bins=bins))
 

@@ -17,8 +17,7 @@ from django.http import HttpRequest
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
-from arena.api.params import IsoDate
-from arena.api.records import Page, PageSize, QueryId
+from arena.api.params import IsoDate, Page, PageSize, QueryId
 from arena.models import Agent, AnswerCommitment, Cohort
 from arena.selectors import commitments
 

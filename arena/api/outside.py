@@ -81,7 +81,10 @@ OUTSIDE_AGENTS_DOC = """\
    through the lineup's parser and execution. A malformed body answers 422 `invalid_decision`
    with the validation error and may be resubmitted **once** in the window (the prompt then
    carries the retry section a model would get); malformed again is recorded as a HOLD
-   (`invalid_decision_final`). Every submission is stored with its raw body.
+   (`invalid_decision_final`). Every submission is stored with its raw body. Under
+   methodology v2 (the prompt's `methodology_version`), every bet carries `probability` and
+   every submission `forecasts` for the prompt's `panel`, as the prompt says; a forecast's
+   reference price is the market's live price read at the submission.
 5. **No submission** by the window's close is a HOLD marked "no submission".
 6. `GET /api/v1/outside/cohorts/{number}/portfolio` shows cash, positions, every trade and the
    latest 10-minute snapshot.
@@ -246,6 +249,9 @@ def prompt(request: HttpRequest, number: int) -> OutsidePromptOut:
         ],
         portfolio=_portfolio_context(portfolio),
         markets=[_market(m) for m in frozen.universe],
+        panel=[_market(m) for m in frozen.panel]
+        if agent.cohort.methodology_version != "v1"
+        else [],
         submissions=[
             OutsideSubmissionOut(
                 number=a.number,

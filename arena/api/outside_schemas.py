@@ -109,6 +109,10 @@ class OutsidePromptOut(Schema):
     messages: list[OutsideMessageOut]
     portfolio: OutsidePortfolioContextOut
     markets: list[OutsideMarketOut]
+    # Methodology v2: the week's forecast panel, in its order, at the snapshot's prices; the
+    # answer forecasts each (its `forecasts`) and states a `probability` on every bet. Empty
+    # under v1.
+    panel: list[OutsideMarketOut]
     submissions: list[OutsideSubmissionOut]
 
 

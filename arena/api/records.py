@@ -20,7 +20,21 @@ from ninja.errors import HttpError
 from agents.models import BenchmarkModel
 from arena.api.analytics_schemas import leaderboard_fields, reference_out
 from arena.api.errors import ErrorEnvelope
-from arena.api.params import IsoDate
+from arena.api.params import (
+    MAX_ID,
+    MAX_PAGE,
+    MAX_PAGE_SIZE,
+    IsoDate,
+    MarketId,
+    ModelId,
+    Page,
+    PageSize,
+    QueryId,
+    known_agent,
+    known_cohort,
+    known_market,
+    known_model,
+)
 from arena.api.records_schemas import (
     AgentDetailOut,
     AttemptOut,
@@ -64,24 +78,16 @@ from markets.selectors import MarketFilter
 
 router = Router(tags=["arena"])
 
-MAX_PAGE_SIZE = 100
 CACHE_SECONDS = 600  # a tick's interval: the longest a costly answer is kept
-MAX_PAGE = 1_000_000  # far beyond any real list; keeps the offset an ordinary integer
-MAX_ID = 2**31 - 1  # ids and numbers past a 32-bit integer name nothing (and overflow SQL)
 
 Id = Annotated[int, Path(ge=1, le=MAX_ID)]
-QueryId = Annotated[int, Query(ge=1, le=MAX_ID)]
 C = TypeVar("C", bound=CohortOut)
 RangeKey = Literal["10M", "1H", "1D", "1W", "1M", "3M", "ALL"]
-Page = Annotated[int, Query(ge=1, le=MAX_PAGE)]
-PageSize = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
 ActionKey = Literal["BET", "SELL", "HOLD"]
 DecisionStatus = Literal["pending", "running", "awaiting", "done", "retryable", "skipped"]
 # Polymarket's ids are short digit strings; anything else names no market.
 # Stable ids are printable text: a control character (NUL breaks PostgreSQL) names no model.
-ModelId = Annotated[str, Query(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
 PolymarketId = Annotated[str, Path(min_length=1, max_length=32, pattern=r"^[0-9A-Za-z_-]+$")]
-MarketId = Annotated[str, Query(min_length=1, max_length=32, pattern=r"^[0-9A-Za-z_-]+$")]
 SearchText = Annotated[str, Query(max_length=200, pattern=r"^[^\x00-\x1f]*$")]
 Category = Annotated[str, Query(max_length=64, pattern=r"^[^\x00-\x1f]*$")]
 LeaderboardSort = Literal["brier", "return", "win_rate", "resolved_bets"]
@@ -97,43 +103,6 @@ AGENT_TRADES_SHOWN = 50
 def _page_of(page: int, page_size: int) -> slice:
     start = (page - 1) * page_size
     return slice(start, start + page_size)
-
-
-def _known_model(model: str | None) -> BenchmarkModel | None:
-    """Return the model a filter names, or None with no filter; an unknown one is a 422."""
-    if model is None:
-        return None
-    found = BenchmarkModel.objects.filter(internal_id=model).first()
-    if found is None:
-        raise HttpError(422, "model: no model has this id")
-    return found
-
-
-def _known_cohort(number: int | None) -> Cohort | None:
-    if number is None:
-        return None
-    found = Cohort.objects.filter(number=number).first()
-    if found is None:
-        raise HttpError(422, "cohort: no cohort has this number")
-    return found
-
-
-def _known_agent(agent_id: int | None) -> Agent | None:
-    if agent_id is None:
-        return None
-    found = Agent.objects.filter(pk=agent_id).first()
-    if found is None:
-        raise HttpError(422, "agent: no agent has this id")
-    return found
-
-
-def _known_market(polymarket_id: str | None) -> Market | None:
-    if polymarket_id is None:
-        return None
-    try:
-        return markets.market_get(polymarket_id=polymarket_id)
-    except Market.DoesNotExist as exc:
-        raise HttpError(422, "market: no market has this Polymarket id") from exc
 
 
 def _optional(value: Decimal | None) -> str | None:
@@ -347,14 +316,16 @@ def _cohort(cohort: Cohort, schema: type[C], **more: Any) -> C:
 def leaderboard(
     request: HttpRequest,
     sort: LeaderboardSort = "brier",
-    cohorts: Literal["all", "completed"] = "all",
+    cohorts: Literal["all", "completed", "v1", "v2"] = "all",
     baselines: Literal["include", "exclude"] = "include",
     outside: Literal["include", "exclude"] = "exclude",
 ) -> LeaderboardOut:
     """The LLM rows ranked by `sort`: pooled Brier lower first; mean return, win rate or
     resolved bets higher first; rows without the figure last, offline rows after the real
     ones. Then the baselines (never ranked among the LLMs), unless `baselines=exclude`.
-    With `cohorts=completed` every figure comes from the agents of completed cohorts only.
+    With `cohorts=completed` every figure comes from the agents of completed cohorts only;
+    with `v1` or `v2`, from those of cohorts of that methodology version (`all` pools both
+    versions' v1 figures, which v2 keeps).
     Each row also carries the analytics beyond v1 on the same bets (Alpha against the market
     price with its 95% interval across cohorts, Murphy terms, ...; `/api/v1/analytics` has
     them in full); `references` are pseudo-models, never ranked. Outside agents are on their
@@ -561,10 +532,10 @@ def trade_list(
     id, matching every filter given: `model` a stable id, `cohort` a number, `agent` an id,
     `market` a Polymarket id. An unknown model, cohort, agent or market is a 422."""
     trades = listings.trade_list(
-        model=_known_model(model),
-        cohort=_known_cohort(cohort),
-        agent=_known_agent(agent),
-        market=_known_market(market),
+        model=known_model(model),
+        cohort=known_cohort(cohort),
+        agent=known_agent(agent),
+        market=known_market(market),
         kind=kind,
         status=status,
     )
@@ -590,8 +561,8 @@ def decision_list(
     """Every decision matching the filters: `model` a stable id, `cohort` a number, `week`
     the ISO date of the week's Sunday. An unknown model or cohort is a 422."""
     decisions = listings.decision_list(
-        model=_known_model(model),
-        cohort=_known_cohort(cohort),
+        model=known_model(model),
+        cohort=known_cohort(cohort),
         week=week,
         action=action,
         status=status,

@@ -18,6 +18,7 @@ from arena.models.books import (
 )
 from arena.models.cohorts import (
     METHODOLOGY_VERSION,
+    METHODOLOGY_VERSIONS,
     STARTING_BALANCE,
     Agent,
     Cohort,
@@ -30,6 +31,7 @@ from arena.models.decisions import (
     DecisionAttempt,
     DecisionRun,
     DeterminismCheck,
+    PanelForecast,
     SnapshotMarket,
 )
 from arena.models.records import (
@@ -41,6 +43,7 @@ from arena.models.records import (
 )
 
 __all__ = [
+    "PanelForecast",
     "Agent",
     "AgentSnapshotRollup",
     "AnswerCommitment",
@@ -53,6 +56,7 @@ __all__ = [
     "FIRST_ROUND",
     "KEPT_ROUND",
     "METHODOLOGY_VERSION",
+    "METHODOLOGY_VERSIONS",
     "OutsideAgent",
     "OutsideAgentToken",
     "PortfolioSnapshot",

@@ -117,6 +117,8 @@ class Trade(models.Model):
     cash_before = money_field(null=True, blank=True)
     cash_after = money_field(null=True, blank=True)
     implied_confidence = models.FloatField(null=True, blank=True)
+    # Methodology v2: the probability the bet stated that its side wins (none under v1).
+    stated_probability = models.DecimalField(max_digits=7, decimal_places=6, null=True, blank=True)
     cost_basis_released = money_field(null=True, blank=True)
     realized_pnl = money_field(null=True, blank=True)
     brier_score = models.FloatField(null=True, blank=True)

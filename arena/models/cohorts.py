@@ -14,9 +14,12 @@ from arena.seal import SealedManager
 STARTING_BALANCE = Decimal("10000.00")
 
 METHODOLOGY_VERSION = "v1"
-"""The methodology new cohorts run: spec 002's protocol ("Version: v1") with 001's formulas, as
-docs/methodology.md states them. Stored on each cohort; bumped only for a change 002 says needs
-it, never for the prompt's wording (PROMPT_VERSION, agents/prompts.py, stored per decision)."""
+"""The methodology a cohort row records unless told otherwise: spec 002's protocol ("Version:
+v1") with 001's formulas. New cohorts take settings.METHODOLOGY_VERSION (`cohort_start`).
+Distinct from the prompt's wording (PROMPT_VERSION, agents/prompts.py, stored per decision)."""
+METHODOLOGY_VERSIONS = ("v1", "v2")
+"""v1 reads a bet's confidence off its size; v2 also asks for stated probabilities, on every
+bet and on the week's forecast panel (docs/methodology.md)."""
 
 
 class Cohort(models.Model):

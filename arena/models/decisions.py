@@ -277,3 +277,67 @@ class DeterminismCheck(models.Model):
 
     def __str__(self) -> str:
         return f"determinism check of decision {self.decision_id}: {self.matches}"
+
+
+class PanelForecast(models.Model):
+    """Methodology v2: an agent's forecast of one question of its week's panel, as its answer
+    for the week gave it: the probability that the market resolves to its first outcome (YES).
+
+    One row per question of the panel for each answer: a forecast the answer left out, or gave
+    invalid, has no `probability` (and `problem` says which) and is scored as the reference
+    price `b` (imputed: Alpha 0), as ForecastBench imputes a missing forecast at the market
+    price. `b` is the YES price when the agent's prompt froze: the round's snapshot for a lineup
+    agent; for an outside agent, who answers up to an hour later, the live price read at its
+    submission (`reference` says which). Written with the answer that carries it; a new round
+    of the same decision replaces them."""
+
+    class Reference(models.TextChoices):
+        SNAPSHOT = "snapshot", "The round's frozen snapshot"
+        LIVE = "live", "Live, at the outside agent's submission"
+
+    decision = models.ForeignKey(Decision, on_delete=models.CASCADE, related_name="forecasts")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="forecasts")
+    run = models.ForeignKey(DecisionRun, on_delete=models.PROTECT, related_name="forecasts")
+    week_start = models.DateField()
+    market = models.ForeignKey(Market, on_delete=models.PROTECT, related_name="forecasts")
+    position = models.PositiveSmallIntegerField(help_text="The question's place in the panel.")
+    probability = models.DecimalField(
+        max_digits=7,
+        decimal_places=6,
+        null=True,
+        blank=True,
+        help_text="Stated P(YES); empty when missing or invalid (imputed at b).",
+    )
+    problem = models.CharField(max_length=300, blank=True)
+    reference_price = models.DecimalField(
+        max_digits=7, decimal_places=6, null=True, blank=True, help_text="b: the YES price."
+    )
+    reference = models.CharField(max_length=8, choices=Reference.choices)
+    # On resolution (never for a cancelled market, nor without b): whether YES happened, and
+    # the forecast's scores, of the stated probability or, imputed, of b (scoring/panel.py).
+    outcome = models.PositiveSmallIntegerField(null=True, blank=True)
+    brier_score = models.FloatField(null=True, blank=True)
+    log_score = models.FloatField(null=True, blank=True)
+    scored_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    objects = SealedManager["PanelForecast"]()
+
+    class Meta:
+        ordering = ["decision_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["decision", "market"], name="one_forecast_a_question"),
+            models.CheckConstraint(
+                condition=models.Q(probability__isnull=True)
+                | (models.Q(probability__gt=0) & models.Q(probability__lt=1)),
+                name="forecast_strictly_inside_unit_interval",
+            ),
+        ]
+        indexes = [models.Index(fields=["week_start", "market"], name="forecast_week_market")]
+
+    def __str__(self) -> str:
+        return f"forecast of market {self.market_id} by agent {self.agent_id}"
+
+    @property
+    def imputed(self) -> bool:
+        return self.probability is None

@@ -43,20 +43,26 @@ from typing import Any, Literal
 
 from django.db import connection
 from django.db.models import (
+    BooleanField,
     CharField,
-    DecimalField,
     Exists,
     F,
     OuterRef,
     Q,
     QuerySet,
-    TextField,
     Value,
 )
-from django.db.models.expressions import Case, Combinable, Expression, Func, When
-from django.db.models.functions import Cast, NullIf
+from django.db.models.expressions import Case, Combinable, When
 
-from arena.models import Cohort, Decision, DecisionAttempt, PortfolioSnapshot, Position, Trade
+from arena.models import (
+    Decision,
+    DecisionAttempt,
+    PanelForecast,
+    PortfolioSnapshot,
+    Position,
+    Trade,
+)
+from arena.selectors.export_cells import JSON_VALUE, copied, pg_cell
 from arena.selectors.standings import ANSWERED_OFFLINE
 from markets.models import Market
 
@@ -204,7 +210,7 @@ class Dataset:
         bounded = self.queryset(
             cohort=cohort, since=since, until=until, offline=offline, still_held=still_held
         )
-        cells = [_pg_cell(c, s, fmt) for c, s in zip(self.columns, self.sources, strict=True)]
+        cells = [pg_cell(c.type, s, fmt) for c, s in zip(self.columns, self.sources, strict=True)]
         sql, params = bounded.values_list(*cells).query.sql_with_params()
         if fmt == "jsonl":
             # Each line concatenated in SQL (measured twice as fast as row_to_json); strings
@@ -214,7 +220,7 @@ class Dataset:
             for i, column in enumerate(self.columns):
                 opener = "{" if i == 0 else ","
                 pieces.append(f"'{opener}\"{column.name}\":'")
-                pieces.append(_JSON_VALUE[column.type].format(f"t.c{i}"))
+                pieces.append(JSON_VALUE[column.type].format(f"t.c{i}"))
             pieces.append("'}'")
             sql = (
                 f"SELECT {' || '.join(pieces)} FROM ({sql}) AS t({', '.join(aliases)}) "
@@ -227,7 +233,7 @@ class Dataset:
             options = "FORMAT csv"
         # COPY takes no bind parameters: psycopg binds them client-side, quoted.
         statement = connection.ops.compose_sql(sql, params)  # type: ignore[attr-defined]
-        return _copied(f"COPY ({statement}) TO STDOUT WITH ({options})", batch_rows)
+        return copied(f"COPY ({statement}) TO STDOUT WITH ({options})", batch_rows)
 
     def count(
         self,
@@ -246,78 +252,6 @@ class Dataset:
 
 def _day_start(day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=UTC)
-
-
-class _IsoUtc(Func):
-    """A timestamptz as ISO 8601 in UTC with a Z, microseconds only when not zero (as
-    Python's `isoformat`): `2026-01-04T00:10:00Z`, `2026-01-04T00:10:00.000005Z`."""
-
-    template = (
-        "to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS')"
-        " || CASE WHEN date_trunc('second', %(expressions)s) = %(expressions)s THEN 'Z'"
-        " ELSE to_char(%(expressions)s AT TIME ZONE 'UTC', '.US\"Z\"') END"
-    )
-    output_field = TextField()
-
-
-# A cell of the inner query (as `_pg_cell` gives it for JSON Lines) as JSON text, null for
-# NULL. Decimals, timestamps and dates are digits and punctuation: quoted, nothing to escape.
-_JSON_VALUE = {
-    "integer": "coalesce({0}::text, 'null')",
-    "float": "coalesce({0}::text, 'null')",
-    "string": "coalesce(to_json({0})::text, 'null')",
-    "decimal": "coalesce('\"' || {0} || '\"', 'null')",
-    "timestamp": "coalesce('\"' || {0} || '\"', 'null')",
-    "date": "coalesce('\"' || {0} || '\"', 'null')",
-    "boolean": "CASE WHEN {0} THEN 'true' WHEN NOT {0} THEN 'false' ELSE 'null' END",
-}
-
-
-class _FifteenDigits(Func):
-    """A double as PostgreSQL's numeric cast prints it: 15 significant digits, plain
-    notation (0.053824, 1, 0.0000001)."""
-
-    template = "(%(expressions)s)::numeric"
-    output_field = DecimalField()
-
-
-def _pg_cell(column: Column, source: str | Combinable, fmt: str) -> str | Expression | Combinable:
-    """The cell as PostgreSQL should print it: for CSV text (None an empty cell), for JSON
-    Lines a value `row_to_json` writes as the JSON value the Python writer would."""
-    value = F(source) if isinstance(source, str) else source
-    kind = column.type
-    if kind == "timestamp":
-        return _IsoUtc(value)
-    if kind == "date":
-        return Func(value, Value("YYYY-MM-DD"), function="to_char", output_field=TextField())
-    if kind == "float":
-        return _FifteenDigits(value)
-    if fmt == "csv":
-        if kind == "string":  # COPY quotes an empty string (""), Python's csv writes nothing
-            return NullIf(value, Value(""), output_field=TextField())
-        if kind == "boolean":
-            return Case(
-                When(Q(**{str(source): True}), then=Value("true")),
-                When(Q(**{str(source): False}), then=Value("false")),
-                output_field=TextField(),
-            )
-    elif kind == "decimal":  # a JSON string with the stored places
-        return Cast(value, TextField())
-    return source
-
-
-def _copied(copy_statement: str, batch_rows: int) -> Iterator[tuple[int, bytes]]:
-    """The lines `COPY ... TO STDOUT` sends (one message a row), joined in batches."""
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(copy_statement) as copy:
-            lines: list[bytes] = []
-            for line in copy:
-                lines.append(bytes(line))
-                if len(lines) == batch_rows:
-                    yield len(lines), b"".join(lines)
-                    lines = []
-            if lines:
-                yield len(lines), b"".join(lines)
 
 
 def _decisions() -> QuerySet[Decision]:
@@ -342,6 +276,17 @@ def _positions() -> QuerySet[Position]:
 
 def _snapshots() -> QuerySet[PortfolioSnapshot]:
     return PortfolioSnapshot.objects.all()
+
+
+def _forecasts() -> QuerySet[PanelForecast]:
+    return PanelForecast.objects.all()
+
+
+_IMPUTED = Case(
+    When(probability__isnull=True, then=Value(True)),
+    default=Value(False),
+    output_field=BooleanField(),
+)
 
 
 def _dataset(
@@ -423,6 +368,16 @@ BETS = _dataset(
                 "amount / (25% of cash before the bet), in (0, 1]: the forecast scored.",
             ),
             "implied_confidence",
+        ),
+        (
+            Column(
+                "stated_probability",
+                "decimal",
+                "Methodology v2: the probability the bet stated that its side wins; empty "
+                "under v1.",
+                PRICE,
+            ),
+            "stated_probability",
         ),
         (
             Column(
@@ -751,8 +706,67 @@ SNAPSHOTS = _dataset(
     marks=True,
 )
 
+FORECASTS = _dataset(
+    "forecasts",
+    "Methodology v2: one row per agent, week and question of the week's forecast panel: the "
+    "stated probability of YES, its reference price b and, once resolved, its scores.",
+    _forecasts,
+    [
+        (Column("forecast_id", "integer", "The forecast's id."), "pk"),
+        (Column("run_id", "integer", "The run whose snapshot the prompt showed."), "run_id"),
+        (Column("decision_id", "integer", "The decision whose answer gave it."), "decision_id"),
+        (Column("agent_id", "integer", "The agent."), "agent_id"),
+        _model(),
+        _model_kind(),
+        _cohort(),
+        (Column("week_start", "date", "The week (its Sunday, UTC)."), "week_start"),
+        (
+            Column("market_id", "string", "Polymarket's id of the question."),
+            "market__polymarket_id",
+        ),
+        (Column("question_index", "integer", "Its place in the week's panel, from 0."), "position"),
+        (
+            Column(
+                "probability",
+                "decimal",
+                "The stated probability that the market resolves YES (its first outcome), "
+                "strictly between 0 and 1; empty when missing or invalid (imputed at b).",
+                PRICE,
+            ),
+            "probability",
+        ),
+        (Column("imputed", "boolean", "No valid forecast was stated: b stands in."), _IMPUTED),
+        (
+            Column("problem", "string", "Why none was stated: missing, or what was wrong."),
+            "problem",
+        ),
+        (
+            Column(
+                "b",
+                "decimal",
+                "The reference price: the YES price when the prompt froze (the run's snapshot; "
+                "for an outside agent, live at its submission). Empty: not scored.",
+                PRICE,
+            ),
+            "reference_price",
+        ),
+        (Column("b_source", "string", "snapshot or live."), "reference"),
+        (
+            Column("outcome", "integer", "1 when YES happened, 0 when not; empty until resolved."),
+            "outcome",
+        ),
+        (
+            Column("brier", "float", "(p − outcome)², p the probability or, imputed, b."),
+            "brier_score",
+        ),
+        (Column("log_score", "float", "−ln of p's likelihood of the outcome."), "log_score"),
+    ],
+    day_field="week_start",
+    day_is_date=True,
+)
+
 DATASETS: dict[str, Dataset] = {
-    d.name: d for d in (DECISIONS, ATTEMPTS, TRADES, POSITIONS, SNAPSHOTS, BETS)
+    d.name: d for d in (DECISIONS, ATTEMPTS, TRADES, POSITIONS, SNAPSHOTS, BETS, FORECASTS)
 }
 
 BetRow = dict[str, int | str | Decimal | float | None]
@@ -772,24 +786,3 @@ def bet_rows(
     """
     for row in BETS.rows(cohort=cohort, since=since, until=until, offline=offline):
         yield dict(zip(BET_COLUMNS, row, strict=True))
-
-
-def methodology_versions(
-    *, cohort: int | None = None, since: date | None = None, until: date | None = None
-) -> list[str]:
-    """Return the methodology versions of the cohorts the bounds reach, sorted.
-
-    A cohort is reached when its number is `cohort` (if given), it started on or before
-    `until` and it was still running on or after `since`.
-    """
-    cohorts: QuerySet[Cohort] = Cohort.objects.all()
-    if cohort is not None:
-        cohorts = cohorts.filter(number=cohort)
-    if until is not None:
-        cohorts = cohorts.filter(week_start__lte=until)
-    if since is not None:
-        cohorts = cohorts.filter(
-            Q(completed_at__isnull=True) | Q(completed_at__gte=_day_start(since))
-        )
-    versions = cohorts.order_by().values_list("methodology_version", flat=True).distinct()
-    return sorted(set(versions))

@@ -4,8 +4,9 @@ versions the cohorts ran."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, time
 
-from django.db.models import Count, Max, Min, QuerySet
+from django.db.models import Count, Max, Min, Q, QuerySet
 
 from agents.models import BenchmarkModel
 from arena.models import Cohort
@@ -45,3 +46,25 @@ def lineup() -> QuerySet[BenchmarkModel]:
     return BenchmarkModel.objects.filter(active=True).order_by(
         "-kind", "display_order", "internal_id"
     )
+
+
+def methodology_versions_reached(
+    *, cohort: int | None = None, since: date | None = None, until: date | None = None
+) -> list[str]:
+    """Return the methodology versions of the cohorts the bounds reach, sorted.
+
+    A cohort is reached when its number is `cohort` (if given), it started on or before
+    `until` and it was still running on or after `since`.
+    """
+    cohorts: QuerySet[Cohort] = Cohort.objects.all()
+    if cohort is not None:
+        cohorts = cohorts.filter(number=cohort)
+    if until is not None:
+        cohorts = cohorts.filter(week_start__lte=until)
+    if since is not None:
+        cohorts = cohorts.filter(
+            Q(completed_at__isnull=True)
+            | Q(completed_at__gte=datetime.combine(since, time.min, tzinfo=UTC))
+        )
+    versions = cohorts.order_by().values_list("methodology_version", flat=True).distinct()
+    return sorted(set(versions))

@@ -16,17 +16,19 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.utils import timezone
 
-from arena.models import Decision, Position, SnapshotMarket, SnapshotTick, Trade
+from agents.models import BenchmarkModel
+from arena.models import Decision, PanelForecast, Position, SnapshotMarket, SnapshotTick, Trade
 from arena.selectors.curves import Series
 from arena.selectors.standings import ANSWERED_OFFLINE
 from arena.weeks import SNAPSHOT_SLOT
 from markets.models import Market
+from scoring.panel import question_forecast, question_spread
 
 # The most points a price series keeps; a longer one is thinned evenly (first and last kept).
 MAX_PRICE_POINTS = 1000
@@ -73,6 +75,23 @@ class PricePoint:
 OUTCOME_PALETTE = ("#2a5bd7", "#f08a24", "#1b998b", "#6f2dbd", "#d7263d", "#5c946e", "#c1a100")
 
 
+@dataclass(frozen=True)
+class ModelForecast:
+    """A model's forecast of the market as a question of one week's panel (methodology v2):
+    the mean of its agents' stated probabilities of YES, how far apart they lay, and the
+    reference price b they were scored against."""
+
+    week_start: date
+    model: BenchmarkModel
+    probability: float | None  # None: none of its agents stated one (imputed at b)
+    spread: float | None  # max − min of its agents' stated ones; None under two
+    stated: int
+    agents: int
+    reference_price: float | None
+    brier: float | None  # the mean of its agents' Brier scores, once resolved
+    offline: bool
+
+
 @dataclass
 class MarketPage:
     """Everything the market page shows, read in a constant number of queries."""
@@ -86,6 +105,7 @@ class MarketPage:
     held_until: datetime | None = None  # None while a position is still open
     scored: list[MarketTrade] = field(default_factory=list)
     heard_at: datetime | None = None  # when the source was last heard about it (never: None)
+    forecasts: list[ModelForecast] = field(default_factory=list)
 
     @property
     def ever_held(self) -> bool:
@@ -174,7 +194,47 @@ def market_page(*, market: Market, now: datetime | None = None) -> MarketPage:
             and row.trade.brier_score is not None
         ],
         heard_at=heard_at,
+        forecasts=market_forecasts(market=market),
     )
+
+
+def market_forecasts(*, market: Market) -> list[ModelForecast]:
+    """Every model's forecast of the market in each week it was a panel question, latest week
+    first, then by model (two queries; none of the models' when it never was one)."""
+    rows = (
+        PanelForecast.objects.filter(market=market)
+        .order_by("week_start", "agent__model_id", "pk")
+        .values_list(
+            "week_start", "agent__model_id", "probability", "reference_price", "brier_score",
+            "decision__responder",
+        )
+    )  # fmt: skip
+    grouped: dict[tuple[date, int], list[tuple[Any, ...]]] = {}
+    for row in rows:
+        grouped.setdefault((row[0], row[1]), []).append(row)
+    models = (
+        BenchmarkModel.objects.in_bulk({model_id for _, model_id in grouped}) if grouped else {}
+    )
+    forecasts = []
+    for (week, model_id), group in grouped.items():
+        stated = [float(r[2]) if r[2] is not None else None for r in group]
+        references = [float(r[3]) for r in group if r[3] is not None]
+        scores = [r[4] for r in group if r[4] is not None]
+        forecasts.append(
+            ModelForecast(
+                week_start=week,
+                model=models[model_id],
+                probability=question_forecast(stated),
+                spread=question_spread(stated),
+                stated=sum(value is not None for value in stated),
+                agents=len(group),
+                reference_price=sum(references) / len(references) if references else None,
+                brier=sum(scores) / len(scores) if scores else None,
+                offline=any(r[5] == Decision.Responder.OFFLINE for r in group),
+            )
+        )
+    forecasts.sort(key=lambda f: (-f.week_start.toordinal(), f.model.display_order, f.model.pk))
+    return forecasts
 
 
 def market_heard_at(

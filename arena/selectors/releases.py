@@ -25,7 +25,16 @@ from django.conf import settings
 from django.db.models import Exists, OuterRef, QuerySet
 
 from agents.models import BenchmarkModel
-from arena.models import Agent, Cohort, DataRelease, Decision, Position, SystemEvent, Trade
+from arena.models import (
+    Agent,
+    Cohort,
+    DataRelease,
+    Decision,
+    PanelForecast,
+    Position,
+    SystemEvent,
+    Trade,
+)
 from arena.selectors.ticks import agents_to_mark
 from markets.models import Market
 
@@ -66,14 +75,26 @@ def _agents_awaiting_final_snapshot() -> QuerySet[Agent]:
     return agents_to_mark().exclude(Exists(holding))
 
 
+def _forecasts_unscored() -> QuerySet[PanelForecast]:
+    """The panel forecasts (methodology v2) not yet scored, in markets not cancelled."""
+    return (
+        PanelForecast.objects.filter(scored_at__isnull=True)
+        .exclude(market__resolution=Market.Resolution.CANCELLED)
+        .order_by()
+    )
+
+
 def cohorts_final() -> QuerySet[Cohort]:
     """Return the completed cohorts whose release may be published: every executed bet of
-    their LLM agents scored or its market cancelled, and no agent awaiting the final snapshot
-    a settlement calls for. Baseline and outside agents' open positions never hold one back."""
+    their LLM agents scored or its market cancelled, every panel forecast of their agents
+    scored or its market cancelled, and no agent awaiting the final snapshot a settlement
+    calls for. Baseline and outside agents' open positions never hold one back."""
     unscored = _lineup_bets_unscored().filter(agent__cohort=OuterRef("pk"))
+    forecasts = _forecasts_unscored().filter(agent__cohort=OuterRef("pk"))
     return (
         Cohort.objects.filter(status=Cohort.Status.COMPLETED)
         .exclude(Exists(unscored))
+        .exclude(Exists(forecasts))
         .exclude(pk__in=_agents_awaiting_final_snapshot().values("cohort_id"))
     )
 

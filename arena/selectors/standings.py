@@ -27,9 +27,11 @@ from django.db.models import Case, Count, Prefetch, Q, QuerySet, When
 from agents.models import BenchmarkModel
 from arena import money
 from arena.models import (
+    METHODOLOGY_VERSIONS,
     Agent,
     Cohort,
     Decision,
+    PanelForecast,
     Position,
     Trade,
 )
@@ -202,16 +204,28 @@ class ModelRow:
 
 
 # Which cohorts a leaderboard's figures come from: every one (running cohorts marked to market
-# now), or only the completed ones, whose figures no longer move.
-COHORT_SCOPES = ("all", "completed")
+# now), only the completed ones, whose figures no longer move, or only those of one
+# methodology version (docs/methodology.md): "all" pools both versions' v1 figures, which v2
+# keeps with their definitions.
+COHORT_SCOPES = ("all", "completed", "v1", "v2")
+
+
+def agents_in_scope(agents: QuerySet[Agent], cohorts: str) -> QuerySet[Agent]:
+    """The `agents` whose cohorts a leaderboard scope (`COHORT_SCOPES`) reads."""
+    if cohorts == "completed":
+        return agents.filter(cohort__status=Cohort.Status.COMPLETED)
+    if cohorts in METHODOLOGY_VERSIONS:
+        return agents.filter(cohort__methodology_version=cohorts)
+    return agents
 
 
 def model_rows(*, model: BenchmarkModel | None = None, cohorts: str = "all") -> list[ModelRow]:
     """Return a row per (model, offline or not) in lineup order, real before offline: every
     model's, or only `model`'s. A constant number of queries, whatever the data size.
 
-    With cohorts="completed" only the agents of completed cohorts count: every figure of the
-    row (returns, Brier, win rate, cohorts, usage) is theirs alone.
+    With cohorts="completed" only the agents of completed cohorts count, with "v1" or "v2"
+    only those of cohorts of that methodology: every figure of the row (returns, Brier, win
+    rate, cohorts, usage) is theirs alone.
 
     A model has a row per kind of agent it has, real and offline (never pooled: see the module
     docstring); an active model with no agent yet — or `model` itself, asked for by name —
@@ -219,8 +233,7 @@ def model_rows(*, model: BenchmarkModel | None = None, cohorts: str = "all") -> 
     """
     models = [model] if model is not None else list(BenchmarkModel.objects.all())
     agents = Agent.objects.all() if model is None else Agent.objects.filter(model=model)
-    if cohorts == "completed":
-        agents = agents.filter(cohort__status=Cohort.Status.COMPLETED)
+    agents = agents_in_scope(agents, cohorts)
     lineup_order = {m.pk: number for number, m in enumerate(models)}
     rows: dict[tuple[int, bool], ModelRow] = {}
     standings = agent_standings(agents=agents)
@@ -447,6 +460,10 @@ def decision_detail(*, decision_id: int) -> Decision:
             Prefetch(
                 "trades",
                 queryset=Trade.objects.select_related("market", "position").defer(*MARKET_DEFERRED),
+            ),
+            Prefetch(
+                "forecasts",
+                queryset=PanelForecast.objects.select_related("market").defer(*MARKET_DEFERRED),
             ),
         )
         .get(pk=decision_id)

@@ -108,15 +108,23 @@ def _compare(
     position_ids = {p["position_id"] for p in (decision.parsed or {}).get("sells", [])} | {
         str(pk) for pk in decision.agent.positions.values_list("pk", flat=True)
     }
+    states_probabilities = decision.cohort.methodology_version != "v1"
     try:
         parsed = parse_decision(
-            text, markets=frozen.views if frozen else {}, position_ids=position_ids
+            text,
+            markets=frozen.views if frozen else {},
+            position_ids=position_ids,
+            probabilities=states_probabilities,
+            panel=[view.market_id for view in frozen.panel] if frozen else [],
         )
     except DecisionParseError as exc:
         check.error = f"invalid response: {exc.message}"
         return
     check.repeated = parsed_json(parsed)
     original = dict(decision.parsed or {})
-    check.matches = {k: v for k, v in check.repeated.items() if k != "reasoning"} == {
-        k: v for k, v in original.items() if k != "reasoning"
+    # The decision is what repeats or not: its orders (with a bet's stated probability), not
+    # its words, nor its panel forecasts, which are scored apart.
+    compared = {"reasoning", "forecasts"}
+    check.matches = {k: v for k, v in check.repeated.items() if k not in compared} == {
+        k: v for k, v in original.items() if k not in compared
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import date, datetime
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, F, Max, OuterRef, QuerySet
 
@@ -52,7 +53,10 @@ def cohort_start(
             with transaction.atomic():
                 number = (Cohort.objects.aggregate(n=Max("number"))["n"] or 0) + 1
                 cohort = Cohort.objects.create(
-                    number=number, week_start=week_start, started_at=min(started_at, now)
+                    number=number,
+                    week_start=week_start,
+                    started_at=min(started_at, now),
+                    methodology_version=settings.METHODOLOGY_VERSION,
                 )
                 Agent.objects.bulk_create(
                     Agent(cohort=cohort, model=model, cash=STARTING_BALANCE)

@@ -49,8 +49,8 @@ from arena.selectors.exports import (
     Dataset,
     Offline,
     StillHeld,
-    methodology_versions,
 )
+from arena.selectors.info import methodology_versions_reached
 
 # The optional `parquet` extra. pyarrow is imported only when a Parquet file is written: it
 # adds some 60 MB to every web and worker process that merely loads this module.
@@ -433,7 +433,9 @@ def manifest_for(
 ) -> dict[str, Any]:
     """Return the manifest of an export: versions, time, bounds, files, each dataset's schema."""
     return {
-        "methodology_versions": methodology_versions(cohort=cohort, since=since, until=until),
+        "methodology_versions": methodology_versions_reached(
+            cohort=cohort, since=since, until=until
+        ),
         "generated_at": _timestamp(clock.now().replace(microsecond=0)),
         "bounds": _bounds(cohort, since, until, offline, still_held),
         "files": files,

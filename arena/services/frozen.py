@@ -49,6 +49,8 @@ def run_prepare(
     held = held_market_ids()
     refresh = market_services.markets_refresh(polymarket_ids=held, source=source)
     summary = result.summary() + ("" if refresh.ok else f"; held refresh failed: {refresh.error}")
+    week_start = week_start or cohort_week_start(now)
+    week_panel = _week_panel(week_start)
     if result.ok:
         universe_ids = [m.polymarket_id for m in result.markets[:limit]]
     else:
@@ -59,14 +61,15 @@ def run_prepare(
         )
     with transaction.atomic():
         run = DecisionRun.objects.create(
-            week_start=week_start or cohort_week_start(now),
+            week_start=week_start,
             started_at=now,
             source=source.name,
             universe_size=len(universe_ids),
             sync_summary=summary,
         )
         markets = Market.objects.defer("raw", "description").in_bulk(
-            set(universe_ids) | held, field_name="polymarket_id"
+            set(universe_ids) | held | set(week_panel[1] if week_panel else []),
+            field_name="polymarket_id",
         )
         rank = {pid: i for i, pid in enumerate(universe_ids, start=1)}
         frozen = SnapshotMarket.objects.bulk_create(
@@ -91,12 +94,26 @@ def run_prepare(
         )
         try:
             with transaction.atomic():  # the panel's failure must not cost the week its snapshot
-                run.panel_seed, run.panel = run_panel(run.week_start, frozen)
+                run.panel_seed, run.panel = week_panel or run_panel(run.week_start, frozen)
                 run.save(update_fields=["panel_seed", "panel"])
         except Exception:
             logger.exception("%s: no forecast panel could be picked", run)
             run.panel_seed, run.panel = "", []
     return run
+
+
+def _week_panel(week_start: date) -> tuple[str, list[str]] | None:
+    """The panel an earlier run of the week picked (its seed and questions), or None: every
+    round of a week's decisions, retries included, asks the same questions, at its own run's
+    prices (frozen with it, ranked among the top markets or not)."""
+    row = (
+        DecisionRun.objects.filter(week_start=week_start)
+        .exclude(panel_seed="")
+        .order_by("pk")
+        .values_list("panel_seed", "panel")
+        .first()
+    )
+    return (row[0], list(row[1])) if row is not None else None
 
 
 def run_panel(week_start: date, frozen: Iterable[SnapshotMarket]) -> tuple[str, list[str]]:
@@ -194,6 +211,11 @@ class FrozenMarkets:
         _FROZEN_CACHE.clear()  # keep one run: a process works through one run at a time
         _FROZEN_CACHE[run.pk] = frozen
         return frozen
+
+    @property
+    def panel(self) -> tuple[MarketView, ...]:
+        """The week's forecast panel (methodology v2) at this snapshot's prices, in its order."""
+        return tuple(self.views[pid] for pid in self.run.panel if pid in self.views)
 
     def quote(self, market_id: str, side: str, *, buying: bool) -> Quote:
         """Return the price an order on `side` of the market executes at, or raise

@@ -17,6 +17,7 @@ from arena.evidence import error_text, storable_text, traceback_summary
 from arena.exceptions import OutcomesChanged
 from arena.models import (
     Agent,
+    PanelForecast,
     Position,
     ResolutionCheck,
     SystemEvent,
@@ -24,6 +25,7 @@ from arena.models import (
 )
 from arena.services.cohorts import cohorts_complete
 from arena.services.events import Kind, Level, event_record
+from arena.services.forecasts import forecasts_score
 from arena.valuation import side_outcome_index
 from markets import services as market_services
 from markets.exceptions import GammaUnavailable
@@ -105,6 +107,7 @@ def market_settle(*, polymarket_id: str, verdict: Verdict, now: datetime | None 
                 Agent.objects.filter(pk=agent.pk).update(cash=agent.cash + payouts[agent.pk])
         if winner is not None:
             _bets_score(market=market, winner=winner, now=now)
+            forecasts_score(market=market, yes=winner == 0, now=now)
         market.resolution = Market.Resolution.RESOLVED if resolved else Market.Resolution.CANCELLED
         market.winning_outcome = verdict.winning_outcome or "" if resolved else ""
         market.resolved_at = now
@@ -379,8 +382,9 @@ def _record_recheck(*, record: dict[str, Any], report: ResolutionReport, now: da
 
 def markets_to_check() -> list[str]:
     """Return the Polymarket ids (sorted) of every unresolved market in which a position is
-    open or an executed bet is still unscored. Whether a bet gets its Brier score never
-    depends on what other agents hold: a market every agent sold out of is checked too."""
+    open, or an executed bet or a panel forecast (methodology v2) is still unscored. Whether
+    a bet gets its Brier score never depends on what other agents hold: a market every agent
+    sold out of is checked too."""
     holding = Position.objects.filter(market=OuterRef("pk"), status=Position.Status.OPEN)
     unscored = Trade.objects.filter(
         market=OuterRef("pk"),
@@ -388,9 +392,10 @@ def markets_to_check() -> list[str]:
         status=Trade.Status.EXECUTED,
         brier_score__isnull=True,
     )
+    forecast = PanelForecast.objects.filter(market=OuterRef("pk"), scored_at__isnull=True)
     return sorted(
         Market.objects.filter(resolution=Market.Resolution.OPEN)
-        .filter(Q(Exists(holding)) | Q(Exists(unscored)))
+        .filter(Q(Exists(holding)) | Q(Exists(unscored)) | Q(Exists(forecast)))
         .values_list("polymarket_id", flat=True)
     )
 

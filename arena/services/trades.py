@@ -74,6 +74,7 @@ def _rejected_trade(
         if isinstance(order, BetOrder) and order.amount <= money.MAX_STORABLE
         else None,
         requested_percentage=order.percentage if isinstance(order, SellOrder) else None,
+        stated_probability=stated_probability(order) if isinstance(order, BetOrder) else None,
         created_at=clock.now(),
     )
 
@@ -172,8 +173,15 @@ def trade_buy(
             implied_confidence=implied_confidence(
                 amount=float(amount), cash_before=float(cash_before)
             ),
+            stated_probability=stated_probability(order),
             created_at=now,
         )
+
+
+def stated_probability(order: BetOrder) -> Decimal | None:
+    """The probability a bet stated that its side wins, as stored (methodology v2; none
+    under v1)."""
+    return None if order.probability is None else money.probability(order.probability)
 
 
 def _buy_quote(

@@ -8,6 +8,7 @@ from django.shortcuts import render
 from agents.models import BenchmarkModel
 from arena.selectors import curves, standings
 from arena.selectors import models as model_stats
+from arena.selectors import panel as panel_selectors
 from arena.views import analytics, charts
 
 # The most bets listed on a model's page (newest first); the count says how many there are.
@@ -64,6 +65,7 @@ def model_detail(request: HttpRequest, internal_id: str) -> HttpResponse:
             "baseline_rule": model_stats.baseline_rule(model) if model.is_baseline else "",
             "chart": chart,
             "definitions": standings.MODEL_DEFINITIONS,
+            "say_do": panel_selectors.model_say_do(model=model),
         }
         | analytics.model_context(model),
     )

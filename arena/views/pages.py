@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, time, timedelta
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.http import urlencode
@@ -11,6 +12,7 @@ from django.utils.http import urlencode
 from arena import clock
 from arena.models import Agent, Cohort, Decision
 from arena.selectors import curves
+from arena.selectors import panel as panel_selectors
 from arena.selectors import standings as standings_selectors
 from arena.views import analytics, charts
 
@@ -38,12 +40,21 @@ SORT_LABELS = {
     "win_rate": ("win rate", "win rate"),
     "resolved_bets": ("resolved bets, most first", "resolved bets"),
 }
-SCOPE_LABELS = {"all": "every cohort", "completed": "completed cohorts only"}
+SCOPE_LABELS = {
+    "all": "every cohort",
+    "completed": "completed cohorts only",
+    "v1": "methodology v1 cohorts",
+    "v2": "methodology v2 cohorts",
+}
 
 
 # The leaderboard's column sets: the v1 figures (the default, unchanged) or the analytics
 # beside them (`arena/views/analytics.py`); what the switch's links say.
-VIEW_LABELS = {"v1": "v1 figures", "analytics": "analytics (Alpha against the market, intervals)"}
+VIEW_LABELS = {
+    "v1": "v1 figures",
+    "analytics": "analytics (Alpha against the market, intervals)",
+    "panel": "v2 forecast panel (stated probabilities)",
+}
 
 
 def _leaderboard_query(*, sort: str, cohorts: str, view: str = "v1") -> str:
@@ -95,6 +106,8 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         context |= analytics.leaderboard_context(
             cohorts=cohorts, llms=llms, baselines=baselines, outside_rows=outside_rows
         )
+    if view == "panel":
+        context |= {"panel": panel_selectors.panel_board(), "panel_size": settings.PANEL_SIZE}
     return render(request, "arena/leaderboard.html", context)
 
 

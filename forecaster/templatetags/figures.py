@@ -136,6 +136,14 @@ def edge(value: object) -> str:
 
 
 @register.filter
+def less(value: object, other: object) -> Decimal | None:
+    """`value` − `other` (a stated probability less the price paid: its edge); None when
+    either is missing."""
+    a, b = _decimal(value), _decimal(other)
+    return None if a is None or b is None else a - b
+
+
+@register.filter
 def skill(value: object) -> str:
     return _fixed(value, 3, plus=True)
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from agents.parsing import flatten_text
 from agents.prompts import (
-    PROMPT_VERSION,
     build_messages,
     build_retry_messages,
     format_markets,
+    prompt_version,
     shared_prefix,
     system_prompt,
     user_prompt,
@@ -121,7 +121,7 @@ def test_messages_are_a_system_then_a_user_message() -> None:
 
 def test_system_prompt_states_protocol_rules_and_scoring() -> None:
     system = build_messages(SMALL)[0]["content"]
-    assert PROMPT_VERSION == "v2"
+    assert prompt_version(SMALL.methodology) == "v2"
     for part in (
         "Forecaster Arena",
         "Methodology version: v1",

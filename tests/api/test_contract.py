@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -333,3 +334,20 @@ def test_date_ranges_huge_or_backwards_are_answered_not_crashed(world: World, la
         path_parameters=path, query={"since": "2031-02-01", "until": "2031-01-01"}
     )
     assert_clear_answer(backwards.call(), f"{label} backwards", must_refuse=True)
+
+
+def test_no_two_schemas_of_the_api_share_a_name() -> None:
+    # The OpenAPI document names each schema by its class: two of one name would describe
+    # one operation's answers with the other's fields.
+    from ninja import Schema
+
+    from forecaster.api import api
+
+    api.get_openapi_schema()  # every router's schemas imported
+
+    def subclasses(cls: type) -> list[type]:
+        return [c for sub in cls.__subclasses__() for c in (sub, *subclasses(sub))]
+
+    ours = [c for c in subclasses(Schema) if c.__module__.startswith(("arena.", "forecaster."))]
+    names = Counter(c.__name__ for c in set(ours))
+    assert [name for name, count in names.items() if count > 1] == []

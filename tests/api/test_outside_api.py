@@ -28,6 +28,7 @@ from arena.models import (
     Cohort,
     Decision,
     OutsideAgentToken,
+    PanelForecast,
     PortfolioSnapshot,
     Position,
     SystemEvent,
@@ -749,3 +750,51 @@ def test_a_sunday_over_http_an_outside_agent_submits_late_into_moved_and_closed_
     # The lineup's trades of the morning kept the snapshot's prices.
     for trade in Trade.objects.filter(decision__in=lineup, status="executed"):
         assert (trade.price, trade.live_price) == (trade.snapshot_price, None)
+
+
+# --------------------------------------------------------------------- methodology v2
+
+
+@pytest.fixture
+def v2_week(db: None, settings: Any, time_machine: Any) -> Week:
+    settings.METHODOLOGY_VERSION = "v2"
+    settings.MARKET_UNIVERSE_SIZE = 100
+    started = week_started()
+    time_machine.move_to(IN_WINDOW, tick=False)
+    return started
+
+
+def test_a_v2_team_gets_the_panel_and_its_forecasts_are_scored_against_the_live_price(
+    v2_week: Week, client: Client
+) -> None:
+    prompt = prompt_of(client, v2_week)
+    panel = [market["market_id"] for market in prompt["panel"]]
+    assert prompt["methodology_version"] == "v2"
+    assert prompt["prompt_version"] == "v3"
+    assert len(panel) >= 5
+    assert "FORECAST PANEL" in prompt["messages"][1]["content"]
+
+    bet = a_bet(prompt)  # no stated probability: v2 refuses it, as it would a model's
+    invalid = submit(client, v2_week, bet)
+    assert invalid.status_code == 422, invalid.content
+    assert invalid.json()["error"]["code"] == "invalid_decision"
+    assert "probability" in invalid.json()["error"]["message"]
+    bet["bets"][0]["probability"] = 0.55
+    bet["forecasts"] = [{"market_id": pid, "probability": 0.4} for pid in panel[1:]]
+    response = submit(client, v2_week, bet)
+
+    assert response.status_code == 200, response.content
+    decision = Decision.objects.get(agent=v2_week.agent())
+    rows = list(PanelForecast.objects.filter(decision=decision).order_by("position"))
+    assert [r.market.polymarket_id for r in rows] == panel
+    assert rows[0].probability is None
+    assert rows[0].problem == "missing"
+    assert all(r.probability == Decimal("0.4") for r in rows[1:])
+    # b is the live price read at the submission (the demo source's), never the snapshot's.
+    assert {r.reference for r in rows} == {PanelForecast.Reference.LIVE}
+    live = demo_records()
+    for row in rows:
+        prices = json.loads(live[row.market.polymarket_id]["outcomePrices"])
+        assert row.reference_price == Decimal(prices[0]).quantize(Decimal("0.000001"))
+    [trade] = Trade.objects.filter(decision=decision)
+    assert trade.stated_probability == Decimal("0.55")

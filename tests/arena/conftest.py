@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.test.utils import override_settings
 
 from agents.types import MarketView
 from arena.models import Agent, Cohort, Decision, DecisionRun, SnapshotMarket, SystemEvent
@@ -19,6 +20,7 @@ from arena.services.decisions.lifecycle import decision_claim
 from arena.services.frozen import FrozenMarkets, run_prepare
 from markets.models import Market, MarketSyncRun
 from markets.sources import RecordedSource
+from tests.conftest import METHODOLOGY_V1
 
 WEEK = date(2026, 3, 8)  # a Sunday
 COHORT_AT = datetime(2026, 3, 8, 0, 0, tzinfo=UTC)
@@ -69,7 +71,9 @@ def shared_world(django_db_setup: None, django_db_blocker: Any) -> Iterator[Worl
         markets_before = set(Market.objects.values_list("pk", flat=True))
         syncs_before = set(MarketSyncRun.objects.values_list("pk", flat=True))
         events_before = set(SystemEvent.objects.values_list("pk", flat=True))
-        cohort, created = cohort_start(week_start=WEEK, now=COHORT_AT)
+        # Built before any test's settings apply: the suite's methodology is pinned here too.
+        with override_settings(**METHODOLOGY_V1):
+            cohort, created = cohort_start(week_start=WEEK, now=COHORT_AT)
         assert created, "another test left a cohort behind"
         run = run_prepare(now=RUN_AT, source=RecordedSource())
     yield World(cohort.pk, run.pk)

@@ -1,6 +1,7 @@
 """The bets export: one row per executed BUY with exactly the columns
 `trade_id, model, cohort, decision_id, market_id, side, amount, implied_confidence,
-market_price, live_price, status, brier`, so anyone can recompute the leaderboard from it.
+stated_probability, market_price, live_price, status, brier`, so anyone can recompute the
+leaderboard from it.
 
 The fixture world: gpt-5.1 played two cohorts through OpenRouter (cohort A: a won bet, a lost
 bet, a rejected order, a sell; cohort B: an open bet and a bet on a cancelled market) and a
@@ -37,7 +38,7 @@ from tests.arena.factories import BetOrderFactory, CohortFactory, bet_decision
 
 COLUMNS = [
     "trade_id", "model", "cohort", "decision_id", "market_id", "side", "amount",
-    "implied_confidence", "market_price", "live_price", "status", "brier",
+    "implied_confidence", "stated_probability", "market_price", "live_price", "status", "brier",
 ]  # fmt: skip
 
 _markets = iter(range(10**6))

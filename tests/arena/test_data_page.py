@@ -28,7 +28,7 @@ from arena.models import Cohort, DataRelease, Position, Trade
 from arena.selectors.exports import DATASETS
 from arena.selectors.releases import release_citation_of
 from arena.services.releases import release_publish
-from tests.page_world import World, build_world
+from tests.page_world import World, build_world, panel_resolved
 
 PUBLISHED_AT = datetime(2031, 3, 2, 1, 0, tzinfo=UTC)
 EXPORTS = reverse("api:bets_csv").rsplit("/", 1)[0]  # the API's exports mount
@@ -56,6 +56,7 @@ def settle(world: World, *, kinds: tuple[str, ...]) -> None:
         settlement_value=Decimal("0.00"),
         closed_at=world.cohort.started_at,
     )
+    panel_resolved(world.cohort)
 
 
 def publish(
@@ -216,7 +217,7 @@ def test_each_cohort_is_listed_once_at_its_latest_version_newest_cohort_first(
                 assert f'<td class="num">{entry["rows"]}</td>' in row
     block = text[text.index(f'id="release-{correction.name}"') :].split("</section>", 1)[0]
     assert "r2 — supersedes r1" in block
-    assert "<dt>Release</dt><dd>r2 · methodology v1</dd>" in block
+    assert "<dt>Release</dt><dd>r2 · methodology v2</dd>" in block
     assert "Open at release time" not in block  # r2 holds them settled
     assert f'href="{reverse("arena:release", args=[correction.name])}#versions"' in block
     assert correction.changes

@@ -13,7 +13,7 @@ import pytest
 
 from agents.models import BenchmarkModel
 from agents.offline import offline_agent_reply
-from agents.prompts import PROMPT_VERSION, build_messages, system_prompt
+from agents.prompts import build_messages, prompt_version, system_prompt
 from agents.types import DecisionContext, MarketView
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, DecisionRun, Position, Trade
 from arena.services.decisions.context import portfolio_view
@@ -88,7 +88,7 @@ def test_offline_decision_stores_prompts_raw_response_and_parsed_payload(
     assert decision.run_id == run.pk
     assert decision.responder == Decision.Responder.OFFLINE
     assert decision.requested_model == "openai/gpt-5.2"
-    assert decision.prompt_version == PROMPT_VERSION
+    assert decision.prompt_version == prompt_version(cohort.methodology_version) == "v2"
     context = DecisionContext(
         as_of=RUN_AT,
         week_start=WEEK,
@@ -97,7 +97,7 @@ def test_offline_decision_stores_prompts_raw_response_and_parsed_payload(
         markets=frozen.universe,
     )
     messages = build_messages(context)
-    assert decision.system_prompt == system_prompt() == messages[0]["content"]
+    assert decision.system_prompt == system_prompt(version="v2") == messages[0]["content"]
     assert decision.user_prompt == messages[1]["content"]
     assert "$10,000.00" in decision.user_prompt
     assert all(view.market_id in decision.user_prompt for view in frozen.universe)

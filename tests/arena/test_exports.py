@@ -40,7 +40,7 @@ from tests.page_world import World, build_world
 from tests.worlds import ModuleWorld, module_world
 
 TYPES = {"integer", "string", "decimal", "float", "boolean", "timestamp", "date", "json"}
-NAMES = ["decisions", "attempts", "trades", "positions", "snapshots", "bets"]
+NAMES = ["decisions", "attempts", "trades", "positions", "snapshots", "bets", "forecasts"]
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def z(moment: datetime) -> str:
 # ------------------------------------------------------------------------------ the columns
 
 
-def test_the_datasets_are_the_issues_plus_attempts() -> None:
+def test_the_datasets_are_the_issues_plus_attempts_and_v2s_forecasts() -> None:
     assert list(DATASETS) == NAMES
 
 
@@ -319,7 +319,7 @@ def test_write_export_writes_a_file_per_dataset_and_format_and_the_manifest(
     expected = {f"{n}.{f}" for n in NAMES for f in formats()} | {"manifest.json"}
     assert set(files_of(tmp_path)) == expected
     assert json.loads((tmp_path / "manifest.json").read_text()) == manifest
-    assert manifest["methodology_versions"] == ["v1"]
+    assert manifest["methodology_versions"] == ["v2"]  # the page worlds run v2
     assert manifest["bounds"] == {
         "cohort": None,
         "since": None,
@@ -501,7 +501,7 @@ def test_the_manifest_over_http_hashes_exactly_the_streamed_bytes(
         "until": None,
         "offline": "exclude",
     }
-    assert manifest["methodology_versions"] == ["v1"]
+    assert manifest["methodology_versions"] == ["v2"]  # the page worlds run v2
     assert set(manifest["schema"]) == set(NAMES)
     assert manifest["schema"]["snapshots"][0] == {
         "name": "snapshot_id",

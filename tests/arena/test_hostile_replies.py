@@ -22,6 +22,7 @@ DECISION_PARSE_RETRIES keeps its default, so an invalid answer is asked again on
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +37,16 @@ from hypothesis import strategies as st
 
 from agents.types import MarketView
 from arena import clock, money
-from arena.models import Agent, Cohort, Decision, DecisionAttempt, Position
+from arena.models import (
+    Agent,
+    Cohort,
+    Decision,
+    DecisionAttempt,
+    DecisionRun,
+    PanelForecast,
+    Position,
+)
+from arena.services.cohorts import cohort_start
 from arena.services.decisions.lifecycle import CLAIM_TTL, decision_claim
 from arena.services.decisions.run import decision_retry, decision_run
 from arena.services.frozen import FrozenMarkets, outcome_index, run_prepare, side_price
@@ -45,7 +55,7 @@ from markets.services import markets_refresh, markets_sync_top
 from markets.sources import RecordedSource
 from tests import hostile
 from tests.arena.books import assert_books_balance
-from tests.arena.conftest import RUN_AT, WEEK
+from tests.arena.conftest import COHORT_AT, RUN_AT, WEEK, snapshot_cache_clear
 from tests.profiles import example_count
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply
 
@@ -67,11 +77,15 @@ FAMILIES = {
     "usage": 60,
     "megabyte": 10,
     "paths": 90,
+    "v2": 120,
 }
 """Examples per family of the catalogue: at least 1,000 in all."""
 
 EXECUTED: Counter[str] = Counter()
 """Examples run to their end, per family."""
+
+FORECASTS: Counter[str] = Counter()
+"""Panel forecast rows the v2 family's examples kept, stated or missing."""
 
 
 MULTI_IDS = ("1340471", "1343791")
@@ -87,6 +101,7 @@ class World:
     fresh_agent_id: int  # $10,000 cash, nothing held
     holder_agent_id: int  # three open positions
     targets: hostile.Targets
+    panel: tuple[str, ...] = ()  # the week's forecast panel (methodology v2)
 
 
 def _hold(agent: Agent, market: Market, side: str, cost: Decimal) -> Position:
@@ -121,6 +136,24 @@ def _hold(agent: Agent, market: Market, side: str, cost: Decimal) -> Position:
 @pytest.fixture
 def world(cohort: Cohort, openrouter_server: ReplayServer, settings: Any) -> World:
     """The cohort, its agents' positions, and a run frozen over a small universe."""
+    return _world(cohort, openrouter_server, settings)
+
+
+@pytest.fixture
+def world_v2(openrouter_server: ReplayServer, settings: Any) -> World:
+    """The same world, its cohort running methodology v2 (a panel to forecast)."""
+    settings.METHODOLOGY_VERSION = "v2"
+    cohort, _ = cohort_start(week_start=WEEK, now=COHORT_AT)
+    world = _world(cohort, openrouter_server, settings)
+    # The small universe holds no question the panel's rule admits (it picks from the top
+    # 500): the run asks its binary markets instead. The rule has tests of its own.
+    panel = list(world.targets.binary_ids[:6])
+    DecisionRun.objects.filter(pk=world.run_id).update(panel=panel, panel_seed="hostile")
+    snapshot_cache_clear()
+    return dataclasses.replace(world, panel=tuple(panel))
+
+
+def _world(cohort: Cohort, openrouter_server: ReplayServer, settings: Any) -> World:
     settings.MARKET_UNIVERSE_SIZE = UNIVERSE
     settings.HTTP_MAX_RETRIES = 0  # one HTTP request per call: the client's retries are tested
     source = RecordedSource()
@@ -157,6 +190,7 @@ def world(cohort: Cohort, openrouter_server: ReplayServer, settings: Any) -> Wor
         server=openrouter_server,
         cohort_id=cohort.pk,
         run_id=run.pk,
+        panel=tuple(run.panel),
         fresh_agent_id=fresh.pk,
         holder_agent_id=holder.pk,
         targets=hostile.Targets(
@@ -204,14 +238,24 @@ def _assert_recorded(agent_id: int) -> dict[str, Any]:
     return {"pk": rows[0]["decision_id"], "status": status}
 
 
-def _run_example(world: World, agent_id: int, replies: tuple[Reply, ...]) -> None:
+def _run_example(
+    world: World, agent_id: int, replies: tuple[Reply, ...], panel: tuple[str, ...] = ()
+) -> None:
     """Serve `replies` to the calls of one decision (in turn, the last repeating), run it and
-    check what it left; roll everything back."""
+    check what it left; roll everything back. With a `panel`, a decision that ended DONE
+    keeps one forecast row per question, in the panel's order."""
     world.server.route("POST", COMPLETIONS, *replies)
     with transaction.atomic():
         decision_run(agent_id=agent_id, run_id=world.run_id, now=RUN_AT)
-        _assert_recorded(agent_id)
+        recorded = _assert_recorded(agent_id)
         assert_books_balance(cohort_id=world.cohort_id)
+        if panel and recorded["status"] == Decision.Status.DONE:
+            kept = PanelForecast.objects.filter(decision_id=recorded["pk"]).order_by("position")
+            assert list(kept.values_list("market__polymarket_id", flat=True)) == list(panel)
+            for probability, problem in kept.values_list("probability", "problem"):
+                assert (probability is None) == bool(problem), (probability, problem)
+                assert probability is None or 0 < probability < 1
+                FORECASTS["stated" if probability is not None else "missing"] += 1
         transaction.set_rollback(True)
 
 
@@ -230,7 +274,12 @@ def _catalogue(examples: int) -> Callable[[Any], Any]:
     )
 
 
-def _run_family(family: str, world: World, replies: st.SearchStrategy[tuple[Reply, ...]]) -> None:
+def _run_family(
+    family: str,
+    world: World,
+    replies: st.SearchStrategy[tuple[Reply, ...]],
+    panel: tuple[str, ...] = (),
+) -> None:
     """Run the family's examples, each for the fresh agent or the one holding positions."""
     agents = st.sampled_from([world.fresh_agent_id, world.holder_agent_id])
     before = EXECUTED[family]
@@ -238,7 +287,7 @@ def _run_family(family: str, world: World, replies: st.SearchStrategy[tuple[Repl
     @_catalogue(FAMILIES[family])
     @given(agent_id=agents, replies=replies)
     def examples(agent_id: int, replies: tuple[Reply, ...]) -> None:
-        _run_example(world, agent_id, replies)
+        _run_example(world, agent_id, replies, panel)
         EXECUTED[family] += 1
 
     examples()
@@ -323,6 +372,22 @@ def test_hostile_usage_figures_next_to_a_valid_bet_end_recorded_with_balanced_bo
 
     usages = hostile.usages()
     _run_family("usage", world, st.builds(body, usages, st.sampled_from(world.targets.binary_ids)))
+
+
+@CATALOGUE_FAMILY
+def test_hostile_v2_answers_end_recorded_with_balanced_books_and_every_question_kept(
+    world_v2: World,
+) -> None:
+    # Methodology v2: probabilities of 0, 1, −0.1, 1.5, NaN, "70%" and null on bets and on
+    # forecasts; forecasts of unknown and duplicated ids, more than K, none; a HOLD with
+    # forecasts, a BET with none. Every answer ends recorded, and one that was kept keeps a
+    # forecast row for each question of the panel, stated or missing.
+    assert len(world_v2.panel) >= 3
+    answers = hostile.v2_decisions(world_v2.targets, world_v2.panel)
+    bodies = answers.map(lambda text: hostile.encode(hostile.body_with_content(text)))
+    _run_family("v2", world_v2, _served(bodies), panel=world_v2.panel)
+    assert FORECASTS["stated"], FORECASTS  # both kinds were kept
+    assert FORECASTS["missing"], FORECASTS
 
 
 @CATALOGUE_FAMILY

@@ -57,7 +57,7 @@ from arena.services.releases import release_publish, releases_publish, releases_
 from arena.services.settlement import market_settle
 from markets.models import Market
 from markets.resolution import Verdict
-from tests.page_world import World, build_world
+from tests.page_world import World, build_world, panel_resolved
 from tests.worlds import ModuleWorld, module_world
 
 PUBLISHED_AT = datetime(2031, 3, 2, 1, 0, tzinfo=UTC)
@@ -97,6 +97,7 @@ def completed(
         realized_pnl=-F("cost_basis"),
         closed_at=cohort.started_at,
     )
+    panel_resolved(cohort)
     return Cohort.objects.get(pk=cohort.pk)
 
 

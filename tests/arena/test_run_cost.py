@@ -18,7 +18,7 @@ from django.contrib.humanize.templatetags.humanize import intcomma
 from django.test import Client
 from django.urls import reverse
 
-from agents.prompts import PROMPT_VERSION, build_messages, shared_prefix
+from agents.prompts import build_messages, prompt_version, shared_prefix
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, DecisionRun
 from arena.selectors.status import run_costs
 from arena.services.decisions.run import decision_run
@@ -61,7 +61,7 @@ def test_a_claude_decision_marks_the_shared_part_and_stores_its_cache_figures(
     assert outcome.decision_id is not None
     decision = Decision.objects.get(pk=outcome.decision_id)
     assert decision.status == Decision.Status.DONE
-    assert decision.prompt_version == PROMPT_VERSION == "v2"
+    assert decision.prompt_version == prompt_version(cohort.methodology_version) == "v2"
     # What was sent: the user message in two parts, the breakpoint after the market table.
     [request] = openrouter_server.requests_to(COMPLETIONS)
     system, user = request.json()["messages"]

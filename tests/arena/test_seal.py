@@ -55,6 +55,8 @@ API_ANSWERS = [
     "/api/v1/trades",
     "/api/v1/decisions",
     "/api/v1/models",
+    "/api/v1/forecasts?page_size=100",
+    "/api/v1/forecasts/leaderboard",
 ]
 PER_AGENT = [
     "/api/v1/agents/{agent}",
@@ -105,7 +107,8 @@ def _pages(agents: list[int], markets: list[str]) -> list[str]:
     return pages
 
 
-@module_world(settings=OFFLINE)
+# Methodology v2: the week's panel forecasts are sealed too.
+@module_world(settings={**OFFLINE, "METHODOLOGY_VERSION": "v2"})
 def seal_world() -> SealWorld:
     source = RecordedSource()
     with time_machine.travel(COHORT_AT, tick=False) as clock:
@@ -319,6 +322,8 @@ SURFACES = {
     "api/v1/status": "test_the_status_page_and_api_show_no_event_of_an_agent_since_midnight",
     "api/v1/exports/<dataset>": "test_the_downloads_pause_under_the_seal",
     "api/v1/analytics": "API_ANSWERS",
+    "api/v1/forecasts": "API_ANSWERS",
+    "api/v1/forecasts/leaderboard": "API_ANSWERS",
     "api/v1/analytics/models/<path:internal_id>": "the analytics of /api/v1/analytics",
     "api/v1/outside/<endpoint>": "an agent's own books, behind its token (test_outside_api)",
     "api/v1/openapi.json": "the schema: no record",

@@ -12,8 +12,8 @@ from django.db.models.functions import Cast
 from numpy.typing import NDArray
 
 from agents.models import BenchmarkModel
-from arena.models import Agent, Cohort, Decision, SnapshotMarket, Trade
-from arena.selectors.standings import offline_agent_ids
+from arena.models import Agent, Decision, SnapshotMarket, Trade
+from arena.selectors.standings import agents_in_scope, offline_agent_ids
 from markets.models import Market
 from scoring.alpha import bet_alphas
 
@@ -60,13 +60,11 @@ class Bets:
 
 
 def analytics_scope(*, cohorts: str) -> Scope:
-    """Return the agents of `cohorts` ("all", or "completed": only the agents of completed
-    cohorts) and the rows they fall in. As the leaderboard (`standings.model_rows`): an active
-    model with no agent in scope has one empty real row; one whose agents are all offline
-    stand-ins has its offline row only."""
-    agents = Agent.objects.all()
-    if cohorts == "completed":
-        agents = agents.filter(cohort__status=Cohort.Status.COMPLETED)
+    """Return the agents of `cohorts` (a leaderboard scope: "all", "completed", "v1" or "v2",
+    `standings.agents_in_scope`) and the rows they fall in. As the leaderboard
+    (`standings.model_rows`): an active model with no agent in scope has one empty real row;
+    one whose agents are all offline stand-ins has its offline row only."""
+    agents = agents_in_scope(Agent.objects.all(), cohorts)
     lineup = list(BenchmarkModel.objects.all())
     lineup_order = {m.pk: number for number, m in enumerate(lineup)}
     by_pk = {m.pk: m for m in lineup}

@@ -70,7 +70,7 @@ def decision_context(
     *, agent: Agent, run: DecisionRun, frozen: FrozenMarkets, as_of: datetime
 ) -> DecisionContext:
     """Return what `agent` is shown for the run's week: its portfolio (open positions at the
-    run's frozen prices) and the frozen markets."""
+    run's frozen prices), the frozen markets and, under methodology v2, the week's panel."""
     positions = list(
         agent.positions.filter(status=Position.Status.OPEN).select_related("market").order_by("pk")
     )
@@ -80,4 +80,6 @@ def decision_context(
         cohort_number=agent.cohort.number,
         portfolio=portfolio_view(agent=agent, frozen=frozen, positions=positions),
         markets=frozen.universe,
+        panel=frozen.panel if agent.cohort.methodology_version != "v1" else (),
+        methodology=agent.cohort.methodology_version,
     )

@@ -13,6 +13,7 @@ outside team's submission (outside.py) go through these same steps.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -22,13 +23,14 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max, QuerySet, Sum
 
-from agents.types import BetOrder, ParsedDecision, SellOrder
+from agents.types import BetOrder, PanelForecast, ParsedDecision, SellOrder
 from arena import clock, money
 from arena.evidence import clipped, error_text, storable_json, storable_text, traceback_summary
 from arena.exceptions import ClaimLost, TradeRejected
 from arena.models import Agent, Decision, DecisionAttempt, DecisionRun, Position, Trade
 from arena.services.commitments import commitment_record, commitment_salt
 from arena.services.events import Kind, Level, event_record
+from arena.services.forecasts import PanelQuestion, forecasts_keep_live, forecasts_write
 from arena.services.frozen import FrozenMarkets
 from arena.services.trades import trade_buy, trade_reject, trade_sell
 
@@ -258,17 +260,34 @@ def _cost(value: Any) -> Decimal | None:
 
 
 def parsed_json(parsed: ParsedDecision) -> dict[str, Any]:
-    """Return the parsed answer as a decision stores it (amounts as strings: exact)."""
-    return {
+    """Return the parsed answer as a decision stores it (amounts and probabilities as
+    strings: exact). Methodology v2's stated probabilities and panel forecasts are kept only
+    when the answer has them, so a v1 answer is stored as it always was."""
+    stored: dict[str, Any] = {
         "action": parsed.action,
         "reasoning": parsed.reasoning,
-        "bets": [
-            {"market_id": b.market_id, "side": b.side, "amount": str(b.amount)} for b in parsed.bets
-        ],
+        "bets": [_bet_json(b) for b in parsed.bets],
         "sells": [
             {"position_id": s.position_id, "percentage": str(s.percentage)} for s in parsed.sells
         ],
     }
+    if parsed.forecasts:
+        stored["forecasts"] = [
+            {
+                "market_id": f.market_id,
+                "probability": None if f.probability is None else str(f.probability),
+                "problem": f.problem,
+            }
+            for f in parsed.forecasts
+        ]
+    return stored
+
+
+def _bet_json(bet: BetOrder) -> dict[str, str]:
+    stored = {"market_id": bet.market_id, "side": bet.side, "amount": str(bet.amount)}
+    if bet.probability is not None:
+        stored["probability"] = str(bet.probability)
+    return stored
 
 
 def parsed_from_json(stored: dict[str, Any]) -> ParsedDecision:
@@ -277,12 +296,25 @@ def parsed_from_json(stored: dict[str, Any]) -> ParsedDecision:
         action=stored["action"],
         reasoning=stored.get("reasoning", ""),
         bets=tuple(
-            BetOrder(market_id=b["market_id"], side=b["side"], amount=Decimal(b["amount"]))
+            BetOrder(
+                market_id=b["market_id"],
+                side=b["side"],
+                amount=Decimal(b["amount"]),
+                probability=Decimal(b["probability"]) if b.get("probability") else None,
+            )
             for b in stored.get("bets", [])
         ),
         sells=tuple(
             SellOrder(position_id=s["position_id"], percentage=Decimal(s["percentage"]))
             for s in stored.get("sells", [])
+        ),
+        forecasts=tuple(
+            PanelForecast(
+                market_id=f["market_id"],
+                probability=Decimal(f["probability"]) if f.get("probability") else None,
+                problem=f.get("problem", ""),
+            )
+            for f in stored.get("forecasts", [])
         ),
     )
 
@@ -296,9 +328,11 @@ def answer_store(
     reply: Reply,
     parsed: ParsedDecision,
     started_at: datetime,
+    panel: Sequence[PanelQuestion] = (),
 ) -> bool:
     """Store a valid answer before any of its orders executes: the attempt it came in and,
-    under the decision's live claim, the parsed answer with its round (`parsed_try`).
+    under the decision's live claim, the parsed answer with its round (`parsed_try`) and,
+    under methodology v2, its forecast of each question of the `panel`.
 
     A reclaim after a crash resumes these orders (each at most once) and never asks again.
     Return False when the claim was taken over while the answer was awaited: the decision is
@@ -316,6 +350,10 @@ def answer_store(
             action=parsed.action,
             reasoning=storable_text(parsed.reasoning),
         )
+        if stored == 1 and run_id is not None:
+            forecasts_write(
+                decision=decision, run_id=run_id, questions=panel, stated=parsed.forecasts
+            )
     if stored != 1:
         return False
     decision.parsed_try = decision.tries
@@ -331,27 +369,40 @@ _HOLD_WORDS = {
 
 
 def answer_hold(
-    *, decision: Decision, reply: Reply | None, parse_error: str, tries: int, submitted: bool
+    *,
+    decision: Decision,
+    reply: Reply | None,
+    parse_error: str,
+    tries: int,
+    submitted: bool,
+    panel: Sequence[PanelQuestion] = (),
+    run_id: int | None = None,
 ) -> bool:
     """Finish a decision whose answer was still invalid after its last try (002: retries,
     then HOLD): DONE, a default HOLD marked `parse_failed`, with the last parse error, and a
     warning event. `tries` answers were parsed; `submitted` says they were an outside team's
     submissions rather than a lineup model's responses (only the wording differs).
 
+    Under methodology v2 each question of the `panel` (asked in run `run_id`) is recorded as
+    forecast by no valid answer, to be imputed.
+
     Return False, having written nothing, when the claim was taken over meanwhile.
     """
     what, counted, called = _HOLD_WORDS[submitted]
-    finished = decision_finish(
-        decision=decision,
-        status=Decision.Status.DONE,
-        error=f"invalid after {tries} {counted}: {parse_error}",
-        reply=reply,
-        parsed=ParsedDecision(
-            action="HOLD",
-            reasoning=f"[system default] HOLD: the {what} could not be parsed ({parse_error})",
-        ),
-        parse_failed=True,
-    )
+    with transaction.atomic():
+        finished = decision_finish(
+            decision=decision,
+            status=Decision.Status.DONE,
+            error=f"invalid after {tries} {counted}: {parse_error}",
+            reply=reply,
+            parsed=ParsedDecision(
+                action="HOLD",
+                reasoning=f"[system default] HOLD: the {what} could not be parsed ({parse_error})",
+            ),
+            parse_failed=True,
+        )
+        if finished and run_id is not None:
+            forecasts_write(decision=decision, run_id=run_id, questions=panel, stated=None)
     if not finished:
         return False
     decision_failure_event(
@@ -511,22 +562,37 @@ def decision_resume(*, decision: Decision, progress: Progress) -> DecisionOutcom
     parsed = parsed_from_json(decision.parsed or {})
     run = DecisionRun.objects.get(pk=decision.run_id or 0)
     progress.run_id = run.pk
-    frozen = execution_markets(decision=decision, parsed=parsed, frozen=FrozenMarkets.load(run))
+    snapshot = FrozenMarkets.load(run)
+    panel = [view.market_id for view in snapshot.panel] if parsed.forecasts else []
+    frozen = execution_markets(decision=decision, parsed=parsed, frozen=snapshot, also=panel)
+    if decision.responder == Decision.Responder.OUTSIDE:  # its forecasts' b: read just now
+        forecasts_keep_live(
+            decision=decision, claimed=under_claim(decision), parsed=parsed, live=frozen
+        )
     outcome = decision_execute(decision=decision, parsed=parsed, frozen=frozen)
     return decision_conclude(decision=decision, parsed=parsed, outcome=outcome, reply=None)
 
 
 def execution_markets(
-    *, decision: Decision, parsed: ParsedDecision, frozen: FrozenMarkets
+    *,
+    decision: Decision,
+    parsed: ParsedDecision,
+    frozen: FrozenMarkets,
+    also: Sequence[str] = (),
 ) -> FrozenMarkets:
     """The markets the decision's orders execute against. A lineup model's or a baseline's:
     the run's frozen snapshot, which it answered on minutes after it froze. An outside
-    agent's: the snapshot with the ordered markets re-read from Polymarket now (a network
-    call, outside any transaction), since its answer may come most of an hour later; its
-    orders then execute at the worse of the two prices and never in a market that closed."""
-    if decision.responder != Decision.Responder.OUTSIDE or parsed.action == "HOLD":
+    agent's: the snapshot with the ordered markets (and the markets `also` names: the
+    panel's, whose live prices are its forecasts' reference) re-read from Polymarket now (a
+    network call, outside any transaction), since its answer may come most of an hour later;
+    its orders then execute at the worse of the two prices and never in a market that
+    closed."""
+    if decision.responder != Decision.Responder.OUTSIDE:
+        return frozen
+    if parsed.action == "HOLD" and not also:
         return frozen
     market_ids = {bet.market_id for bet in parsed.bets} if parsed.action == "BET" else set()
+    market_ids |= set(also)
     if parsed.action == "SELL":
         position_ids = [int(s.position_id) for s in parsed.sells if s.position_id.isdigit()]
         market_ids |= set(

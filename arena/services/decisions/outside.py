@@ -29,7 +29,7 @@ from agents.types import ParsedDecision
 from arena import clock
 from arena.evidence import storable_json
 from arena.exceptions import OutsideRefused
-from arena.models import Agent, Cohort, Decision, DecisionAttempt, DecisionRun
+from arena.models import Agent, Cohort, Decision, DecisionAttempt, DecisionRun, PanelForecast
 from arena.services.decisions.lifecycle import (
     CLAIM_LOST,
     DecisionOutcome,
@@ -48,6 +48,7 @@ from arena.services.decisions.lifecycle import (
     under_claim,
 )
 from arena.services.events import Kind, Level, event_record
+from arena.services.forecasts import PanelQuestion, forecasts_keep_live, forecasts_write
 from arena.services.frozen import FrozenMarkets
 from arena.weeks import cohort_week_start, outside_window
 
@@ -75,6 +76,17 @@ def outside_messages(
         {"role": "system", "content": decision.system_prompt},
         {"role": "user", "content": user},
     ]
+
+
+def questions_at_close(decision: Decision) -> tuple[PanelQuestion, ...]:
+    """The panel's questions of an outside decision held by default, with no answer and so no
+    live read: recorded as missing, with no b (never scored)."""
+    if decision.cohort.methodology_version == "v1" or decision.run is None:
+        return ()
+    return tuple(
+        PanelQuestion(market_id, None, PanelForecast.Reference.LIVE)
+        for market_id in decision.run.panel
+    )
 
 
 def round_attempts(decision: Decision) -> list[DecisionAttempt]:
@@ -272,8 +284,16 @@ def _submission_take(
         response_model=agent.model.internal_id,
     )
     progress.reply = reply
+    methodology = agent.cohort.methodology_version
+    panel = frozen.panel if methodology != "v1" else ()
     try:
-        parsed = parse_decision(body, markets=frozen.views, position_ids=position_ids)
+        parsed = parse_decision(
+            body,
+            markets=frozen.views,
+            position_ids=position_ids,
+            probabilities=methodology != "v1",
+            panel=[view.market_id for view in panel],
+        )
     except DecisionParseError as exc:
         progress.attempt_id = attempt_record(
             decision=decision, run_id=run.pk, messages=messages, reply=reply,
@@ -287,7 +307,14 @@ def _submission_take(
         reply=reply, parsed=parsed, started_at=now,
     )  # fmt: skip
     if stored:
-        live = execution_markets(decision=decision, parsed=parsed, frozen=frozen)
+        # Read live: the orders' prices, and the panel's, its forecasts' b, kept before any
+        # order executes (a resumed answer keeps them then: `decision_resume`).
+        live = execution_markets(
+            decision=decision, parsed=parsed, frozen=frozen, also=[v.market_id for v in panel]
+        )
+        forecasts_keep_live(
+            decision=decision, claimed=under_claim(decision), parsed=parsed, live=live
+        )
         outcome = decision_execute(decision=decision, parsed=parsed, frozen=live)
         outcome = decision_conclude(decision=decision, parsed=parsed, outcome=outcome, reply=reply)
     else:  # the claim was taken over meanwhile: none of its orders is executed here
@@ -311,8 +338,9 @@ def _submission_invalid(
         return Submission(decision, valid=False, error=error, resubmissions_left=left)
     # Final either way: held here, or (the claim taken over) by whoever holds it now.
     answer_hold(
-        decision=decision, reply=reply, parse_error=error, tries=earlier + 1, submitted=True
-    )
+        decision=decision, reply=reply, parse_error=error, tries=earlier + 1, submitted=True,
+        panel=questions_at_close(decision), run_id=decision.run_id,
+    )  # fmt: skip
     decision.refresh_from_db()
     return Submission(decision, valid=False, error=error)
 
@@ -325,7 +353,7 @@ def outside_decisions_close(*, now: datetime | None = None) -> list[int]:
     now = now or clock.now()
     closed = []
     awaiting = Decision.objects.filter(status=Decision.Status.AWAITING).select_related(
-        "agent__model"
+        "agent__model", "cohort", "run"
     )
     for decision in awaiting:
         closes = outside_window(decision.week_start)[1]
@@ -362,6 +390,14 @@ def outside_decisions_close(*, now: datetime | None = None) -> list[int]:
                 no_submission=not submitted,
                 finished_at=now,
             )
+            if finished == 1 and decision.run_id is not None:
+                forecasts_write(
+                    decision=decision,
+                    run_id=decision.run_id,
+                    questions=questions_at_close(decision),
+                    stated=None,
+                    now=now,
+                )
         if finished != 1:  # a submission claimed it meanwhile
             continue
         closed.append(decision.pk)

@@ -35,6 +35,7 @@ from arena.services.decisions.lifecycle import (
     decision_execute,
     retryable_finish,
 )
+from arena.services.forecasts import questions_asked
 from arena.services.frozen import FrozenMarkets
 
 
@@ -171,7 +172,13 @@ def decision_ask(
             )  # fmt: skip
         progress.reply = reply
         try:
-            parsed = parse_decision(reply.text, markets=frozen.views, position_ids=position_ids)
+            parsed = parse_decision(
+                reply.text,
+                markets=frozen.views,
+                position_ids=position_ids,
+                probabilities=context.states_probabilities,
+                panel=[view.market_id for view in context.panel],
+            )
         except DecisionParseError as exc:
             last_error = exc.message
             progress.attempt_id = attempt_record(
@@ -186,7 +193,7 @@ def decision_ask(
             continue
         stored = answer_store(
             decision=decision, progress=progress, run_id=run.pk, messages=messages,
-            reply=reply, parsed=parsed, started_at=started,
+            reply=reply, parsed=parsed, started_at=started, panel=questions_asked(context.panel),
         )  # fmt: skip
         if not stored:  # the claim was taken over while the model answered: not ours now
             return DecisionOutcome(decision.pk, CLAIM_LOST, notes=["claim taken over"])
@@ -194,8 +201,9 @@ def decision_ask(
         return decision_conclude(decision=decision, parsed=parsed, outcome=outcome, reply=reply)
     tries = settings.DECISION_PARSE_RETRIES + 1
     if not answer_hold(
-        decision=decision, reply=reply, parse_error=last_error, tries=tries, submitted=False
-    ):
+        decision=decision, reply=reply, parse_error=last_error, tries=tries, submitted=False,
+        panel=questions_asked(context.panel), run_id=run.pk,
+    ):  # fmt: skip
         return DecisionOutcome(decision.pk, CLAIM_LOST, notes=[last_error])
     return DecisionOutcome(decision.pk, Decision.Status.DONE, notes=[last_error])
 

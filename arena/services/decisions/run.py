@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
-from agents.prompts import PROMPT_VERSION, build_messages
+from agents.prompts import build_messages, prompt_version
 from arena import clock, money
 from arena.evidence import error_text, storable_text
 from arena.exceptions import DecisionNotRetryable
@@ -235,7 +235,7 @@ def _round_open(
         new_round = under_claim(decision).update(
             run=run,
             responder=kind,
-            prompt_version=PROMPT_VERSION,
+            prompt_version=prompt_version(context.methodology),
             system_prompt=messages[0]["content"],
             user_prompt=messages[1]["content"],
             requested_model=agent.model.openrouter_id or agent.model.internal_id,

@@ -1,0 +1,288 @@
+"""Reads of methodology v2's panel figures: each model's scores over the weekly forecast panel's
+resolved questions (scoring/panel.py), with n, coverage and 95% intervals, and the references
+on exactly the same questions (docs/methodology.md, "Methodology v2").
+
+A row is a model, its offline stand-in apart from it as everywhere (a forecast counts as the
+offline row's when an offline stand-in answered its decision). Per question, a row's forecast
+is the mean of its agents' stated ones, imputed at b when none stated one. The LLM crowd is
+the median, per question, of the LLM rows' stated forecasts. Intervals are t intervals of the
+mean of the per-question values, clustered by week (every cohort of a week answers in its run)
+and by market (`scoring.statistics.pooled_mean_interval`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from agents.models import BenchmarkModel
+from arena.models import Decision, PanelForecast, Trade
+from scoring.panel import PanelScores, log_score, panel_scores, question_forecast
+from scoring.say_do import ReliabilityBin, SayDo, StatedBet, reliability, say_do
+from scoring.statistics import Interval, pooled_mean_interval
+
+CROWD = "LLM crowd"
+
+Question = tuple[date, str]  # (week, market id)
+
+
+@dataclass
+class _Answers:
+    """One row's answers to each question: its agents' stated forecasts, their b's, the
+    outcome."""
+
+    stated: dict[Question, list[float | None]] = field(default_factory=lambda: defaultdict(list))
+    prices: dict[Question, list[float]] = field(default_factory=lambda: defaultdict(list))
+    outcomes: dict[Question, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PanelRow:
+    """A row's panel figures: its scores, and the interval of each mean."""
+
+    label: str
+    model: BenchmarkModel | None  # None for the LLM crowd
+    offline: bool
+    scores: PanelScores
+    brier: Interval
+    log_score: Interval
+    alpha: Interval
+
+    @property
+    def ranked(self) -> bool:
+        return self.scores.ranked
+
+
+@dataclass(frozen=True)
+class PanelBoard:
+    llms: list[PanelRow]  # ranked rows by Brier, then the unranked ones
+    references: list[PanelRow]  # the baselines, and the LLM crowd
+    outside: list[PanelRow]
+    questions: int  # resolved panel questions with a reference price
+
+    @property
+    def empty(self) -> bool:
+        return not (self.llms or self.references or self.outside)
+
+
+def panel_board() -> PanelBoard:
+    """Every row's panel figures over the resolved questions (two queries)."""
+    rows = (
+        PanelForecast.objects.filter(outcome__isnull=False, reference_price__isnull=False)
+        .order_by()
+        .values_list(
+            "agent__model_id", "decision__responder", "week_start", "market__polymarket_id",
+            "probability", "reference_price", "outcome",
+        )
+    )  # fmt: skip
+    answers: dict[tuple[int, bool], _Answers] = defaultdict(_Answers)
+    for model_id, responder, week, market_id, stated, price, outcome in rows:
+        if price is None or outcome is None:  # never: the filter leaves them out
+            continue
+        row = answers[(model_id, responder == Decision.Responder.OFFLINE)]
+        question = (week, market_id)
+        row.stated[question].append(float(stated) if stated is not None else None)
+        row.prices[question].append(float(price))
+        row.outcomes[question] = outcome
+    models = BenchmarkModel.objects.in_bulk({model_id for model_id, _ in answers})
+    llms, references, outside = [], [], []
+    for (model_id, offline), row in answers.items():
+        model = models[model_id]
+        scored = _row(model.display_name, model, offline, row)
+        if model.is_baseline:
+            references.append(scored)
+        elif model.is_outside:
+            outside.append(scored)
+        else:
+            llms.append(scored)
+    for offline in (False, True):
+        crowd = _crowd(
+            [answers[key] for key in answers if key[1] == offline and _is_llm(models[key[0]])]
+        )
+        if crowd is not None:
+            references.append(_row(CROWD, None, offline, crowd))
+    llms.sort(key=lambda r: (not r.ranked, r.offline, r.scores.brier))
+    questions = {q for row in answers.values() for q in row.outcomes}
+    return PanelBoard(llms=llms, references=references, outside=outside, questions=len(questions))
+
+
+def _is_llm(model: BenchmarkModel) -> bool:
+    return not (model.is_baseline or model.is_outside)
+
+
+def _crowd(rows: Sequence[_Answers]) -> _Answers | None:
+    """The LLM crowd's answers: per question, the median of the rows' own forecasts (each
+    row's mean over its agents), at the mean of their b's."""
+    if not rows:
+        return None
+    crowd = _Answers()
+    questions = {q for row in rows for q in row.outcomes}
+    for question in questions:
+        own = [question_forecast(row.stated[question]) for row in rows if question in row.outcomes]
+        stated = [value for value in own if value is not None]
+        crowd.stated[question] = [statistics.median(stated) if stated else None]
+        crowd.prices[question] = [p for row in rows for p in row.prices.get(question, [])]
+        crowd.outcomes[question] = next(
+            row.outcomes[question] for row in rows if question in row.outcomes
+        )
+    return crowd
+
+
+def _row(label: str, model: BenchmarkModel | None, offline: bool, row: _Answers) -> PanelRow:
+    questions = sorted(row.outcomes)
+    prices = [sum(row.prices[q]) / len(row.prices[q]) for q in questions]
+    outcomes = [row.outcomes[q] for q in questions]
+    scores = panel_scores([row.stated[q] for q in questions], prices=prices, outcomes=outcomes)
+    assert scores is not None  # a row exists only for a question it answered
+    forecasts = [question_forecast(row.stated[q]) for q in questions]
+    used = [p if f is None else f for f, p in zip(forecasts, prices, strict=True)]
+    brier = [(p - x) ** 2 for p, x in zip(used, outcomes, strict=True)]
+    log = [log_score(forecast=p, outcome=x) for p, x in zip(used, outcomes, strict=True)]
+    alpha = [(b - x) ** 2 - s for b, x, s in zip(prices, outcomes, brier, strict=True)]
+    weeks = [q[0].toordinal() for q in questions]
+    markets = [q[1] for q in questions]
+    return PanelRow(
+        label=label,
+        model=model,
+        offline=offline,
+        scores=scores,
+        brier=_interval(brier, weeks, markets),
+        log_score=_interval(log, weeks, markets),
+        alpha=_interval(alpha, weeks, markets),
+    )
+
+
+def _interval(values: list[float], weeks: list[int], markets: list[Any]) -> Interval:
+    interval = pooled_mean_interval(values, weeks, markets)
+    assert interval is not None  # never empty: a row has a question
+    return interval
+
+
+@dataclass(frozen=True)
+class PanelWeek:
+    """A model's panel figures over one week's resolved questions."""
+
+    week_start: date
+    questions: int
+    brier: float
+    alpha: float
+
+
+@dataclass(frozen=True)
+class ModelSayDo:
+    """A model's (or its offline stand-in's) methodology v2 figures on its page."""
+
+    offline: bool
+    panel: PanelRow | None
+    weeks: list[PanelWeek]
+    say_do: SayDo | None
+    panel_reliability: list[ReliabilityBin]  # stated P(YES) against YES
+    bet_reliability: list[ReliabilityBin]  # stated P(side wins) against the side winning
+
+    @property
+    def reliability_rows(self) -> list[tuple[ReliabilityBin, ReliabilityBin]]:
+        """The two tables side by side, bin by bin."""
+        return list(zip(self.panel_reliability, self.bet_reliability, strict=True))
+
+
+def model_say_do(*, model: BenchmarkModel) -> list[ModelSayDo]:
+    """The model's v2 figures, its real rows then its offline stand-in's (none without a
+    stated probability anywhere): its panel row as the leaderboard's v2 view scores it, week
+    by week, its say-and-do figures and both reliability tables. Two queries."""
+    forecasts = (
+        PanelForecast.objects.filter(
+            agent__model=model, outcome__isnull=False, reference_price__isnull=False
+        )
+        .order_by()
+        .values_list(
+            "decision__responder", "week_start", "market__polymarket_id", "probability",
+            "reference_price", "outcome",
+        )
+    )  # fmt: skip
+    answers: dict[bool, _Answers] = defaultdict(_Answers)
+    for responder, week, market_id, probability, price, outcome in forecasts:
+        if price is None or outcome is None:  # never: the filter leaves them out
+            continue
+        seen, question = answers[responder == Decision.Responder.OFFLINE], (week, market_id)
+        seen.stated[question].append(float(probability) if probability is not None else None)
+        seen.prices[question].append(float(price))
+        seen.outcomes[question] = outcome
+    bets = _stated_bets(model=model)
+    figures = []
+    for offline in (False, True):
+        row = answers.get(offline)
+        if row is None and not bets[offline]:
+            continue
+        points = [
+            (value, row.outcomes[q]) for q, values in row.stated.items() for value in values
+            if value is not None
+        ] if row is not None else []  # fmt: skip
+        resolved = [b for b in bets[offline] if b.won is not None]
+        figures.append(
+            ModelSayDo(
+                offline=offline,
+                panel=_row(model.display_name, model, offline, row) if row else None,
+                weeks=_weeks(row) if row else [],
+                say_do=say_do(bets[offline]),
+                panel_reliability=reliability([p for p, _ in points], [x for _, x in points]),
+                bet_reliability=reliability(
+                    [b.probability for b in resolved], [int(bool(b.won)) for b in resolved]
+                ),
+            )
+        )
+    return figures
+
+
+def _stated_bets(*, model: BenchmarkModel) -> dict[bool, list[StatedBet]]:
+    """The model's executed bets that stated a probability, its real ones and its offline
+    stand-in's apart (one query)."""
+    stated = (
+        Trade.objects.filter(
+            agent__model=model,
+            kind=Trade.Kind.BUY,
+            status=Trade.Status.EXECUTED,
+            stated_probability__isnull=False,
+        )
+        .order_by("pk")
+        .values_list(
+            "decision__responder", "stated_probability", "price", "amount", "cash_before",
+            "side_won", "brier_score",
+        )
+    )  # fmt: skip
+    bets: dict[bool, list[StatedBet]] = {False: [], True: []}
+    for responder, probability, price, amount, cash, won, brier in stated:
+        if probability is None or amount is None or not cash or not price or not 0 < price < 1:
+            continue
+        bets[responder == Decision.Responder.OFFLINE].append(
+            StatedBet(
+                probability=float(probability),
+                price=float(price),
+                stake=float(amount / cash),
+                won=bool(won) if brier is not None else None,
+            )
+        )
+    return bets
+
+
+def _weeks(row: _Answers) -> list[PanelWeek]:
+    """A row's panel Brier and Alpha week by week (one forecast per question: its agents'
+    mean, b where none stated one)."""
+    by_week: dict[date, list[tuple[float, float]]] = defaultdict(list)
+    for question, x in row.outcomes.items():
+        b = sum(row.prices[question]) / len(row.prices[question])
+        own = question_forecast(row.stated[question])
+        p = b if own is None else own
+        by_week[question[0]].append(((p - x) ** 2, (b - x) ** 2 - (p - x) ** 2))
+    return [
+        PanelWeek(
+            week_start=week,
+            questions=len(values),
+            brier=sum(v[0] for v in values) / len(values),
+            alpha=sum(v[1] for v in values) / len(values),
+        )
+        for week, values in sorted(by_week.items())
+    ]
