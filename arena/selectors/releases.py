@@ -126,11 +126,12 @@ def cohort_not_final_reason(cohort: Cohort) -> str:
 def cohort_release_states(cohort_ids: Iterable[int]) -> dict[int, str]:
     """Return, per cohort id, the SHA-256 of what can still change in a completed cohort's
     release: every position's shares, cost, P/L, status, payout and closing time; every
-    trade's status, score and its market's resolution; every decision's status, action and
-    finishing time. Each is in the release's files, so a change of the files after the
-    cohort completed changes this, and it is read in three queries for all the cohorts at
-    once (hundreds of narrow rows a cohort), where comparing the files means exporting the
-    cohort whole. The rest of a completed cohort's rows never change; the snapshots a tick
+    trade's status, score and its market's resolution; every panel forecast's outcome,
+    scores and its market's resolution; every decision's status, action and finishing time.
+    Each is in the release's files, so a change of the files after the cohort completed
+    changes this, and it is read in four queries for all the cohorts at once (hundreds of
+    narrow rows a cohort), where comparing the files means exporting the cohort whole. The
+    rest of a completed cohort's rows never change; the snapshots a tick
     adds are of an agent still holding a position (a release leaves them out) or one whose
     position just closed (which changed the position)."""
     ids = sorted(set(cohort_ids))
@@ -161,6 +162,21 @@ def cohort_release_states(cohort_ids: Iterable[int]) -> dict[int, str]:
                 "status",
                 "brier_score",
                 "side_won",
+                "scored_at",
+                "market__resolution",
+            ),
+        ),
+        (
+            # Methodology v2's panel forecasts, scored as their markets resolve (none in v1).
+            "forecast",
+            PanelForecast.objects.filter(agent__cohort_id__in=ids)
+            .order_by("pk")
+            .values_list(
+                "agent__cohort_id",
+                "pk",
+                "outcome",
+                "brier_score",
+                "log_score",
                 "scored_at",
                 "market__resolution",
             ),

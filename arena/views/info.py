@@ -57,6 +57,7 @@ def methodology(request: HttpRequest) -> HttpResponse:
             "prompt_version": PROMPT_VERSION,
             "prompt_templates": prompt_templates(),
             "versions": info_selectors.methodology_versions(),
+            "new_cohorts_version": settings.METHODOLOGY_VERSION,
             "max_rounds": settings.DECISION_MAX_ROUNDS,
             "retry_deadline_hours": settings.DECISION_RETRY_DEADLINE_HOURS,
         },

@@ -217,7 +217,7 @@ def test_the_openapi_schema_declares_the_filters(db: None, client: Client) -> No
     operation = get_json(client, f"{API}/openapi.json")["paths"][f"{API}/leaderboard"]["get"]
     parameters = {p["name"]: p["schema"] for p in operation["parameters"]}
     assert parameters["sort"]["enum"] == list(METRICS)
-    assert parameters["cohorts"]["enum"] == ["all", "completed"]
+    assert parameters["cohorts"]["enum"] == ["all", "completed", "v1", "v2"]
     assert parameters["baselines"]["enum"] == ["include", "exclude"]
 
 

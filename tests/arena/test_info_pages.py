@@ -201,7 +201,11 @@ def test_methodology_shows_the_version_each_cohort_ran(client: Client) -> None:
     first = CohortFactory.create()
     CohortFactory.create()
     text = _text(_get(client, "arena:methodology"))
-    assert f"Methodology v1: 2 cohorts (cohort {first.number} to {first.number + 1})" in text
+    assert (
+        f"Methodology v1: 2 cohorts, effective from cohort {first.number} "
+        f"(cohorts {first.number} to {first.number + 1})"
+    ) in text
+    assert "New cohorts run methodology v1." in text  # the suite's setting (tests/conftest.py)
 
 
 # --- Status: nothing yet ---------------------------------------------------------------------

@@ -326,3 +326,18 @@ def test_the_api_lists_forecasts_by_run_agent_and_market_and_gives_the_panel_fig
     follower = next(r for r in board["references"] if r["model"] == "baseline-market")
     assert follower["alpha"]["estimate"] == pytest.approx(0.0, abs=1e-3)
     assert follower["coverage"] == 1.0
+
+
+def test_the_leaderboard_reads_the_cohorts_of_one_methodology_when_asked(
+    cohort: Cohort, client: Client
+) -> None:
+    decisions_run_all(now=RUN_AT, source=RecordedSource())
+
+    v1 = client.get("/api/v1/leaderboard", {"cohorts": "v1"}).json()["rows"]
+    v2 = client.get("/api/v1/leaderboard", {"cohorts": "v2"}).json()["rows"]
+    page = client.get("/", {"cohorts": "v2"}).content.decode()
+
+    assert v1
+    assert all(row["cohorts"] == 0 for row in v1)  # the week's one cohort runs v2
+    assert {row["cohorts"] for row in v2} == {1}
+    assert "over the cohorts of methodology v2 only" in page
