@@ -7,9 +7,14 @@ current prompt version) of the 7 LLM agents of one run from the recorded 500-mar
 listing, each agent with its own cohort, clock and portfolio, and reports
 
 1. the share of prompt characters every agent of the run shares (system prompt + market
-   table, the part a provider can cache), for the current version and for v1;
+   table, and under methodology v2 the forecast panel: the part a provider can cache), for
+   the current version (v3, methodology v2, with a panel of PANEL_SIZE questions), v2
+   (methodology v1's) and v1;
 2. the USD cost of a run with `--cohorts` active cohorts x 7 LLM agents at the lineup's
-   recorded OpenRouter prices, without caching and with it.
+   recorded OpenRouter prices, without caching and with it;
+3. what methodology v2's stated probabilities add to every answer: the completion tokens of
+   the panel's forecasts and each bet's probability (measured on the offline stand-ins'
+   answers to the same contexts under v1 and v2), and what they cost a run.
 
 Tokens are estimated as characters / 4 (tiktoken is not a dependency; each provider's own
 tokenizer differs anyway). Completion tokens per call default to those of the project's real
@@ -42,6 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: make the project importable
 
+from agents.offline import offline_agent_reply  # noqa: E402
 from agents.prompts import PROMPT_VERSION, build_messages, shared_prefix  # noqa: E402
 from agents.types import DecisionContext, MarketView, PortfolioView, PositionView  # noqa: E402
 
@@ -51,6 +57,7 @@ MODEL_LISTS = ("models_list_2026-08_selected.json", "models_list_2025-12-02_sele
 COMPLETION = OPENROUTER / "chat_completion_ok_json_content_with_reasoning.json"
 LINEUP_MIGRATION = ROOT / "agents/migrations/0002_seed_lineup.py"
 CHARS_PER_TOKEN = 4
+PANEL_SIZE = 20  # K, as settings.PANEL_SIZE
 MILLION = Decimal(1_000_000)
 
 # Not in either recorded model list (the 2025-12 list has only the :free variant).
@@ -87,9 +94,26 @@ def recorded_markets() -> tuple[MarketView, ...]:
     return tuple(sorted(markets, key=lambda m: (-m.volume, m.market_id)))
 
 
-def agent_contexts(markets: tuple[MarketView, ...], agents: int = 7) -> list[DecisionContext]:
-    """The contexts of `agents` agents of one run: the same markets; each its own cohort,
-    minute of the run, cash and 0-3 open positions."""
+def forecast_panel(markets: tuple[MarketView, ...]) -> tuple[MarketView, ...]:
+    """PANEL_SIZE binary markets priced 3% to 97%, as the panel's rule admits (its liquidity
+    and end-date filters and its spread across prices change the lines, not their length)."""
+    eligible = [
+        m
+        for m in markets
+        if m.is_binary
+        and m.yes_price is not None
+        and Decimal("0.03") <= m.yes_price <= Decimal("0.97")
+    ]
+    return tuple(eligible[:PANEL_SIZE])
+
+
+def agent_contexts(
+    markets: tuple[MarketView, ...], agents: int = 7, methodology: str = "v2"
+) -> list[DecisionContext]:
+    """The contexts of `agents` agents of one run: the same markets (and under methodology
+    v2 the same panel); each its own cohort, minute of the run, cash and 0-3 open
+    positions."""
+    panel = forecast_panel(markets) if methodology != "v1" else ()
     contexts = []
     for index in range(agents):
         positions = []
@@ -120,9 +144,26 @@ def agent_contexts(markets: tuple[MarketView, ...], agents: int = 7) -> list[Dec
                     positions=tuple(positions),
                 ),
                 markets=markets,
+                panel=panel,
+                methodology=methodology,
             )
         )
     return contexts
+
+
+def added_completion_tokens(markets: tuple[MarketView, ...]) -> Decimal:
+    """The completion tokens methodology v2 adds to an answer (chars / 4): the offline
+    stand-ins' answers to the same contexts under v2 less under v1, over the lineup's
+    stand-ins and the run's agents."""
+    added = []
+    for v1, v2 in zip(
+        agent_contexts(markets, methodology="v1"), agent_contexts(markets), strict=True
+    ):
+        for model in ("gpt-5.1", "claude-opus-4.5", "gemini-3-pro", "grok-4", "kimi-k2"):
+            before = offline_agent_reply(model_id=model, context=v1, attempt=2).text
+            after = offline_agent_reply(model_id=model, context=v2, attempt=2).text
+            added.append(len(after) - len(before))
+    return Decimal(sum(added)) / len(added) / CHARS_PER_TOKEN
 
 
 def common_prefix(texts: list[str]) -> int:
@@ -148,7 +189,9 @@ def prompt_shape(contexts: list[DecisionContext], version: str) -> PromptShape:
         wholes.append(system + user)
     shared = common_prefix(wholes)
     if version == PROMPT_VERSION:  # what the client marks is exactly what they share
-        marked = len(build_messages(contexts[0])[0]["content"]) + len(shared_prefix(contexts[0]))
+        marked = len(build_messages(contexts[0], version=version)[0]["content"]) + len(
+            shared_prefix(contexts[0], version=version)
+        )
         assert marked <= shared, (marked, shared)
         shared = marked
     return PromptShape(version, shared, sum(map(len, wholes)) / len(wholes))
@@ -184,6 +227,7 @@ class ModelCost:
     cached: Decimal
     output: Decimal  # of both: the completion tokens
     source: str
+    completion_price: Decimal  # USD a completion token
 
 
 def model_cost(
@@ -209,7 +253,15 @@ def model_cost(
     )
     ratio = (lambda value: value / prompt) if prompt else (lambda value: Decimal(1))
     return ModelCost(
-        name, model, ratio(read), ratio(write), uncached, cached, output, price["source"]
+        name,
+        model,
+        ratio(read),
+        ratio(write),
+        uncached,
+        cached,
+        output,
+        price["source"],
+        completion,
     )
 
 
@@ -227,7 +279,7 @@ def main() -> None:
 
     markets = recorded_markets()
     contexts = agent_contexts(markets)
-    shapes = {version: prompt_shape(contexts, version) for version in ("v1", PROMPT_VERSION)}
+    shapes = {version: prompt_shape(contexts, version) for version in ("v1", "v2", PROMPT_VERSION)}
     print(f"markets: {len(markets)}, agents of one run: {len(contexts)}")
     print("prompt version | shared chars (system + table) | mean chars a call | shared share")
     for shape in shapes.values():
@@ -279,6 +331,13 @@ def main() -> None:
         f"prompt tokens only (the completion cost, ${output:,.2f}, is the same both ways): "
         f"${uncached - output:,.2f} -> ${cached - output:,.2f} "
         f"({1 - (cached - output) / (uncached - output):.1%} saved)"
+    )
+    added = added_completion_tokens(markets)
+    added_cost = sum((args.cohorts * added * c.completion_price for c in costs), Decimal(0))
+    print(
+        f"methodology v2 adds ~{added:,.0f} completion tokens a call ({PANEL_SIZE} panel "
+        f"forecasts and each bet's probability): ${added_cost:,.2f} a run of {args.cohorts} "
+        "cohorts"
     )
     print()
     print("prices used:")

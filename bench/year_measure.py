@@ -267,7 +267,29 @@ def run_analytics(runs: int, rss: Callable[[str], float | None]) -> list[str]:
     print("model_analytics(model=…), cold / warm:")
     for internal_id, cold, warm in analytics.measure_models(module):
         print(f"  {internal_id:<38} {cold:>7.0f} ms / {warm:.2f} ms")
+    failures += _panel_board(runs)
     return failures
+
+
+def _panel_board(runs: int) -> list[str]:
+    """Methodology v2's panel figures of every row (the leaderboard's v2 view and
+    /api/v1/forecasts/leaderboard), from the database: under analytics.BUDGET_MS too."""
+    import analytics
+
+    from arena.models import PanelForecast
+    from arena.selectors.panel import panel_board
+
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        board = panel_board()
+        times.append((time.perf_counter() - started) * 1000)
+    median = statistics.median(times)
+    print(
+        f"{'panel_board()':<40} median {median:.0f} ms, worst {max(times):.0f} ms ({runs} runs) "
+        f"over {PanelForecast.objects.count():,} forecasts, {board.questions:,} resolved questions"
+    )
+    return [f"panel_board() median {median:.0f} ms"] if median >= analytics.BUDGET_MS else []
 
 
 def measure_tick(url: str, ticks: int, season_weeks: int) -> None:

@@ -170,6 +170,9 @@ def test_run_cost_prices_a_run_with_and_without_the_cache(
         uncached, cached = (float(cell) for cell in row.split("|")[3:5])
         assert 0 <= cached <= uncached
     assert float(by_model["total"].split("|")[4]) > 0
+    added = re.search(r"methodology v2 adds ~([\d,]+) completion tokens a call", output)
+    assert added is not None, output
+    assert int(added.group(1).replace(",", "")) > 0  # the panel's forecasts, at least
 
 
 # --- on the test database ---------------------------------------------------------------------
