@@ -70,8 +70,9 @@ def _amount(cash: Decimal, confidence: float) -> Decimal:
 
 
 def _probability(value: float) -> float:
-    """A probability as the stand-ins state it: 3 places, strictly inside (0, 1)."""
-    return round(min(max(value, 0.001), 0.999), 3)
+    """A probability as the stand-ins state it: to a price's 6 places (the market follower
+    states the price itself), strictly inside (0, 1)."""
+    return round(min(max(value, 0.000001), 0.999999), 6)
 
 
 def _with_forecasts(

@@ -2,7 +2,9 @@
 every agent states a probability, whatever it trades, so that every model is scored on the
 same questions. Picked by a published rule, deterministic given the run's seed.
 
-The rule (`panel_pick`), over the frozen top markets:
+The rule (`panel_pick`), over the frozen top markets that no earlier week's panel asked (a
+question is asked in one week only: its earlier forecasts are public by the time an outside
+agent answers; `arena.services.frozen.run_panel` leaves them out):
 
 1. Eligible (`panel_eligible`): an open binary market (two outcomes); a first-outcome (YES) price
    from 3% to 97% (a near-certain one tells little: a forecast and the market price barely

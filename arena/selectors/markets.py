@@ -25,7 +25,7 @@ from django.utils import timezone
 from agents.models import BenchmarkModel
 from arena.models import Decision, PanelForecast, Position, SnapshotMarket, SnapshotTick, Trade
 from arena.selectors.curves import Series
-from arena.selectors.standings import ANSWERED_OFFLINE
+from arena.selectors.standings import ANSWERED_OFFLINE, offline_agent_ids
 from arena.weeks import SNAPSHOT_SLOT
 from markets.models import Market
 from scoring.panel import question_forecast, question_spread
@@ -88,7 +88,7 @@ class ModelForecast:
     stated: int
     agents: int
     reference_price: float | None
-    brier: float | None  # the mean of its agents' Brier scores, once resolved
+    brier: float | None  # its forecast's (b where none stated one), once resolved
     offline: bool
 
 
@@ -200,40 +200,48 @@ def market_page(*, market: Market, now: datetime | None = None) -> MarketPage:
 
 def market_forecasts(*, market: Market) -> list[ModelForecast]:
     """Every model's forecast of the market in each week it was a panel question, latest week
-    first, then by model (two queries; none of the models' when it never was one)."""
-    rows = (
+    first, then by model, its offline stand-in apart (three queries; two when it never was
+    one). Its Brier is the model's forecast's, once resolved, as the panel's figures score it:
+    the mean of its agents' stated ones, b where none stated one."""
+    rows = list(
         PanelForecast.objects.filter(market=market)
         .order_by("week_start", "agent__model_id", "pk")
         .values_list(
-            "week_start", "agent__model_id", "probability", "reference_price", "brier_score",
-            "decision__responder",
+            "week_start", "agent__model_id", "agent_id", "probability", "reference_price",
+            "outcome",
         )
     )  # fmt: skip
-    grouped: dict[tuple[date, int], list[tuple[Any, ...]]] = {}
+    if not rows:
+        return []
+    stand_ins = offline_agent_ids({row[2] for row in rows})
+    grouped: dict[tuple[date, int, bool], list[tuple[Any, ...]]] = {}
     for row in rows:
-        grouped.setdefault((row[0], row[1]), []).append(row)
-    models = (
-        BenchmarkModel.objects.in_bulk({model_id for _, model_id in grouped}) if grouped else {}
-    )
+        grouped.setdefault((row[0], row[1], row[2] in stand_ins), []).append(row)
+    models = BenchmarkModel.objects.in_bulk({model_id for _, model_id, _ in grouped})
     forecasts = []
-    for (week, model_id), group in grouped.items():
-        stated = [float(r[2]) if r[2] is not None else None for r in group]
-        references = [float(r[3]) for r in group if r[3] is not None]
-        scores = [r[4] for r in group if r[4] is not None]
+    for (week, model_id, offline), group in grouped.items():
+        stated = [float(r[3]) if r[3] is not None else None for r in group]
+        references = [float(r[4]) for r in group if r[4] is not None]
+        b = sum(references) / len(references) if references else None
+        own = question_forecast(stated)
+        p = own if own is not None else b
+        outcome = group[0][5]
         forecasts.append(
             ModelForecast(
                 week_start=week,
                 model=models[model_id],
-                probability=question_forecast(stated),
+                probability=own,
                 spread=question_spread(stated),
                 stated=sum(value is not None for value in stated),
                 agents=len(group),
-                reference_price=sum(references) / len(references) if references else None,
-                brier=sum(scores) / len(scores) if scores else None,
-                offline=any(r[5] == Decision.Responder.OFFLINE for r in group),
+                reference_price=b,
+                brier=(p - outcome) ** 2 if p is not None and outcome is not None else None,
+                offline=offline,
             )
         )
-    forecasts.sort(key=lambda f: (-f.week_start.toordinal(), f.model.display_order, f.model.pk))
+    forecasts.sort(
+        key=lambda f: (-f.week_start.toordinal(), f.model.display_order, f.model.pk, f.offline)
+    )
     return forecasts
 
 

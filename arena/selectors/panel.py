@@ -20,7 +20,8 @@ from datetime import date
 from typing import Any
 
 from agents.models import BenchmarkModel
-from arena.models import Decision, PanelForecast, Trade
+from arena.models import PanelForecast, Trade
+from arena.selectors.standings import offline_agent_ids
 from scoring.panel import PanelScores, log_score, panel_scores, question_forecast
 from scoring.say_do import ReliabilityBin, SayDo, StatedBet, reliability, say_do
 from scoring.statistics import Interval, pooled_mean_interval
@@ -70,41 +71,44 @@ class PanelBoard:
 
 
 def panel_board() -> PanelBoard:
-    """Every row's panel figures over the resolved questions (two queries)."""
+    """Every row's panel figures over the resolved questions (three queries). An agent is
+    its model's offline stand-in's when any of its decisions was answered offline, as
+    everywhere (`standings.offline_agent_ids`)."""
     rows = (
         PanelForecast.objects.filter(outcome__isnull=False, reference_price__isnull=False)
         .order_by()
         .values_list(
-            "agent__model_id", "decision__responder", "week_start", "market__polymarket_id",
+            "agent__model_id", "agent_id", "week_start", "market__polymarket_id",
             "probability", "reference_price", "outcome",
         )
     )  # fmt: skip
+    stand_ins = offline_agent_ids(PanelForecast.objects.order_by().values("agent_id"))
     answers: dict[tuple[int, bool], _Answers] = defaultdict(_Answers)
-    for model_id, responder, week, market_id, stated, price, outcome in rows:
+    for model_id, agent_id, week, market_id, stated, price, outcome in rows:
         if price is None or outcome is None:  # never: the filter leaves them out
             continue
-        row = answers[(model_id, responder == Decision.Responder.OFFLINE)]
+        row = answers[(model_id, agent_id in stand_ins)]
         question = (week, market_id)
         row.stated[question].append(float(stated) if stated is not None else None)
         row.prices[question].append(float(price))
         row.outcomes[question] = outcome
     models = BenchmarkModel.objects.in_bulk({model_id for model_id, _ in answers})
     llms, references, outside = [], [], []
-    for (model_id, offline), row in answers.items():
+    for (model_id, stand_in), row in answers.items():
         model = models[model_id]
-        scored = _row(model.display_name, model, offline, row)
+        scored = _row(model.display_name, model, stand_in, row)
         if model.is_baseline:
             references.append(scored)
         elif model.is_outside:
             outside.append(scored)
         else:
             llms.append(scored)
-    for offline in (False, True):
+    for stand_in in (False, True):
         crowd = _crowd(
-            [answers[key] for key in answers if key[1] == offline and _is_llm(models[key[0]])]
+            [answers[key] for key in answers if key[1] == stand_in and _is_llm(models[key[0]])]
         )
         if crowd is not None:
-            references.append(_row(CROWD, None, offline, crowd))
+            references.append(_row(CROWD, None, stand_in, crowd))
     llms.sort(key=lambda r: (not r.ranked, r.offline, r.scores.brier))
     questions = {q for row in answers.values() for q in row.outcomes}
     return PanelBoard(llms=llms, references=references, outside=outside, questions=len(questions))
@@ -124,7 +128,8 @@ def _crowd(rows: Sequence[_Answers]) -> _Answers | None:
     for question in questions:
         own = [question_forecast(row.stated[question]) for row in rows if question in row.outcomes]
         stated = [value for value in own if value is not None]
-        crowd.stated[question] = [statistics.median(stated) if stated else None]
+        # A crowd of one is no crowd: under two models' forecasts, the question is imputed.
+        crowd.stated[question] = [statistics.median(stated) if len(stated) >= 2 else None]
         crowd.prices[question] = [p for row in rows for p in row.prices.get(question, [])]
         crowd.outcomes[question] = next(
             row.outcomes[question] for row in rows if question in row.outcomes
@@ -134,7 +139,8 @@ def _crowd(rows: Sequence[_Answers]) -> _Answers | None:
 
 def _row(label: str, model: BenchmarkModel | None, offline: bool, row: _Answers) -> PanelRow:
     questions = sorted(row.outcomes)
-    prices = [sum(row.prices[q]) / len(row.prices[q]) for q in questions]
+    # b as the stored scores read it: strictly inside (0, 1) (a live price may be 0 or 1).
+    prices = [_inside(sum(row.prices[q]) / len(row.prices[q])) for q in questions]
     outcomes = [row.outcomes[q] for q in questions]
     scores = panel_scores([row.stated[q] for q in questions], prices=prices, outcomes=outcomes)
     assert scores is not None  # a row exists only for a question it answered
@@ -154,6 +160,11 @@ def _row(label: str, model: BenchmarkModel | None, offline: bool, row: _Answers)
         log_score=_interval(log, weeks, markets),
         alpha=_interval(alpha, weeks, markets),
     )
+
+
+def _inside(price: float) -> float:
+    """A price kept strictly inside (0, 1), to the stored places (`arena.money.probability`)."""
+    return min(max(price, 1e-6), 1 - 1e-6)
 
 
 def _interval(values: list[float], weeks: list[int], markets: list[Any]) -> Interval:
@@ -189,45 +200,46 @@ class ModelSayDo:
         return list(zip(self.panel_reliability, self.bet_reliability, strict=True))
 
 
-def model_say_do(*, model: BenchmarkModel) -> list[ModelSayDo]:
+def model_say_do(*, model: BenchmarkModel, offline: set[int]) -> list[ModelSayDo]:
     """The model's v2 figures, its real rows then its offline stand-in's (none without a
     stated probability anywhere): its panel row as the leaderboard's v2 view scores it, week
-    by week, its say-and-do figures and both reliability tables. Two queries."""
+    by week, its say-and-do figures and both reliability tables. `offline`: its agents an
+    offline stand-in answered for (`standings.offline_agent_ids`). Two queries."""
     forecasts = (
         PanelForecast.objects.filter(
             agent__model=model, outcome__isnull=False, reference_price__isnull=False
         )
         .order_by()
         .values_list(
-            "decision__responder", "week_start", "market__polymarket_id", "probability",
+            "agent_id", "week_start", "market__polymarket_id", "probability",
             "reference_price", "outcome",
         )
     )  # fmt: skip
     answers: dict[bool, _Answers] = defaultdict(_Answers)
-    for responder, week, market_id, probability, price, outcome in forecasts:
+    for agent_id, week, market_id, probability, price, outcome in forecasts:
         if price is None or outcome is None:  # never: the filter leaves them out
             continue
-        seen, question = answers[responder == Decision.Responder.OFFLINE], (week, market_id)
+        seen, question = answers[agent_id in offline], (week, market_id)
         seen.stated[question].append(float(probability) if probability is not None else None)
         seen.prices[question].append(float(price))
         seen.outcomes[question] = outcome
-    bets = _stated_bets(model=model)
+    bets = _stated_bets(model=model, offline=offline)
     figures = []
-    for offline in (False, True):
-        row = answers.get(offline)
-        if row is None and not bets[offline]:
+    for stand_in in (False, True):
+        row = answers.get(stand_in)
+        if row is None and not bets[stand_in]:
             continue
         points = [
             (value, row.outcomes[q]) for q, values in row.stated.items() for value in values
             if value is not None
         ] if row is not None else []  # fmt: skip
-        resolved = [b for b in bets[offline] if b.won is not None]
+        resolved = [b for b in bets[stand_in] if b.won is not None]
         figures.append(
             ModelSayDo(
-                offline=offline,
-                panel=_row(model.display_name, model, offline, row) if row else None,
+                offline=stand_in,
+                panel=_row(model.display_name, model, stand_in, row) if row else None,
                 weeks=_weeks(row) if row else [],
-                say_do=say_do(bets[offline]),
+                say_do=say_do(bets[stand_in]),
                 panel_reliability=reliability([p for p, _ in points], [x for _, x in points]),
                 bet_reliability=reliability(
                     [b.probability for b in resolved], [int(bool(b.won)) for b in resolved]
@@ -237,7 +249,7 @@ def model_say_do(*, model: BenchmarkModel) -> list[ModelSayDo]:
     return figures
 
 
-def _stated_bets(*, model: BenchmarkModel) -> dict[bool, list[StatedBet]]:
+def _stated_bets(*, model: BenchmarkModel, offline: set[int]) -> dict[bool, list[StatedBet]]:
     """The model's executed bets that stated a probability, its real ones and its offline
     stand-in's apart (one query)."""
     stated = (
@@ -249,15 +261,15 @@ def _stated_bets(*, model: BenchmarkModel) -> dict[bool, list[StatedBet]]:
         )
         .order_by("pk")
         .values_list(
-            "decision__responder", "stated_probability", "price", "amount", "cash_before",
+            "agent_id", "stated_probability", "price", "amount", "cash_before",
             "side_won", "brier_score",
         )
     )  # fmt: skip
     bets: dict[bool, list[StatedBet]] = {False: [], True: []}
-    for responder, probability, price, amount, cash, won, brier in stated:
+    for agent_id, probability, price, amount, cash, won, brier in stated:
         if probability is None or amount is None or not cash or not price or not 0 < price < 1:
             continue
-        bets[responder == Decision.Responder.OFFLINE].append(
+        bets[agent_id in offline].append(
             StatedBet(
                 probability=float(probability),
                 price=float(price),

@@ -33,10 +33,16 @@ class PanelQuestion:
     reference: str = PanelForecast.Reference.SNAPSHOT
 
 
-def questions_asked(panel: Sequence[MarketView]) -> tuple[PanelQuestion, ...]:
+def questions_asked(frozen: FrozenMarkets) -> tuple[PanelQuestion, ...]:
     """The panel's questions at the prices of the snapshot the prompt showed (a lineup
-    agent's b)."""
-    return tuple(PanelQuestion(view.market_id, view.yes_price) for view in panel)
+    agent's b). A question whose market had closed by then (a later round's) has no b: its
+    outcome may be known, so its forecast is kept but never scored."""
+    return tuple(
+        PanelQuestion(
+            view.market_id, None if frozen.rows[view.market_id].closed else view.yes_price
+        )
+        for view in frozen.panel
+    )
 
 
 def questions_live(panel: Sequence[MarketView], live: FrozenMarkets) -> tuple[PanelQuestion, ...]:
@@ -67,8 +73,8 @@ def forecasts_keep_live(
     with transaction.atomic():
         if not claimed.select_for_update().exists():
             return 0  # taken over: the decision is someone else's now
-        if PanelForecast.objects.filter(decision=decision).exists():
-            return 0
+        if PanelForecast.objects.filter(decision=decision, run_id=live.run.pk).exists():
+            return 0  # this round's, kept before its web worker died
         return forecasts_write(
             decision=decision,
             run_id=live.run.pk,
@@ -105,6 +111,9 @@ def forecasts_write(
             if stated is not None
             else NO_VALID_ANSWER
         )
+        # A market settled before this answer (a later round's question) is never scored:
+        # the answer may know its outcome. Marked scored now, so nothing waits for it.
+        settled = market.resolution != Market.Resolution.OPEN
         rows.append(
             PanelForecast(
                 decision=decision,
@@ -115,8 +124,9 @@ def forecasts_write(
                 position=position,
                 probability=None if probability is None else money.probability(probability),
                 problem=problem[:300] if probability is None else "",
-                reference_price=question.reference_price,
+                reference_price=None if settled else question.reference_price,
                 reference=question.reference,
+                scored_at=now if settled else None,
                 created_at=now,
             )
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from decimal import Decimal
@@ -46,11 +46,14 @@ def run_prepare(
     source = source or market_source()
     limit = settings.MARKET_UNIVERSE_SIZE
     result = market_services.markets_sync_top(limit=limit, source=source)  # network, no txn
-    held = held_market_ids()
-    refresh = market_services.markets_refresh(polymarket_ids=held, source=source)
-    summary = result.summary() + ("" if refresh.ok else f"; held refresh failed: {refresh.error}")
     week_start = week_start or cohort_week_start(now)
     week_panel = _week_panel(week_start)
+    # The held markets, and the week's panel questions (a later run of the week freezes them
+    # whether or not they are still among the top), at their prices now.
+    held = held_market_ids()
+    asked = set(week_panel[1]) if week_panel else set()
+    refresh = market_services.markets_refresh(polymarket_ids=held | asked, source=source)
+    summary = result.summary() + ("" if refresh.ok else f"; held refresh failed: {refresh.error}")
     if result.ok:
         universe_ids = [m.polymarket_id for m in result.markets[:limit]]
     else:
@@ -68,7 +71,7 @@ def run_prepare(
             sync_summary=summary,
         )
         markets = Market.objects.defer("raw", "description").in_bulk(
-            set(universe_ids) | held | set(week_panel[1] if week_panel else []),
+            set(universe_ids) | held | asked,
             field_name="polymarket_id",
         )
         rank = {pid: i for i, pid in enumerate(universe_ids, start=1)}
@@ -94,7 +97,9 @@ def run_prepare(
         )
         try:
             with transaction.atomic():  # the panel's failure must not cost the week its snapshot
-                run.panel_seed, run.panel = week_panel or run_panel(run.week_start, frozen)
+                run.panel_seed, run.panel = week_panel or run_panel(
+                    run.week_start, frozen, asked_before=_asked_before(run.week_start)
+                )
                 run.save(update_fields=["panel_seed", "panel"])
         except Exception:
             logger.exception("%s: no forecast panel could be picked", run)
@@ -116,11 +121,19 @@ def _week_panel(week_start: date) -> tuple[str, list[str]] | None:
     return (row[0], list(row[1])) if row is not None else None
 
 
-def run_panel(week_start: date, frozen: Iterable[SnapshotMarket]) -> tuple[str, list[str]]:
+def _asked_before(week_start: date) -> set[str]:
+    """The markets of every earlier week's panel (published with their runs)."""
+    panels = DecisionRun.objects.filter(week_start__lt=week_start).exclude(panel_seed="")
+    return {pid for panel in panels.values_list("panel", flat=True) for pid in panel}
+
+
+def run_panel(
+    week_start: date, frozen: Iterable[SnapshotMarket], *, asked_before: Set[str] = frozenset()
+) -> tuple[str, list[str]]:
     """The week's forecast panel over a run's frozen markets (arena/panel.py): its seed, from
     the week and every frozen market's prices (in the order of their ids as strings), and its
     questions, from the ranked markets (the top of the catalogue; a market frozen only because
-    an agent holds it is none)."""
+    an agent holds it is none) that no earlier week's panel asked (`asked_before`)."""
     rows = list(frozen)
     seed = panel_seed(
         week_start=week_start,
@@ -138,7 +151,9 @@ def run_panel(week_start: date, frozen: Iterable[SnapshotMarket]) -> tuple[str, 
             closed=row.closed,
         )
         for row in rows
-        if row.rank is not None
+        # A question is asked in one week only: its forecasts of an earlier week are public
+        # by the time an outside agent answers this one's, and the lineup never sees them.
+        if row.rank is not None and row.polymarket_id not in asked_before
     ]
     earliest_end = outside_window(week_start)[1] + END_AFTER_WINDOW
     panel = panel_pick(candidates, seed=seed, earliest_end=earliest_end, size=settings.PANEL_SIZE)

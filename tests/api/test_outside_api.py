@@ -31,6 +31,7 @@ from arena.models import (
     PanelForecast,
     PortfolioSnapshot,
     Position,
+    SnapshotMarket,
     SystemEvent,
     Trade,
 )
@@ -798,3 +799,20 @@ def test_a_v2_team_gets_the_panel_and_its_forecasts_are_scored_against_the_live_
         assert row.reference_price == Decimal(prices[0]).quantize(Decimal("0.000001"))
     [trade] = Trade.objects.filter(decision=decision)
     assert trade.stated_probability == Decimal("0.55")
+
+
+def test_a_v2_team_that_submits_nothing_has_every_question_imputed_at_the_snapshot(
+    v2_week: Week,
+) -> None:
+    outside_decisions_close(now=WINDOW_CLOSES + timedelta(minutes=1))
+
+    decision = Decision.objects.get(agent=v2_week.agent())
+    rows = list(PanelForecast.objects.filter(decision=decision).select_related("run"))
+    assert decision.no_submission
+    assert rows  # counted against its coverage, never left out
+    snapshot = {m.polymarket_id: m for m in SnapshotMarket.objects.filter(run=decision.run)}
+    for row in rows:
+        assert row.probability is None
+        assert row.reference == PanelForecast.Reference.SNAPSHOT
+        yes = snapshot[row.market.polymarket_id].outcome_prices[0]
+        assert row.reference_price == Decimal(str(yes)).quantize(Decimal("0.000001"))

@@ -48,7 +48,12 @@ from arena.services.decisions.lifecycle import (
     under_claim,
 )
 from arena.services.events import Kind, Level, event_record
-from arena.services.forecasts import PanelQuestion, forecasts_keep_live, forecasts_write
+from arena.services.forecasts import (
+    PanelQuestion,
+    forecasts_keep_live,
+    forecasts_write,
+    questions_asked,
+)
 from arena.services.frozen import FrozenMarkets
 from arena.weeks import cohort_week_start, outside_window
 
@@ -79,14 +84,12 @@ def outside_messages(
 
 
 def questions_at_close(decision: Decision) -> tuple[PanelQuestion, ...]:
-    """The panel's questions of an outside decision held by default, with no answer and so no
-    live read: recorded as missing, with no b (never scored)."""
+    """The panel's questions of an outside decision held by default (no submission, or none
+    valid): each missing, imputed at its round's snapshot price, as a lineup agent's missing
+    forecast is, so a team never gains coverage by not answering."""
     if decision.cohort.methodology_version == "v1" or decision.run is None:
         return ()
-    return tuple(
-        PanelQuestion(market_id, None, PanelForecast.Reference.LIVE)
-        for market_id in decision.run.panel
-    )
+    return questions_asked(FrozenMarkets.load(decision.run))
 
 
 def round_attempts(decision: Decision) -> list[DecisionAttempt]:
@@ -390,7 +393,9 @@ def outside_decisions_close(*, now: datetime | None = None) -> list[int]:
                 no_submission=not submitted,
                 finished_at=now,
             )
-            if finished == 1 and decision.run_id is not None:
+            # A submission whose orders all failed stated its forecasts: those stay.
+            kept = PanelForecast.objects.filter(decision=decision).exists()
+            if finished == 1 and decision.run_id is not None and not kept:
                 forecasts_write(
                     decision=decision,
                     run_id=decision.run_id,

@@ -193,7 +193,8 @@ def decision_ask(
             continue
         stored = answer_store(
             decision=decision, progress=progress, run_id=run.pk, messages=messages,
-            reply=reply, parsed=parsed, started_at=started, panel=questions_asked(context.panel),
+            reply=reply, parsed=parsed, started_at=started,
+            panel=questions_asked(frozen) if context.panel else (),
         )  # fmt: skip
         if not stored:  # the claim was taken over while the model answered: not ours now
             return DecisionOutcome(decision.pk, CLAIM_LOST, notes=["claim taken over"])
@@ -202,7 +203,7 @@ def decision_ask(
     tries = settings.DECISION_PARSE_RETRIES + 1
     if not answer_hold(
         decision=decision, reply=reply, parse_error=last_error, tries=tries, submitted=False,
-        panel=questions_asked(context.panel), run_id=run.pk,
+        panel=questions_asked(frozen) if context.panel else (), run_id=run.pk,
     ):  # fmt: skip
         return DecisionOutcome(decision.pk, CLAIM_LOST, notes=[last_error])
     return DecisionOutcome(decision.pk, Decision.Status.DONE, notes=[last_error])
