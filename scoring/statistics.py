@@ -14,6 +14,7 @@ continued fraction), so the project needs no scipy.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -643,3 +644,20 @@ def share_positive(values: ArrayLike) -> float | None:
     if len(array) == 0:
         return None
     return int(np.count_nonzero(array > 0.0)) / len(array)
+
+
+def holm_adjusted(p_values: Sequence[float | None]) -> list[float | None]:
+    """Return Holm's step-down adjusted p-values (Holm 1979), in the order given: the k-th
+    smallest of m p-values is multiplied by m − k + 1, each kept at least the one before it,
+    at most 1. A p-value of None (no test) stays None and is not counted among the m."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    for p, _ in tested:
+        if not (math.isfinite(p) and 0.0 <= p <= 1.0):
+            raise ValueError(f"a p-value is in [0, 1], got {p!r}")
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    m = len(tested)
+    for k, (p, index) in enumerate(tested):
+        running = max(running, min(1.0, (m - k) * p))
+        adjusted[index] = running
+    return adjusted

@@ -85,12 +85,30 @@ class PanelRowOut(Schema):
     alpha: PanelMeanOut
 
 
+class PanelComparisonOut(Schema):
+    """Two ranked LLM rows' panel Brier on their shared questions: first − second (below 0,
+    the first forecast better), clustered by week and market, Holm-corrected over the pairs;
+    no difference is called under `min_weeks` weeks of questions."""
+
+    first: str
+    second: str
+    offline: bool
+    questions: int
+    weeks: int
+    difference: PanelMeanOut
+    p_value: float | None
+    holm_p: float | None
+    verdict: str  # too early to tell, no difference shown, or "<row> forecast better"
+
+
 class PanelBoardOut(Schema):
     methodology_version: str
     questions: int
     llms: list[PanelRowOut]
     references: list[PanelRowOut]
     outside: list[PanelRowOut]
+    comparisons: list[PanelComparisonOut]
+    min_weeks: int
 
 
 def _decimal(value: Decimal | None) -> str | None:
@@ -215,4 +233,19 @@ def panel_leaderboard(request: HttpRequest) -> PanelBoardOut:
         llms=[_row(r) for r in board.llms],
         references=[_row(r) for r in board.references],
         outside=[_row(r) for r in board.outside],
+        comparisons=[
+            PanelComparisonOut(
+                first=c.first,
+                second=c.second,
+                offline=c.offline,
+                questions=c.questions,
+                weeks=c.weeks,
+                difference=_interval(c.difference),
+                p_value=c.p_value,
+                holm_p=c.holm_p,
+                verdict=c.verdict,
+            )
+            for c in board.comparisons
+        ],
+        min_weeks=panel.MIN_WEEKS,
     )

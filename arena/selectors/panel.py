@@ -24,9 +24,10 @@ from arena.models import PanelForecast, Trade
 from arena.selectors.standings import offline_agent_ids
 from scoring.panel import PanelScores, log_score, panel_scores, question_forecast
 from scoring.say_do import ReliabilityBin, SayDo, StatedBet, reliability, say_do
-from scoring.statistics import Interval, pooled_mean_interval
+from scoring.statistics import Interval, holm_adjusted, pooled_mean_interval, pooled_mean_test
 
 CROWD = "LLM crowd"
+MIN_WEEKS = 10  # weeks of questions under which no pairwise difference is called
 
 Question = tuple[date, str]  # (week, market id)
 
@@ -52,10 +53,38 @@ class PanelRow:
     brier: Interval
     log_score: Interval
     alpha: Interval
+    # Each resolved question's Brier, for the pairwise comparisons.
+    question_brier: dict[Question, float] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def ranked(self) -> bool:
         return self.scores.ranked
+
+
+@dataclass(frozen=True)
+class PanelComparison:
+    """Two LLM rows' panel Brier compared on the questions both were scored on: the mean of
+    the per-question differences (first − second: below 0, the first forecast better), its
+    interval and t test clustered by week and market, and the p-value after Holm's
+    correction over the board's comparisons. `weeks` is how many weeks the questions span:
+    under MIN_WEEKS no difference is called, whatever its p-value (too early to tell)."""
+
+    first: str
+    second: str
+    offline: bool
+    questions: int
+    weeks: int
+    difference: Interval
+    p_value: float | None
+    holm_p: float | None
+
+    @property
+    def verdict(self) -> str:
+        if self.weeks < MIN_WEEKS or self.holm_p is None:
+            return "too early to tell"
+        if self.holm_p >= 0.05:
+            return "no difference shown"
+        return f"{self.first if self.difference.estimate < 0 else self.second} forecast better"
 
 
 @dataclass(frozen=True)
@@ -64,6 +93,7 @@ class PanelBoard:
     references: list[PanelRow]  # the baselines, and the LLM crowd
     outside: list[PanelRow]
     questions: int  # resolved panel questions with a reference price
+    comparisons: list[PanelComparison] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -111,7 +141,45 @@ def panel_board() -> PanelBoard:
             references.append(_row(CROWD, None, stand_in, crowd))
     llms.sort(key=lambda r: (not r.ranked, r.offline, r.scores.brier))
     questions = {q for row in answers.values() for q in row.outcomes}
-    return PanelBoard(llms=llms, references=references, outside=outside, questions=len(questions))
+    return PanelBoard(
+        llms=llms,
+        references=references,
+        outside=outside,
+        questions=len(questions),
+        comparisons=_comparisons(llms),
+    )
+
+
+def _comparisons(rows: Sequence[PanelRow]) -> list[PanelComparison]:
+    """Every pair of ranked LLM rows of one kind (real, or offline stand-ins), in board
+    order, on their shared questions; Holm's correction over all of them."""
+    pairs = []
+    for index, first in enumerate(rows):
+        for second in rows[index + 1 :]:
+            if first.offline != second.offline or not (first.ranked and second.ranked):
+                continue
+            shared = sorted(set(first.question_brier) & set(second.question_brier))
+            if not shared:
+                continue
+            differences = [first.question_brier[q] - second.question_brier[q] for q in shared]
+            weeks = [q[0].toordinal() for q in shared]
+            markets = [q[1] for q in shared]
+            test = pooled_mean_test(differences, weeks, markets)
+            pairs.append((first, second, shared, _interval(differences, weeks, markets), test))
+    adjusted = holm_adjusted([test.p_value if test else None for *_, test in pairs])
+    return [
+        PanelComparison(
+            first=first.label,
+            second=second.label,
+            offline=first.offline,
+            questions=len(shared),
+            weeks=len({q[0] for q in shared}),
+            difference=interval,
+            p_value=test.p_value if test else None,
+            holm_p=holm,
+        )
+        for (first, second, shared, interval, test), holm in zip(pairs, adjusted, strict=True)
+    ]
 
 
 def _is_llm(model: BenchmarkModel) -> bool:
@@ -159,6 +227,7 @@ def _row(label: str, model: BenchmarkModel | None, offline: bool, row: _Answers)
         brier=_interval(brier, weeks, markets),
         log_score=_interval(log, weeks, markets),
         alpha=_interval(alpha, weeks, markets),
+        question_brier=dict(zip(questions, brier, strict=True)),
     )
 
 

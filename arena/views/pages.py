@@ -107,7 +107,11 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
             cohorts=cohorts, llms=llms, baselines=baselines, outside_rows=outside_rows
         )
     if view == "panel":
-        context |= {"panel": panel_selectors.panel_board(), "panel_size": settings.PANEL_SIZE}
+        context |= {
+            "panel": panel_selectors.panel_board(),
+            "panel_size": settings.PANEL_SIZE,
+            "panel_min_weeks": panel_selectors.MIN_WEEKS,
+        }
     return render(request, "arena/leaderboard.html", context)
 
 

@@ -300,9 +300,22 @@ def test_the_panel_leaderboard_recomputes_from_the_forecasts_export(
         assert panel_row.brier.low is None  # one week: too few clusters for an interval
     assert any(r.label == "LLM crowd" for r in board.references)
 
+    # Every pair of ranked LLM rows, on the same six questions, first − second per question;
+    # one week of questions: too early to call any difference.
+    ranked = [r for r in board.llms if r.ranked]
+    assert len(board.comparisons) == len(ranked) * (len(ranked) - 1) // 2
+    by_label = {r.label: recomputed[r.model.internal_id] for r in ranked if r.model is not None}
+    for pair in board.comparisons:
+        first, second = by_label[pair.first], by_label[pair.second]
+        mean_first, mean_second = sum(f[0] for f in first) / 6, sum(f[0] for f in second) / 6
+        assert pair.difference.estimate == pytest.approx(mean_first - mean_second)
+        assert pair.questions == 6
+        assert pair.verdict == "too early to tell"
+
     page = client.get("/", {"view": "panel"}).content.decode()
     assert 'id="panel-leaderboard"' in page
     assert "6 resolved questions" in page
+    assert 'id="panel-comparisons"' in page
 
 
 def test_the_api_lists_forecasts_by_run_agent_and_market_and_gives_the_panel_figures(

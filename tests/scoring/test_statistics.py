@@ -16,6 +16,7 @@ from scoring.statistics import (
     bootstrap_pooled_interval,
     cell_mean_interval,
     clustered_variance,
+    holm_adjusted,
     paired_difference_test,
     pooled_mean_interval,
     pooled_mean_test,
@@ -323,3 +324,13 @@ def test_cells_give_the_interval_of_the_values_they_hold() -> None:
     assert cell_mean_interval([], [], [], []) is None
     with pytest.raises(ValueError, match="whole"):
         cell_mean_interval([0.1], [0.5], [1], [1])
+
+
+def test_holms_adjustment_on_a_worked_example() -> None:
+    # m = 4: sorted 0.01, 0.02, 0.03, 0.04 → 0.04, 0.06, 0.06 (kept at least 0.06), 0.06;
+    # then back in the order given; an untested pair stays None and is not counted.
+    adjusted = holm_adjusted([0.03, None, 0.01, 0.04, 0.02])
+    assert adjusted == pytest.approx([0.06, None, 0.04, 0.06, 0.06])
+    assert holm_adjusted([0.5, 0.9]) == [1.0, 1.0]
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        holm_adjusted([1.5])
