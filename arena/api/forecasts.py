@@ -83,6 +83,10 @@ class PanelRowOut(Schema):
     brier: PanelMeanOut
     log_score: PanelMeanOut
     alpha: PanelMeanOut
+    # Murphy's decomposition of its Brier in the YES frame (10 equal-width bins).
+    murphy_reliability: float | None
+    murphy_resolution: float | None
+    murphy_uncertainty: float | None
 
 
 class PanelComparisonOut(Schema):
@@ -212,6 +216,9 @@ def _row(row: panel.PanelRow) -> PanelRowOut:
         brier=_interval(row.brier),
         log_score=_interval(row.log_score),
         alpha=_interval(row.alpha),
+        murphy_reliability=row.murphy.reliability if row.murphy else None,
+        murphy_resolution=row.murphy.resolution if row.murphy else None,
+        murphy_uncertainty=row.murphy.uncertainty if row.murphy else None,
     )
 
 

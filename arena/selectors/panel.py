@@ -22,6 +22,7 @@ from typing import Any
 from agents.models import BenchmarkModel
 from arena.models import PanelForecast, Trade
 from arena.selectors.standings import offline_agent_ids
+from scoring.murphy import Murphy, murphy_decomposition
 from scoring.panel import PanelScores, log_score, panel_scores, question_forecast
 from scoring.say_do import ReliabilityBin, SayDo, StatedBet, reliability, say_do
 from scoring.statistics import Interval, holm_adjusted, pooled_mean_interval, pooled_mean_test
@@ -55,6 +56,8 @@ class PanelRow:
     alpha: Interval
     # Each resolved question's Brier, for the pairwise comparisons.
     question_brier: dict[Question, float] = field(default_factory=dict, repr=False, compare=False)
+    # Its forecasts' Murphy decomposition, in the YES frame (every question a YES forecast).
+    murphy: Murphy | None = None
 
     @property
     def ranked(self) -> bool:
@@ -228,6 +231,7 @@ def _row(label: str, model: BenchmarkModel | None, offline: bool, row: _Answers)
         log_score=_interval(log, weeks, markets),
         alpha=_interval(alpha, weeks, markets),
         question_brier=dict(zip(questions, brier, strict=True)),
+        murphy=murphy_decomposition(used, outcomes),
     )
 
 

@@ -298,6 +298,9 @@ def test_the_panel_leaderboard_recomputes_from_the_forecasts_export(
         assert panel_row.brier.estimate == pytest.approx(sum(f[0] for f in figures) / 6)
         assert panel_row.alpha.estimate == pytest.approx(sum(f[1] for f in figures) / 6)
         assert panel_row.brier.low is None  # one week: too few clusters for an interval
+        assert panel_row.murphy is not None
+        assert panel_row.murphy.count == 6
+        assert panel_row.murphy.brier == pytest.approx(panel_row.brier.estimate)
     assert any(r.label == "LLM crowd" for r in board.references)
 
     # Every pair of ranked LLM rows, on the same six questions, first − second per question;
