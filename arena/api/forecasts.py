@@ -5,9 +5,7 @@ row by row (by run, agent, model, cohort or market), and the panel's figures for
 from __future__ import annotations
 
 from datetime import date, datetime
-from decimal import Decimal
 
-from django.db.models import QuerySet
 from django.http import HttpRequest
 from ninja import Router, Schema
 
@@ -23,9 +21,9 @@ from arena.api.params import (
     known_market,
     known_model,
 )
-from arena.api.records_schemas import decimal_string
+from arena.api.records_schemas import optional_decimal
 from arena.models import PanelForecast
-from arena.selectors import panel
+from arena.selectors import listings, panel
 from scoring.statistics import Interval
 
 router = Router(tags=["forecasts"])
@@ -115,10 +113,6 @@ class PanelBoardOut(Schema):
     min_weeks: int
 
 
-def _decimal(value: Decimal | None) -> str | None:
-    return None if value is None else decimal_string(value)
-
-
 def _forecast(row: PanelForecast) -> ForecastOut:
     return ForecastOut(
         forecast_id=row.pk,
@@ -130,10 +124,10 @@ def _forecast(row: PanelForecast) -> ForecastOut:
         week_start=row.week_start,
         market_id=row.market.polymarket_id,
         question_index=row.position,
-        probability=_decimal(row.probability),
+        probability=optional_decimal(row.probability),
         imputed=row.imputed,
         problem=row.problem,
-        b=_decimal(row.reference_price),
+        b=optional_decimal(row.reference_price),
         b_source=row.reference,
         outcome=row.outcome,
         brier=row.brier_score,
@@ -163,29 +157,14 @@ def forecast_list(
     number, `agent` an id, `market` a Polymarket id, `run` a run's id, `week` the ISO date of
     the week's Sunday. Newest week first, then by decision and question. An unknown model,
     cohort, agent or market is a 422."""
-    rows: QuerySet[PanelForecast] = PanelForecast.objects.select_related(
-        "agent__model", "agent__cohort", "market"
-    ).only(
-        *(f.name for f in PanelForecast._meta.concrete_fields),
-        "agent__model__internal_id",
-        "agent__cohort__number",
-        "market__polymarket_id",
+    rows = listings.forecast_list(
+        model=known_model(model),
+        cohort=known_cohort(cohort),
+        agent=known_agent(agent),
+        market=known_market(market),
+        run_id=run,
+        week=week,
     )
-    found_model, found_cohort = known_model(model), known_cohort(cohort)
-    found_agent, found_market = known_agent(agent), known_market(market)
-    if found_model is not None:
-        rows = rows.filter(agent__model=found_model)
-    if found_cohort is not None:
-        rows = rows.filter(agent__cohort=found_cohort)
-    if found_agent is not None:
-        rows = rows.filter(agent=found_agent)
-    if found_market is not None:
-        rows = rows.filter(market=found_market)
-    if run is not None:
-        rows = rows.filter(run_id=run)
-    if week is not None:
-        rows = rows.filter(week_start=week)
-    rows = rows.order_by("-week_start", "decision_id", "position")
     start = (page - 1) * page_size
     return ForecastPage(
         count=rows.count(),

@@ -6,7 +6,6 @@ is the page's figure; this module only shapes them (`arena/api/records_schemas.p
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeVar
 
 from django.core.cache import cache
@@ -65,6 +64,7 @@ from arena.api.records_schemas import (
     TradePage,
     TradeRowOut,
     decimal_string,
+    optional_decimal,
     return_string,
     status_out,
 )
@@ -103,10 +103,6 @@ AGENT_TRADES_SHOWN = 50
 def _page_of(page: int, page_size: int) -> slice:
     start = (page - 1) * page_size
     return slice(start, start + page_size)
-
-
-def _optional(value: Decimal | None) -> str | None:
-    return None if value is None else decimal_string(value)
 
 
 def _model_row(row: standings.ModelRow) -> ModelRowOut:
@@ -161,9 +157,9 @@ def _position(row: standings.PositionRow) -> PositionOut:
         shares=decimal_string(position.shares),
         cost_basis=decimal_string(position.cost_basis),
         realized_pnl=decimal_string(position.realized_pnl),
-        settlement_value=_optional(position.settlement_value),
-        price_now=_optional(row.price_now),
-        value_now=_optional(row.value_now),
+        settlement_value=optional_decimal(position.settlement_value),
+        price_now=optional_decimal(row.price_now),
+        value_now=optional_decimal(row.value_now),
         opened_at=position.opened_at,
         closed_at=position.closed_at,
     )
@@ -183,11 +179,11 @@ def _trade_fields(trade: Trade, *, market: Market | None = None) -> dict[str, An
         "side": trade.side,
         "order_index": trade.order_index,
         "try_number": trade.try_number,
-        "price": _optional(trade.price),
-        "snapshot_price": _optional(trade.snapshot_price),
-        "live_price": _optional(trade.live_price),
-        "shares": _optional(trade.shares),
-        "amount": _optional(trade.amount),
+        "price": optional_decimal(trade.price),
+        "snapshot_price": optional_decimal(trade.snapshot_price),
+        "live_price": optional_decimal(trade.live_price),
+        "shares": optional_decimal(trade.shares),
+        "amount": optional_decimal(trade.amount),
         "implied_confidence": trade.implied_confidence,
         "brier": trade.brier_score,
         "side_won": trade.side_won,
@@ -230,7 +226,7 @@ def _market_fields(market: Market) -> dict[str, Any]:
         "outcomes": [str(o) for o in market.outcomes],
         "outcome_prices": [None if p is None else str(p) for p in market.outcome_prices],
         "volume": decimal_string(market.volume),
-        "liquidity": _optional(market.liquidity),
+        "liquidity": optional_decimal(market.liquidity),
         "close_date": market.close_date,
         "closed": market.closed,
         "resolution": market.resolution,
@@ -247,7 +243,7 @@ def _price_point(point: markets.PricePoint) -> PricePointOut:
         source=point.source,
         run=point.run_id,
         prices=[
-            OutcomePriceOut(outcome=outcome, price=_optional(price))
+            OutcomePriceOut(outcome=outcome, price=optional_decimal(price))
             for outcome, price in point.prices
         ],
     )
@@ -280,7 +276,7 @@ def _attempt(attempt: DecisionAttempt, digests: dict[int, str]) -> AttemptOut:
         prompt_tokens=attempt.prompt_tokens,
         completion_tokens=attempt.completion_tokens,
         reasoning_tokens=attempt.reasoning_tokens,
-        cost_usd=_optional(attempt.cost_usd),
+        cost_usd=optional_decimal(attempt.cost_usd),
         latency_ms=attempt.latency_ms,
         raw_response=attempt.raw_response,
         commitment_salt=attempt.commitment_salt,
@@ -597,7 +593,7 @@ def decision_detail(request: HttpRequest, decision_id: Id) -> DecisionDetailOut:
         user_prompt=decision.user_prompt,
         parsed=decision.parsed,
         prompt_version=decision.prompt_version,
-        cost_usd=_optional(decision.cost_usd),
+        cost_usd=optional_decimal(decision.cost_usd),
         attempts=[
             _attempt(a, digests) for a in sorted(decision.attempts.all(), key=lambda a: a.number)
         ],

@@ -29,6 +29,11 @@ def decimal_string(value: Decimal) -> str:
     return format(value, "f")
 
 
+def optional_decimal(value: Decimal | None) -> str | None:
+    """`decimal_string`, or None for a missing value."""
+    return None if value is None else decimal_string(value)
+
+
 def return_string(value: Decimal | None) -> str | None:
     return None if value is None else decimal_string(value.quantize(RETURN_PLACES))
 

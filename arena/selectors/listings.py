@@ -16,7 +16,7 @@ from django.db.models import Count, Exists, F, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from agents.models import BenchmarkModel
-from arena.models import Agent, Cohort, Decision, Position, Trade
+from arena.models import Agent, Cohort, Decision, PanelForecast, Position, Trade
 from arena.selectors import standings
 from arena.selectors.standings import LIST_DEFERRED, MARKET_DEFERRED
 from markets import selectors as catalogue
@@ -78,6 +78,39 @@ def trade_list(
     if status is not None:
         trades = trades.filter(status=status)
     return trades.order_by(*standings.TRADE_ORDER)
+
+
+def forecast_list(
+    *,
+    model: BenchmarkModel | None = None,
+    cohort: Cohort | None = None,
+    agent: Agent | None = None,
+    market: Market | None = None,
+    run_id: int | None = None,
+    week: date | None = None,
+) -> QuerySet[PanelForecast]:
+    """Return every panel forecast (methodology v2) matching every filter given, newest week
+    first, then by decision and question (stable, for paging), with its agent's model and
+    cohort and its market's id."""
+    rows = PanelForecast.objects.select_related("agent__model", "agent__cohort", "market").only(
+        *(f.name for f in PanelForecast._meta.concrete_fields),
+        "agent__model__internal_id",
+        "agent__cohort__number",
+        "market__polymarket_id",
+    )
+    if model is not None:
+        rows = rows.filter(agent__model=model)
+    if cohort is not None:
+        rows = rows.filter(agent__cohort=cohort)
+    if agent is not None:
+        rows = rows.filter(agent=agent)
+    if market is not None:
+        rows = rows.filter(market=market)
+    if run_id is not None:
+        rows = rows.filter(run_id=run_id)
+    if week is not None:
+        rows = rows.filter(week_start=week)
+    return rows.order_by("-week_start", "decision_id", "position")
 
 
 def _count(rows: QuerySet[Any]) -> Coalesce:

@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
+from decimal import Decimal
 from typing import Any
 
 from agents.models import BenchmarkModel
@@ -41,6 +42,15 @@ class _Answers:
     stated: dict[Question, list[float | None]] = field(default_factory=lambda: defaultdict(list))
     prices: dict[Question, list[float]] = field(default_factory=lambda: defaultdict(list))
     outcomes: dict[Question, int] = field(default_factory=dict)
+
+    def add(
+        self, question: Question, *, stated: Decimal | None, price: Decimal, outcome: int
+    ) -> None:
+        """One agent's answer to `question`: its stated forecast (None: imputed), b and the
+        outcome."""
+        self.stated[question].append(float(stated) if stated is not None else None)
+        self.prices[question].append(float(price))
+        self.outcomes[question] = outcome
 
 
 @dataclass(frozen=True)
@@ -121,10 +131,7 @@ def panel_board() -> PanelBoard:
         if price is None or outcome is None:  # never: the filter leaves them out
             continue
         row = answers[(model_id, agent_id in stand_ins)]
-        question = (week, market_id)
-        row.stated[question].append(float(stated) if stated is not None else None)
-        row.prices[question].append(float(price))
-        row.outcomes[question] = outcome
+        row.add((week, market_id), stated=stated, price=price, outcome=outcome)
     models = BenchmarkModel.objects.in_bulk({model_id for model_id, _ in answers})
     llms, references, outside = [], [], []
     for (model_id, stand_in), row in answers.items():
@@ -292,10 +299,9 @@ def model_say_do(*, model: BenchmarkModel, offline: set[int]) -> list[ModelSayDo
     for agent_id, week, market_id, probability, price, outcome in forecasts:
         if price is None or outcome is None:  # never: the filter leaves them out
             continue
-        seen, question = answers[agent_id in offline], (week, market_id)
-        seen.stated[question].append(float(probability) if probability is not None else None)
-        seen.prices[question].append(float(price))
-        seen.outcomes[question] = outcome
+        answers[agent_id in offline].add(
+            (week, market_id), stated=probability, price=price, outcome=outcome
+        )
     bets = _stated_bets(model=model, offline=offline)
     figures = []
     for stand_in in (False, True):

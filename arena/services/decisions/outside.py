@@ -394,8 +394,11 @@ def outside_decisions_close(*, now: datetime | None = None) -> list[int]:
                 finished_at=now,
             )
             # A submission whose orders all failed stated its forecasts: those stay.
-            kept = PanelForecast.objects.filter(decision=decision).exists()
-            if finished == 1 and decision.run_id is not None and not kept:
+            if (
+                finished == 1
+                and decision.run_id is not None
+                and not PanelForecast.objects.filter(decision=decision).exists()
+            ):
                 forecasts_write(
                     decision=decision,
                     run_id=decision.run_id,
