@@ -262,6 +262,11 @@ class PanelWeek:
     brier: float
     alpha: float
 
+    @property
+    def market_brier(self) -> float:
+        """The Brier of b on the same questions (Alpha is the market's Brier less the row's)."""
+        return self.brier + self.alpha
+
 
 @dataclass(frozen=True)
 class ModelSayDo:
@@ -273,6 +278,9 @@ class ModelSayDo:
     say_do: SayDo | None
     panel_reliability: list[ReliabilityBin]  # stated P(YES) against YES
     bet_reliability: list[ReliabilityBin]  # stated P(side wins) against the side winning
+    # The market on the same forecasts: b of each stated panel forecast, the price of each bet.
+    panel_market_reliability: list[ReliabilityBin] = field(default_factory=list)
+    bet_market_reliability: list[ReliabilityBin] = field(default_factory=list)
 
     @property
     def reliability_rows(self) -> list[tuple[ReliabilityBin, ReliabilityBin]]:
@@ -309,20 +317,24 @@ def model_say_do(*, model: BenchmarkModel, offline: set[int]) -> list[ModelSayDo
         if row is None and not bets[stand_in]:
             continue
         points = [
-            (value, row.outcomes[q]) for q, values in row.stated.items() for value in values
+            (value, price, row.outcomes[q])
+            for q, values in row.stated.items()
+            for value, price in zip(values, row.prices[q], strict=True)
             if value is not None
         ] if row is not None else []  # fmt: skip
+        outcomes = [x for _, _, x in points]
         resolved = [b for b in bets[stand_in] if b.won is not None]
+        won = [int(bool(b.won)) for b in resolved]
         figures.append(
             ModelSayDo(
                 offline=stand_in,
                 panel=_row(model.display_name, model, stand_in, row) if row else None,
                 weeks=_weeks(row) if row else [],
                 say_do=say_do(bets[stand_in]),
-                panel_reliability=reliability([p for p, _ in points], [x for _, x in points]),
-                bet_reliability=reliability(
-                    [b.probability for b in resolved], [int(bool(b.won)) for b in resolved]
-                ),
+                panel_reliability=reliability([p for p, _, _ in points], outcomes),
+                bet_reliability=reliability([b.probability for b in resolved], won),
+                panel_market_reliability=reliability([b for _, b, _ in points], outcomes),
+                bet_market_reliability=reliability([b.price for b in resolved], won),
             )
         )
     return figures

@@ -21,9 +21,11 @@ from arena.selectors.analytics.figures import (
     ModelAnalytics,
     Separation,
 )
+from arena.selectors.panel import ModelSayDo
 from arena.views import diagrams
 from arena.views.diagrams import fixed, signed, signed_precise
 from scoring.murphy import Murphy
+from scoring.say_do import ReliabilityBin
 from scoring.statistics import MIN_BOOTSTRAP_COHORTS, Interval, MeanTest
 
 ANALYTICS_SECTION = "analytics-beyond-v1"  # docs/methodology.md's heading, as the toc ids it
@@ -462,3 +464,66 @@ def reliability_points(murphy: Murphy | None) -> Sequence[tuple[float, float, in
         for b in murphy.bins
         if b.count and b.mean_forecast is not None and b.observed_frequency is not None
     ]
+
+
+def bin_points(bins: Sequence[ReliabilityBin]) -> Sequence[tuple[float, float, int]]:
+    """(mean forecast, observed frequency, count) of each non-empty bin of a reliability table."""
+    return [
+        (b.mean_forecast, b.frequency, b.count)
+        for b in bins
+        if b.count and b.mean_forecast is not None and b.frequency is not None
+    ]
+
+
+@dataclass
+class SayDoPanel:
+    """What the model page draws of one row's methodology v2 figures (the model's, or its
+    offline stand-in's): the figures, both reliability diagrams and the panel week by week."""
+
+    figures: ModelSayDo
+    panel_reliability: SafeString
+    bet_reliability: SafeString
+    weekly_alpha: SafeString | None
+    weekly_brier: SafeString | None
+
+
+def say_do_panels(rows: Sequence[ModelSayDo], *, baseline: bool) -> list[SayDoPanel]:
+    """The model page's v2 diagrams for each of `rows`. The panel's reliability sets the stated
+    P(YES) beside b on the same forecasts; the bets' sets each stated P(its side wins) beside
+    the price paid for that side; the weekly charts pool Alpha question by question, so a
+    week weighs by its resolved questions."""
+    panels = []
+    for row in rows:
+        label = "Stand-in" if row.offline else ("Rule" if baseline else "Model")
+        pooled, questions = 0.0, 0
+        alpha_points, brier_points = [], []
+        for week in row.weeks:
+            pooled += week.alpha * week.questions
+            questions += week.questions
+            alpha_points.append((week.week_start, week.alpha, pooled / questions))
+            brier_points.append((week.week_start, week.brier, week.market_brier))
+        panels.append(
+            SayDoPanel(
+                figures=row,
+                panel_reliability=diagrams.reliability_diagram(
+                    bin_points(row.panel_reliability),
+                    bin_points(row.panel_market_reliability),
+                    forecaster_label=label,
+                    market_label="Market (b)",
+                    unit="forecast",
+                ),
+                bet_reliability=diagrams.reliability_diagram(
+                    bin_points(row.bet_reliability),
+                    bin_points(row.bet_market_reliability),
+                    forecaster_label=label,
+                    market_label="Price paid",
+                ),
+                weekly_alpha=diagrams.weekly_alpha_line(alpha_points, forecaster_label=label)
+                if row.weeks
+                else None,
+                weekly_brier=diagrams.weekly_brier_lines(brier_points, forecaster_label=label)
+                if row.weeks
+                else None,
+            )
+        )
+    return panels

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import date
 
 from django.utils.safestring import SafeString, mark_safe
 
@@ -106,9 +107,9 @@ def _radius(count: int, most: int) -> float:
     return MIN_RADIUS + (MAX_RADIUS - MIN_RADIUS) * math.sqrt(count / most) if most else MIN_RADIUS
 
 
-def _bin_title(who: str, forecast: float, observed: float, count: int) -> str:
-    bets = f"{count} bet{'s' if count != 1 else ''}"
-    return f"{who}: mean forecast {forecast:.3f}, observed {observed:.3f}, {bets}"
+def _bin_title(who: str, forecast: float, observed: float, count: int, unit: str) -> str:
+    counted = f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{who}: mean forecast {forecast:.3f}, observed {observed:.3f}, {counted}"
 
 
 def reliability_diagram(
@@ -117,11 +118,13 @@ def reliability_diagram(
     *,
     forecaster_label: str = "Model",
     market_label: str = "Market, same bets",
+    unit: str = "bet",
 ) -> SafeString:
     """Return the reliability diagram: each bin's mean forecast (x) against its observed
     frequency (y), both 0–1, over the diagonal of perfect calibration. `forecaster` and
     `market` are (mean forecast, observed frequency, bets) per non-empty bin
-    (`arena.views.analytics.reliability_points`); a point's area grows with its bets, on
+    (`arena.views.analytics.reliability_points`), each bin counting `unit`s (bets, or
+    forecasts); a point's area grows with its count, on
     one scale for both series. The forecaster's bins are filled circles (class `pt model`),
     the market's hollow diamonds (`pt market`). Raises nothing: no bins draws the frame only."""
     plot = RELIABILITY_PLOT
@@ -155,7 +158,7 @@ def reliability_diagram(
         body.append(
             f'<circle class="pt model" cx="{_n(plot.x(forecast))}" cy="{_n(plot.y(observed))}" '
             f'r="{_n(_radius(count, most))}">'
-            f"<title>{_e(_bin_title(forecaster_label, forecast, observed, count))}</title>"
+            f"<title>{_e(_bin_title(forecaster_label, forecast, observed, count, unit))}</title>"
             "</circle>"
         )
     for forecast, observed, count in market:
@@ -163,7 +166,7 @@ def reliability_diagram(
         body.append(
             f'<path class="pt market" d="M{_n(x)} {_n(y - r)}L{_n(x + r)} {_n(y)}'
             f'L{_n(x)} {_n(y + r)}L{_n(x - r)} {_n(y)}Z">'
-            f"<title>{_e(_bin_title(market_label, forecast, observed, count))}</title></path>"
+            f"<title>{_e(_bin_title(market_label, forecast, observed, count, unit))}</title></path>"
         )
     legend_y = RELIABILITY_HEIGHT - 8
     body.append(
@@ -306,9 +309,11 @@ def _cohort_ticks(first: int, last: int) -> list[int]:
     return [*ticks, last]
 
 
-def _cumulative_axes(frame: Frame, *, cohorts: bool) -> list[str]:
-    """The Alpha chart's grid, Alpha ticks, zero line (the market) and cohort axis; the
-    cohorts' ticks only when there are cohorts to mark."""
+def _cumulative_axes(
+    frame: Frame, *, cohorts: bool, axis: str = "cohort", tick: Callable[[int], str] = str
+) -> list[str]:
+    """The Alpha chart's grid, Alpha ticks, zero line (the market) and its `axis` (cohorts, or
+    weeks), each tick labelled by `tick`; the ticks only when there are points to mark."""
     body: list[str] = []
     for value in (frame.high, frame.low):
         y = frame.y(value)
@@ -338,7 +343,7 @@ def _cumulative_axes(frame: Frame, *, cohorts: bool) -> list[str]:
                 _text(
                     frame.x(number),
                     CUMULATIVE_BOTTOM + 16,
-                    str(number),
+                    tick(number),
                     anchor="middle",
                     css="tick",
                 )
@@ -347,20 +352,20 @@ def _cumulative_axes(frame: Frame, *, cohorts: bool) -> list[str]:
         _text(
             (CUMULATIVE_LEFT + CUMULATIVE_RIGHT) / 2,
             CUMULATIVE_BOTTOM + 34,
-            "cohort",
+            axis,
             anchor="middle",
         )
     )
     return body
 
 
-def _cumulative_legend() -> str:
+def _cumulative_legend(axis: str = "cohort") -> str:
     legend_y = CUMULATIVE_HEIGHT - 8
     return (
         f'<g class="legend"><line class="cumulative" x1="4" y1="{legend_y - 4}" x2="22" '
         f'y2="{legend_y - 4}"/>{_text(26, legend_y, "Alpha so far")}'
         f'<circle class="cohort" cx="124" cy="{legend_y - 4}" r="3.5"/>'
-        f"{_text(132, legend_y, 'one cohort')}"
+        f"{_text(132, legend_y, f'one {axis}')}"
         f'<line class="zero" x1="216" y1="{legend_y - 4}" x2="234" y2="{legend_y - 4}"/>'
         f"{_text(238, legend_y, '0: the market')}</g>"
     )
@@ -401,5 +406,147 @@ def cumulative_alpha_line(
         height=CUMULATIVE_HEIGHT,
         label=label,
         css_class="cumulative-alpha",
+        body=body,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The forecast panel week by week (methodology v2)
+
+
+def _week_tick(weeks: Sequence[date]) -> Callable[[int], str]:
+    """Label the n-th week (1-based) by its start, month and day: the ticks' room is small."""
+    return lambda number: weeks[number - 1].strftime("%m-%d") if 0 < number <= len(weeks) else ""
+
+
+def weekly_alpha_line(
+    points: Sequence[tuple[date, float, float]], *, forecaster_label: str = "Model"
+) -> SafeString:
+    """Return panel Alpha week by week: as `cumulative_alpha_line` draws it over cohorts, over
+    the weeks whose panel questions have resolved. `points` are (week start, the week's Alpha,
+    Alpha pooled over every question so far), weeks ascending. Raises nothing."""
+    weeks = [week for week, _, _ in points]
+    numbered = [(n, alpha, pooled) for n, (_, alpha, pooled) in enumerate(points, start=1)]
+    frame = alpha_frame(numbered)
+    body = _cumulative_axes(frame, cohorts=bool(points), axis="week", tick=_week_tick(weeks))
+    if len(numbered) > 1:
+        path = " ".join(f"{_n(frame.x(n))},{_n(frame.y(c))}" for n, _, c in numbered)
+        body.append(f'<polyline class="cumulative" points="{path}"/>')
+    for (number, alpha, pooled), week in zip(numbered, weeks, strict=True):
+        x = frame.x(number)
+        body.append(
+            f'<circle class="pt cohort" cx="{_n(x)}" cy="{_n(frame.y(alpha))}" r="3.5">'
+            f"<title>{_e(f'Week of {week:%Y-%m-%d}: Alpha {signed(alpha)}')}</title></circle>"
+            f'<circle class="pt running" cx="{_n(x)}" cy="{_n(frame.y(pooled))}" r="2.5">'
+            f"<title>{_e(f'Through the week of {week:%Y-%m-%d}: Alpha {signed(pooled)}')}"
+            "</title></circle>"
+        )
+    body.append(_cumulative_legend("week"))
+    if points:
+        count = f"{len(points)} week{'s' if len(points) != 1 else ''}"
+        label = (
+            f"Panel Alpha of {forecaster_label} over {count} ({weeks[0]:%Y-%m-%d} to "
+            f"{weeks[-1]:%Y-%m-%d}): {signed(points[-1][2])} pooled over every question"
+        )
+    else:
+        label = f"Panel Alpha of {forecaster_label} by week: no resolved question yet"
+    return _svg(
+        width=CUMULATIVE_WIDTH,
+        height=CUMULATIVE_HEIGHT,
+        label=label,
+        css_class="cumulative-alpha",
+        body=body,
+    )
+
+
+def _brier_axes(frame: Frame, weeks: Sequence[date], *, high: float) -> list[str]:
+    """The weekly Brier chart's grid and Brier ticks (0, 0.25 and `high`, the top point, when
+    over 0.25) and its week axis, each week labelled by its start."""
+    body: list[str] = []
+    for value in (0.0, 0.25, high) if high > 0.25 else (0.0, 0.125, 0.25):
+        y = frame.y(value)
+        body.append(
+            f'<line class="grid" x1="{_n(CUMULATIVE_LEFT)}" y1="{_n(y)}" '
+            f'x2="{_n(CUMULATIVE_RIGHT)}" y2="{_n(y)}"/>'
+            + _text(CUMULATIVE_LEFT - 6, y + 4, fixed(value, 3), anchor="end", css="tick")
+        )
+    tick = _week_tick(weeks)
+    if weeks:
+        for number in _cohort_ticks(1, len(weeks)):
+            body.append(
+                _text(
+                    frame.x(number),
+                    CUMULATIVE_BOTTOM + 16,
+                    tick(number),
+                    anchor="middle",
+                    css="tick",
+                )
+            )
+    body.append(
+        _text(
+            (CUMULATIVE_LEFT + CUMULATIVE_RIGHT) / 2,
+            CUMULATIVE_BOTTOM + 34,
+            "week",
+            anchor="middle",
+        )
+    )
+    return body
+
+
+def weekly_brier_lines(
+    points: Sequence[tuple[date, float, float]],
+    *,
+    forecaster_label: str = "Model",
+    market_label: str = "Market (b)",
+) -> SafeString:
+    """Return panel Brier week by week: the forecaster's (filled dots on a line) and the
+    market's on the same questions (hollow diamonds on a dashed line), on a Brier axis from 0
+    to the largest of 0.25 and every point. `points` are (week start, the forecaster's Brier,
+    the market's Brier), weeks ascending. Raises nothing."""
+    weeks = [week for week, _, _ in points]
+    high = max([0.25, *(v for _, a, b in points for v in (a, b))])
+    frame = Frame(first=1, last=max(len(points), 1), low=0.0, high=high * 1.05)
+    body = _brier_axes(frame, weeks, high=high)
+    if len(points) > 1:
+        for css, values in (
+            ("model", [own for _, own, _ in points]),
+            ("market", [market for _, _, market in points]),
+        ):
+            path = " ".join(
+                f"{_n(frame.x(n))},{_n(frame.y(value))}" for n, value in enumerate(values, 1)
+            )
+            body.append(f'<polyline class="line {css}" points="{path}"/>')
+    for number, (week, own, market) in enumerate(points, start=1):
+        x, y, r = frame.x(number), frame.y(market), 4.0
+        body.append(
+            f'<circle class="pt model" cx="{_n(x)}" cy="{_n(frame.y(own))}" r="3.5">'
+            f"<title>{_e(f'Week of {week:%Y-%m-%d}: {forecaster_label} Brier {own:.4f}')}"
+            "</title></circle>"
+            f'<path class="pt market" d="M{_n(x)} {_n(y - r)}L{_n(x + r)} {_n(y)}'
+            f'L{_n(x)} {_n(y + r)}L{_n(x - r)} {_n(y)}Z">'
+            f"<title>{_e(f'Week of {week:%Y-%m-%d}: {market_label} Brier {market:.4f}')}"
+            "</title></path>"
+        )
+    legend_y = CUMULATIVE_HEIGHT - 8
+    body.append(
+        f'<g class="legend"><circle class="model" cx="10" cy="{legend_y - 4}" r="4"/>'
+        f"{_text(19, legend_y, forecaster_label)}"
+        f'<path class="market" d="M136 {legend_y - 10}L142 {legend_y - 4}L136 {legend_y + 2}'
+        f'L130 {legend_y - 4}Z"/>{_text(147, legend_y, market_label + ", same questions")}'
+        "</g>"
+    )
+    if points:
+        label = (
+            f"Panel Brier of {forecaster_label} and of {market_label} by week over "
+            f"{len(points)} week{'s' if len(points) != 1 else ''}, {weeks[0]:%Y-%m-%d} to "
+            f"{weeks[-1]:%Y-%m-%d}; the last week {points[-1][1]:.4f} against {points[-1][2]:.4f}"
+        )
+    else:
+        label = f"Panel Brier of {forecaster_label} by week: no resolved question yet"
+    return _svg(
+        width=CUMULATIVE_WIDTH,
+        height=CUMULATIVE_HEIGHT,
+        label=label,
+        css_class="weekly-brier",
         body=body,
     )

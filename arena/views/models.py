@@ -65,8 +65,11 @@ def model_detail(request: HttpRequest, internal_id: str) -> HttpResponse:
             "baseline_rule": model_stats.baseline_rule(model) if model.is_baseline else "",
             "chart": chart,
             "definitions": standings.MODEL_DEFINITIONS,
-            "say_do": panel_selectors.model_say_do(
-                model=model, offline={s.agent.pk for s in agents if s.offline}
+            "say_do": analytics.say_do_panels(
+                panel_selectors.model_say_do(
+                    model=model, offline={s.agent.pk for s in agents if s.offline}
+                ),
+                baseline=model.is_baseline,
             ),
         }
         | analytics.model_context(model),

@@ -17,6 +17,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from agents.models import BenchmarkModel
 from agents.types import PanelForecast as StatedForecast
 from arena.models import (
     Cohort,
@@ -26,7 +27,7 @@ from arena.models import (
     SnapshotMarket,
     Trade,
 )
-from arena.selectors.panel import panel_board
+from arena.selectors.panel import model_say_do, panel_board
 from arena.selectors.releases import cohorts_final
 from arena.services.cohorts import cohort_start
 from arena.services.decisions.run import RunReport, decision_run, decisions_run_all
@@ -253,6 +254,39 @@ def test_the_decision_and_market_pages_show_the_stated_probabilities(
     assert 'id="say-and-do"' in model
     assert "over 1 resolved question" in model  # its panel Brier, from the one resolved
     assert "Bets with a stated probability" in model
+    say_do = model[model.index('id="say-and-do"') :]
+    assert say_do.count('<svg class="diagram reliability"') == 2  # the panel's and the bets'
+    assert '<svg class="diagram weekly-brier"' in say_do
+    assert '<svg class="diagram cumulative-alpha"' in say_do  # panel Alpha, week by week
+    assert "Week of " in say_do
+
+
+def test_the_market_beside_a_models_forecasts_is_read_on_the_same_forecasts(
+    cohort: Cohort,
+) -> None:
+    run = run_of(decisions_run_all(now=RUN_AT, source=RecordedSource()))
+    for index, question in enumerate(run.panel[:4]):
+        winner = ("Yes", 0) if index % 2 else ("No", 1)
+        market_settle(polymarket_id=question, verdict=Verdict("resolved", *winner, "recorded"))
+    model = BenchmarkModel.objects.get(internal_id="gpt-5.1")
+
+    (figures,) = model_say_do(model=model, offline=set())
+
+    stated = PanelForecast.objects.filter(
+        agent__model=model, outcome__isnull=False, probability__isnull=False
+    )
+    pairs = zip(figures.panel_reliability, figures.panel_market_reliability, strict=True)
+    panel = [(own.count, market.count) for own, market in pairs]
+    assert sum(n for n, _ in panel) == sum(n for _, n in panel) == stated.count() > 0
+    market_mean = (
+        sum((m.mean_forecast or 0) * m.count for m in figures.panel_market_reliability)
+        / stated.count()
+    )
+    b = [float(row.reference_price) for row in stated if row.reference_price is not None]
+    assert market_mean == pytest.approx(sum(b) / len(b))
+    assert sum(b.count for b in figures.bet_reliability) == sum(
+        m.count for m in figures.bet_market_reliability
+    )
 
 
 def test_a_v1_cohort_is_asked_and_scored_as_before(settings: Any) -> None:

@@ -21,7 +21,7 @@ import math
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 
 import pytest
@@ -311,6 +311,8 @@ def test_every_label_in_a_diagram_is_escaped() -> None:
         diagrams.reliability_diagram([(0.5, 0.5, 1)], [], forecaster_label=SCRIPT),
         diagrams.murphy_bars((0.2, 0.01, 0.05), (0.2, 0.02, 0.03), market_label=SCRIPT),
         diagrams.cumulative_alpha_line([(1, 0.1, 0.1)], forecaster_label=SCRIPT),
+        diagrams.weekly_alpha_line([(date(2026, 11, 1), 0.1, 0.1)], forecaster_label=SCRIPT),
+        diagrams.weekly_brier_lines([(date(2026, 11, 1), 0.2, 0.25)], market_label=SCRIPT),
     ):
         assert SCRIPT not in svg
         assert escape(SCRIPT) in svg
@@ -347,6 +349,58 @@ def test_one_cohort_is_a_dot_in_the_middle_and_no_line() -> None:
     assert f'<circle class="pt cohort" cx="{middle:g}"' in svg
     assert "<polyline" not in svg
     assert "<polyline" not in diagrams.cumulative_alpha_line([])
+
+
+def test_a_reliability_bin_counts_what_it_is_told() -> None:
+    svg = diagrams.reliability_diagram(
+        [(0.25, 0.75, 1), (0.6, 0.5, 3)], [], market_label="Market (b)", unit="forecast"
+    )
+    assert "mean forecast 0.250, observed 0.750, 1 forecast<" in svg
+    assert "observed 0.500, 3 forecasts<" in svg
+    assert "bet" not in svg
+
+
+WEEKS = (date(2026, 11, 1), date(2026, 11, 8), date(2026, 11, 15))
+
+
+def coordinate(value: float) -> str:
+    """A coordinate as the diagrams write it: two decimals at most, no trailing zeros."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def test_panel_alpha_by_week_labels_each_week_by_its_start() -> None:
+    figures = ((-0.1, -0.1), (0.3, 0.1), (0.0, 0.0667))
+    points = [(week, a, pooled) for week, (a, pooled) in zip(WEEKS, figures, strict=True)]
+    svg = diagrams.weekly_alpha_line(points)
+    # The frame of Alpha over cohorts, the weeks numbered 1 to 3 across it.
+    frame = diagrams.alpha_frame([(n, a, c) for n, (_, a, c) in enumerate(points, start=1)])
+    first = f'<circle class="pt cohort" cx="56" cy="{coordinate(frame.y(-0.1))}" r="3.5">'
+    assert first in svg
+    assert svg.count('class="pt cohort"') == 3
+    assert svg.count("<polyline") == 1
+    assert ">11-01<" in svg  # each tick: the week's start, month and day
+    assert ">11-15<" in svg
+    assert "Week of 2026-11-08: Alpha +0.3000" in svg
+    assert "Through the week of 2026-11-15: Alpha +0.0667" in svg
+    assert "over 3 weeks (2026-11-01 to 2026-11-15): +0.0667 pooled" in svg
+    ET.fromstring(svg)
+
+
+def test_panel_brier_by_week_sets_the_model_beside_the_market() -> None:
+    points = [(WEEKS[0], 0.125, 0.25), (WEEKS[1], 0.5, 0.25)]
+    svg = diagrams.weekly_brier_lines(points)
+    frame = diagrams.Frame(first=1, last=2, low=0.0, high=0.5 * 1.05)  # up to the worst point
+    assert f'<circle class="pt model" cx="56" cy="{coordinate(frame.y(0.125))}"' in svg
+    assert f'<circle class="pt model" cx="348" cy="{coordinate(frame.y(0.5))}"' in svg
+    assert svg.count('class="pt market"') == 2
+    assert svg.count('<polyline class="line') == 2  # the model's and the market's
+    assert "Week of 2026-11-08: Model Brier 0.5000" in svg
+    assert "Week of 2026-11-01: Market (b) Brier 0.2500" in svg
+    one = diagrams.weekly_brier_lines(points[:1])
+    assert "<polyline" not in one
+    assert one.count('class="pt model"') == 1
+    assert 'class="pt' not in diagrams.weekly_brier_lines([])
+    ET.fromstring(svg)
 
 
 def test_figures_are_written_with_a_sign_and_a_true_minus() -> None:
