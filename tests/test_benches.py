@@ -34,6 +34,7 @@ import api  # noqa: E402
 import decision_run  # noqa: E402
 import harness  # noqa: E402
 import pages  # noqa: E402
+import panel  # noqa: E402
 import prompt_size  # noqa: E402
 import run_cost  # noqa: E402
 import snapshot_tick  # noqa: E402
@@ -376,6 +377,35 @@ def test_analytics_measures_the_scored_bets_of_two_weeks(
         assert len(NUMBER.findall(line.split(")", 1)[1])) >= 7, line
     models = lines[lines.index("model_analytics(model=…), cold / warm:") + 1 :]
     assert len([line for line in models if line.startswith("  ")]) == small_lineup
+
+
+@pytest.mark.django_db
+def test_panel_forecasts_every_runs_panel_and_measures_the_v2_figures(
+    capsys: pytest.CaptureFixture[str], small_lineup: int
+) -> None:
+    from arena.models import Cohort, Decision, DecisionRun, PanelForecast, Trade
+
+    with time_machine.travel(MONDAY + timedelta(days=2), tick=True):
+        panel.run(weeks=3, runs=1, regenerate=True, catalogue=400)
+    output = capsys.readouterr().out
+    assert set(Cohort.objects.values_list("methodology_version", flat=True)) == {"v2"}
+    for run in DecisionRun.objects.all():
+        assert run.panel, "every week's run picked its panel by the real rule"
+        decisions = Decision.objects.filter(run=run).count()
+        assert PanelForecast.objects.filter(run=run).count() == decisions * len(run.panel)
+    scored = PanelForecast.objects.filter(brier_score__isnull=False)
+    assert scored.exists()
+    for row in scored[:50]:
+        p = row.probability if row.probability is not None else row.reference_price
+        assert p is not None
+        assert row.brier_score == pytest.approx((float(p) - (row.outcome or 0)) ** 2)
+    bets = Trade.objects.filter(implied_confidence__isnull=False)
+    assert not bets.filter(stated_probability__isnull=True).exists()
+    lines = output.splitlines()
+    board = [line for line in lines if line.startswith("panel_board()")]
+    assert len(board) == 1
+    assert len(NUMBER.findall(board[0].split(")", 1)[1])) >= 8, board[0]
+    assert len([line for line in lines if line.startswith("model_say_do(")]) == small_lineup
 
 
 @pytest.mark.django_db
