@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Router, Status
 from ninja.security import HttpBearer
 
 from agents.types import MarketView, PortfolioView
@@ -355,7 +355,7 @@ SUBMISSION_BODY = {
 )
 def submit(
     request: HttpRequest, number: int
-) -> tuple[int, OutsideDecisionResultOut | dict[str, Any]]:
+) -> Status[OutsideDecisionResultOut] | Status[dict[str, Any]]:
     """Submit the week's decision of the token's agent in cohort `number`, in the decision
     window. 200: parsed and executed (the trades, executed or rejected with the reason).
     Each market a BET or SELL names is read again from Polymarket at submission: an order
@@ -407,10 +407,12 @@ def submit(
                 f"invalid decision: {taken.error}. It is stored; you may resubmit "
                 f"{taken.resubmissions_left} more time(s) before the window closes."
             )
-            return 422, error_envelope(status=422, code="invalid_decision", message=message)
+            return Status(422, error_envelope(status=422, code="invalid_decision", message=message))
         message = f"invalid decision: {taken.error}. No resubmission is left: recorded as a HOLD."
-        return 422, error_envelope(status=422, code="invalid_decision_final", message=message)
-    return 200, _result(agent=agent, decision=decision, resumed=taken.resumed)
+        return Status(
+            422, error_envelope(status=422, code="invalid_decision_final", message=message)
+        )
+    return Status(200, _result(agent=agent, decision=decision, resumed=taken.resumed))
 
 
 def _result(*, agent: Agent, decision: Decision, resumed: bool = False) -> OutsideDecisionResultOut:

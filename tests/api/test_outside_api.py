@@ -44,7 +44,7 @@ from markets.models import Market
 from markets.sources import RecordedSource, demo_records
 from tests.api.helpers import API, assert_envelope
 from tests.arena.conftest import COHORT_AT, OFFLINE, RUN_AT, WEEK, snapshot_cache_clear
-from tests.replay import Reply
+from tests.replay import ReplayServer, Reply
 from tests.worlds import ModuleWorld, module_world
 
 OUTSIDE = f"{API}/outside"
@@ -799,6 +799,48 @@ def test_a_v2_team_gets_the_panel_and_its_forecasts_are_scored_against_the_live_
         assert row.reference_price == Decimal(prices[0]).quantize(Decimal("0.000001"))
     [trade] = Trade.objects.filter(decision=decision)
     assert trade.stated_probability == Decimal("0.55")
+
+
+def test_a_v2_teams_b_is_the_price_polymarket_gives_at_its_submission_not_the_snapshots(
+    v2_week: Week, client: Client, gamma_server: ReplayServer
+) -> None:
+    """Since the snapshot, news moved every panel market to 0.777 YES and closed one. The
+    team's b is what the real Gamma client reads at its submission: 0.777, so the news earns
+    its forecasts no Alpha; the closed question gets no b and is never scored."""
+    prompt = prompt_of(client, v2_week)
+    panel = [market["market_id"] for market in prompt["panel"]]
+    frozen = {m["market_id"]: Decimal(m["prices"][0]) for m in prompt["markets"]}
+    assert all(frozen[pid] != Decimal("0.777") for pid in panel)
+    ended = panel[-1]
+
+    def gamma(request: Any) -> Reply:
+        records = demo_records()
+        return Reply.json(
+            [
+                records[pid]
+                | {"outcomePrices": json.dumps(["0.777", "0.223"]), "closed": pid == ended}
+                for pid in request.query.get("id", [])
+                if pid in records
+            ]
+        )
+
+    gamma_server.route("GET", "/markets", gamma)
+    answer = {
+        "action": "HOLD",
+        "forecasts": [{"market_id": pid, "probability": 0.8} for pid in panel],
+        "reasoning": "The news since 00:05.",
+    }
+    response = submit(client, v2_week, answer)
+
+    assert response.status_code == 200, response.content
+    rows = PanelForecast.objects.filter(decision__agent=v2_week.agent()).select_related("market")
+    assert rows.count() == len(panel)
+    for row in rows:
+        assert row.probability == Decimal("0.8")
+        if row.market.polymarket_id == ended:
+            assert row.reference_price is None  # closed since the snapshot: never scored
+        else:
+            assert (row.reference, row.reference_price) == ("live", Decimal("0.777"))
 
 
 def test_a_v2_team_that_submits_nothing_has_every_question_imputed_at_the_snapshot(
