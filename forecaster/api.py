@@ -84,6 +84,16 @@ API_CHANGES = """
 
 ## Changes
 
+- **2026-11-28, intervals by week.** Every interval and test of the analytics is clustered by
+  the weekly run (every cohort active in a week decides in its one run, on one snapshot)
+  and by market, no longer by cohort, and its variance never falls below either one-way
+  variance.
+  - Intervals carry `weeks` (their clusters) and `markets`; `cohorts`, which counted the
+    clusters when they were cohorts, now carries the same count as `weeks` and is deprecated.
+  - Leaderboard rows carry `alpha_claim` and `brier_claim`: "too early to tell" under 10
+    weeks, then "not significant" or "significant".
+  - Pairwise comparisons carry `holm_p_value`, `verdict` and `weeks` (`cohorts` deprecated,
+    the same count).
 - **2026-11-28, methodology v2** (docs/methodology.md). Cohorts started from now on run v2
   unless the operators say otherwise; a cohort already running keeps v1.
   - In a v2 cohort, every bet of an outside submission must carry `probability`, its

@@ -1,11 +1,12 @@
 """Intervals and tests of pooled per-bet figures: Student t, cluster-robust and bootstrap
 (000 §5.2).
 
-Bets are not independent draws. A cohort's bets share their weeks' news, and bets on one
-market share its single outcome — across cohorts too, since every active cohort decides in
-the same weekly run and so bets on the same markets. Each function therefore takes every
-bet's value with its cohort and market and draws its uncertainty from the spread between
-those clusters (two-way), never from the count of bets alone.
+Bets are not independent draws. Every active cohort decides in the same weekly run, on the
+same frozen snapshot, so the bets of one week share its news whichever cohort made them; bets
+on one market share its single outcome, across weeks too. Each function therefore takes every
+bet's value with its week (the weekly run it was decided in) and its market, and draws its
+uncertainty from the spread between those clusters (two-way), never from the count of bets
+alone.
 
 Student's t is computed here from the regularized incomplete beta function (Lentz's
 continued fraction), so the project needs no scipy.
@@ -99,7 +100,7 @@ def _t_two_sided(t: float, df: float) -> float:
 
 
 # A bisection of a continued fraction is costly, and the analytics ask for the same few
-# quantiles (0.975 at each cohort count) for every row: each is computed once.
+# quantiles (0.975 at each count of weeks) for every row: each is computed once.
 @lru_cache(maxsize=4096)
 def student_t_quantile(p: float, df: float) -> float:
     """Return the t with P(T ≤ t) = p for Student's t with `df` degrees of freedom.
@@ -137,8 +138,8 @@ def student_t_quantile(p: float, df: float) -> float:
 
 @dataclass(frozen=True)
 class Interval:
-    """A pooled mean over `count` bets in `clusters` cohorts on `markets` markets, with its
-    interval. low, high and standard_error are None with fewer than two cohorts (or markets)."""
+    """A pooled mean over `count` bets in `clusters` weeks on `markets` markets, with its
+    interval. low, high and standard_error are None with fewer than two weeks (or markets)."""
 
     estimate: float
     low: float | None
@@ -165,7 +166,7 @@ def _codes(name: str, values: ArrayLike, length: int) -> NDArray[np.intp]:
         and 0 <= int(labels.min())
         and int(labels.max()) <= 4 * length + 1024
     ):
-        # Small non-negative integers (cohort numbers, ids): dense codes by counting, not by
+        # Small non-negative integers (week ordinals, ids): dense codes by counting, not by
         # sorting — the analytics code a few hundred groupings of thousands of bets.
         present = np.bincount(labels, minlength=int(labels.max()) + 1) > 0
         dense: NDArray[np.intp] = (np.cumsum(present) - 1).astype(np.intp)
@@ -176,10 +177,10 @@ def _codes(name: str, values: ArrayLike, length: int) -> NDArray[np.intp]:
 
 
 def _bets(
-    values: ArrayLike, cohorts: ArrayLike, markets: ArrayLike
+    values: ArrayLike, weeks: ArrayLike, markets: ArrayLike
 ) -> tuple[NDArray[np.float64], NDArray[np.intp], NDArray[np.intp]]:
     v = _finite_values("values", values)
-    return v, _codes("cohorts", cohorts, len(v)), _codes("markets", markets, len(v))
+    return v, _codes("weeks", weeks, len(v)), _codes("markets", markets, len(v))
 
 
 def _groups_of(codes: NDArray[np.intp]) -> int:
@@ -210,75 +211,78 @@ def clustered_variance(influence: ArrayLike, clusters: ArrayLike) -> float:
 
 
 def _two_way(psi: NDArray[np.float64], c: NDArray[np.intp], m: NDArray[np.intp]) -> float:
-    cohorts, markets = _groups_of(c), _groups_of(m)
-    by_cohort = _clustered(psi, c, cohorts)
+    weeks, markets = _groups_of(c), _groups_of(m)
+    by_week = _clustered(psi, c, weeks)
     by_market = _clustered(psi, m, markets)
     cells = c * markets + m
-    if cohorts * markets > 4_000_000:  # a sparse table: count only the cells that hold bets
+    if weeks * markets > 4_000_000:  # a sparse table: count only the cells that hold bets
         cells = _codes("cells", cells, len(cells))
     by_cell = _clustered(psi, cells, _groups_of(cells))
-    variance = by_cohort + by_market - by_cell
-    return variance if variance > 0.0 else max(by_cohort, by_market)
+    # Cameron, Gelbach and Miller's estimator can come out below either one-way variance (or
+    # at or below 0) with few clusters: a second way of clustering never makes the interval
+    # narrower than either one alone, so the larger of the three is taken.
+    return max(by_week + by_market - by_cell, by_week, by_market)
 
 
-def two_way_variance(influence: ArrayLike, cohorts: ArrayLike, markets: ArrayLike) -> float:
-    """Return the variance of Σ ψᵢ clustered two ways, by cohort and by market.
+def two_way_variance(influence: ArrayLike, weeks: ArrayLike, markets: ArrayLike) -> float:
+    """Return the variance of Σ ψᵢ clustered two ways, by week and by market.
 
-    A cohort's bets share its weeks' news; bets on one market share its one outcome, and
-    concurrent cohorts (every active cohort decides in the same weekly run) bet on the same
-    markets, so neither clustering alone is honest. Cameron, Gelbach and Miller's two-way
-    estimator V_cohort + V_market − V_cohort×market; where small samples drive it to 0 or below,
-    the larger one-way variance instead.
+    `weeks` holds each bet's weekly run (every cohort active that week decides in it, on the
+    same snapshot and the same news) and `markets` its market (one outcome for every bet on
+    it, whichever week), so neither clustering alone is honest. Cameron, Gelbach and Miller's
+    two-way estimator V_week + V_market − V_week×market, floored at the larger one-way
+    variance: with few clusters the estimator can fall below either (or to 0 and below), and
+    a second way of clustering must never narrow the interval.
     """
     psi = _finite_values("influence", influence)
-    return _two_way(psi, _codes("cohorts", cohorts, len(psi)), _codes("markets", markets, len(psi)))
+    return _two_way(psi, _codes("weeks", weeks, len(psi)), _codes("markets", markets, len(psi)))
 
 
 def pooled_mean_interval(
-    values: ArrayLike, cohorts: ArrayLike, markets: ArrayLike, *, level: float = 0.95
+    values: ArrayLike, weeks: ArrayLike, markets: ArrayLike, *, level: float = 0.95
 ) -> Interval | None:
-    """Return the pooled mean of per-bet values with a t interval clustered by cohort and market.
+    """Return the pooled mean of per-bet values with a t interval clustered by week and market.
 
-    One entry per bet in each argument: its value (Brier, δ, …), its cohort and its market.
+    One entry per bet in each argument: its value (Brier, δ, …), its week and its market.
     The estimate is the plain mean, the leaderboard's pooled figure. Its standard error comes
     from `two_way_variance` with ψᵢ = (vᵢ − mean)/N, and the interval is
-    estimate ± t_{(1+level)/2, G−1} · SE with G the fewer of cohorts and markets: the t interval
-    across cohorts of 000 §5.2 (t in place of its 1.96, which is too narrow for a handful of
-    cohorts), widened where cohorts bet on the same markets. With one bet per cohort on
-    distinct markets it is the classic t interval of the cohort values.
+    estimate ± t_{(1+level)/2, G−1} · SE with G the fewer of weeks and markets: 000 §5.2's t
+    interval across independent units (t in place of its 1.96, which is too narrow for a
+    handful of them), the units being the weekly runs, widened where weeks share markets.
+    With one bet per week on distinct markets it is the classic t interval of the week values.
 
     Return None when there are no bets; low, high and standard_error are None with fewer than
-    two cohorts or markets. Raise ValueError for unequal lengths, non-finite values or level
+    two weeks or markets. Raise ValueError for unequal lengths, non-finite values or level
     outside (0, 1).
     """
     _check_level(level)
-    v, c, m = _bets(values, cohorts, markets)
+    v, c, m = _bets(values, weeks, markets)
     if len(v) == 0:
         return None
     estimate = math.fsum(v.tolist()) / len(v)
-    cohort_count, market_count = _groups_of(c), _groups_of(m)
-    groups = min(cohort_count, market_count)
+    week_count, market_count = _groups_of(c), _groups_of(m)
+    groups = min(week_count, market_count)
     if groups < 2:
-        return Interval(estimate, None, None, None, cohort_count, len(v), market_count)
+        return Interval(estimate, None, None, None, week_count, len(v), market_count)
     error = math.sqrt(_two_way((v - estimate) / len(v), c, m))
     half = student_t_quantile((1.0 + level) / 2.0, groups - 1) * error
     return Interval(
-        estimate, estimate - half, estimate + half, error, cohort_count, len(v), market_count
+        estimate, estimate - half, estimate + half, error, week_count, len(v), market_count
     )
 
 
 def cell_mean_interval(
     sums: ArrayLike,
     counts: ArrayLike,
-    cohorts: ArrayLike,
+    weeks: ArrayLike,
     markets: ArrayLike,
     *,
     level: float = 0.95,
 ) -> Interval | None:
-    """Return a pooled mean given per cell (cohort × market) as Σ values and a count, with the
-    t interval of `pooled_mean_interval` (clustered by cohort and market).
+    """Return a pooled mean given per cell (week × market) as Σ values and a count, with the
+    t interval of `pooled_mean_interval` (clustered by week and market).
 
-    One entry per cell: the sum of its values, how many values it holds, its cohort and its
+    One entry per cell: the sum of its values, how many values it holds, its week and its
     market. For figures over many values that are mostly 0 — a coverage-adjusted Alpha imputes
     δ = 0 on every market not bet on — without writing out every zero. The estimate is
     Σ sums ÷ Σ counts; `count` of the result is Σ counts. Cells with a count of 0 are ignored.
@@ -286,7 +290,7 @@ def cell_mean_interval(
     sums, counts that are not non-negative whole numbers, or level outside (0, 1).
     """
     _check_level(level)
-    totals, c, m = _bets(sums, cohorts, markets)
+    totals, c, m = _bets(sums, weeks, markets)
     n = _finite_values("counts", counts)
     if n.shape != totals.shape:
         raise ValueError("counts must have one entry per cell")
@@ -300,26 +304,26 @@ def cell_mean_interval(
     if values == 0:
         return None
     estimate = math.fsum(totals.tolist()) / values
-    cohort_count, market_count = _groups_of(c), _groups_of(m)
-    groups = min(cohort_count, market_count)
+    week_count, market_count = _groups_of(c), _groups_of(m)
+    groups = min(week_count, market_count)
     if groups < 2:
-        return Interval(estimate, None, None, None, cohort_count, values, market_count)
+        return Interval(estimate, None, None, None, week_count, values, market_count)
     error = math.sqrt(_two_way((totals - estimate * n) / values, c, m))
     half = student_t_quantile((1.0 + level) / 2.0, groups - 1) * error
     return Interval(
-        estimate, estimate - half, estimate + half, error, cohort_count, values, market_count
+        estimate, estimate - half, estimate + half, error, week_count, values, market_count
     )
 
 
 def ratio_interval(
     numerators: ArrayLike,
     denominators: ArrayLike,
-    cohorts: ArrayLike,
+    weeks: ArrayLike,
     markets: ArrayLike,
     *,
     level: float = 0.95,
 ) -> Interval | None:
-    """Return Σ numerators ÷ Σ denominators over the bets with a t interval clustered by cohort
+    """Return Σ numerators ÷ Σ denominators over the bets with a t interval clustered by week
     and market (the ratio linearised: ψᵢ = (nᵢ − R·dᵢ) ÷ Σ d).
 
     For a ratio of two pooled figures of the same bets, such as a Brier score over the market's
@@ -328,7 +332,7 @@ def ratio_interval(
     is 0. Raise ValueError for unequal lengths, non-finite values or level outside (0, 1).
     """
     _check_level(level)
-    top, c, m = _bets(numerators, cohorts, markets)
+    top, c, m = _bets(numerators, weeks, markets)
     bottom = _finite_values("denominators", denominators)
     if bottom.shape != top.shape:
         raise ValueError("denominators must have one entry per bet")
@@ -336,18 +340,22 @@ def ratio_interval(
     if len(top) == 0 or total == 0.0:
         return None
     estimate = math.fsum(top.tolist()) / total
-    cohort_count, market_count = _groups_of(c), _groups_of(m)
-    groups = min(cohort_count, market_count)
+    week_count, market_count = _groups_of(c), _groups_of(m)
+    groups = min(week_count, market_count)
     if groups < 2:
-        return Interval(estimate, None, None, None, cohort_count, len(top), market_count)
+        return Interval(estimate, None, None, None, week_count, len(top), market_count)
     error = math.sqrt(_two_way((top - estimate * bottom) / total, c, m))
     half = student_t_quantile((1.0 + level) / 2.0, groups - 1) * error
     return Interval(
-        estimate, estimate - half, estimate + half, error, cohort_count, len(top), market_count
+        estimate, estimate - half, estimate + half, error, week_count, len(top), market_count
     )
 
 
-MIN_BOOTSTRAP_COHORTS = 5  # a percentile bootstrap of fewer clusters claims too much
+MIN_BOOTSTRAP_WEEKS = 5  # a percentile bootstrap of fewer clusters claims too much
+MIN_WEEKS_TO_CLAIM = 10
+"""Below this many weeks a figure keeps its interval but makes no claim of a difference
+("too early to tell"): a t test with df = G − 1 under 9 rests on a handful of clusters, whose
+variance estimate is itself too noisy to trust a p-value from."""
 
 
 def _poisson_one_table(levels: int = 1 << 16) -> NDArray[np.float32]:
@@ -371,7 +379,7 @@ _POISSON_ONE = _poisson_one_table()
 def grouped_bootstrap_intervals(
     columns: list[ArrayLike],
     groups: ArrayLike,
-    cohorts: ArrayLike,
+    weeks: ArrayLike,
     markets: ArrayLike,
     *,
     level: float = 0.95,
@@ -382,9 +390,9 @@ def grouped_bootstrap_intervals(
     column of per-bet values, all from the same resampled worlds.
 
     `groups` holds each bet's group (non-negative integers); every column one value per bet.
-    A resampled world weights every cohort and every market by an independent Poisson(1)
+    A resampled world weights every week and every market by an independent Poisson(1)
     draw (the large-sample form of drawing them with replacement: Owen's pigeonhole
-    bootstrap for crossed clusters, with Poisson weights), and a bet by its cohort's weight
+    bootstrap for crossed clusters, with Poisson weights), and a bet by its week's weight
     times its market's; each group's pooled means are recomputed with those weights. Sharing
     the worlds between groups costs one set of draws for them all. Keys are the groups present.
     """
@@ -398,22 +406,22 @@ def grouped_bootstrap_intervals(
     group = np.asarray(groups, dtype=np.int64)
     if group.shape != (length,) or (length and int(group.min()) < 0):
         raise ValueError("groups must be non-negative integers, one per bet")
-    c = _codes("cohorts", cohorts, length)
+    c = _codes("weeks", weeks, length)
     m = _codes("markets", markets, length)
     members = {int(g): np.flatnonzero(group == g) for g in np.unique(group).tolist()}
     results: dict[int, list[Interval | None]] = {}
     bootstrapped: dict[int, NDArray[np.intp]] = {}
     for g, index in members.items():
-        cohort_count = len(np.unique(c[index]))
+        week_count = len(np.unique(c[index]))
         market_count = len(np.unique(m[index]))
-        if cohort_count < MIN_BOOTSTRAP_COHORTS or market_count < 2:
+        if week_count < MIN_BOOTSTRAP_WEEKS or market_count < 2:
             results[g] = [
                 Interval(
                     math.fsum(v[index].tolist()) / len(index),
                     None,
                     None,
                     None,
-                    cohort_count,
+                    week_count,
                     len(index),
                     market_count,
                 )
@@ -448,14 +456,14 @@ def _resampled_means(
     for start in range(0, resamples, chunk):
         size = min(chunk, resamples - start)
         # Worlds as columns: a cluster's weights are one contiguous row, cheap to gather.
-        cohort_weights = _POISSON_ONE[
+        week_weights = _POISSON_ONE[
             generator.integers(0, 1 << 16, size=(_groups_of(c), size), dtype=np.uint16)
         ]
         market_weights = _POISSON_ONE[
             generator.integers(0, 1 << 16, size=(_groups_of(m), size), dtype=np.uint16)
         ]
         for g, index in members.items():
-            weights = cohort_weights[c[index]] * market_weights[m[index]]  # bets × worlds
+            weights = week_weights[c[index]] * market_weights[m[index]]  # bets × worlds
             # einsum, not BLAS: a threaded BLAS on matrices this small, on a busy machine, spends
             # more time handing work between threads than multiplying.
             sums = np.einsum("kn,nw->kw", matrix[:, index], weights)  # columns+1 × worlds
@@ -475,7 +483,7 @@ def _percentile_intervals(
 ) -> list[Interval | None]:
     """One group's interval of each column: its pooled mean over the bets `index`, and the
     percentiles and spread of its resampled means (a row of `means` per column)."""
-    cohort_count = len(np.unique(c[index]))
+    week_count = len(np.unique(c[index]))
     market_count = len(np.unique(m[index]))
     intervals: list[Interval | None] = []
     for column, v in enumerate(values):
@@ -483,43 +491,41 @@ def _percentile_intervals(
         low, high = np.quantile(means[column], [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
         error = float(np.std(means[column], ddof=1))
         intervals.append(
-            Interval(
-                estimate, float(low), float(high), error, cohort_count, len(index), market_count
-            )
+            Interval(estimate, float(low), float(high), error, week_count, len(index), market_count)
         )
     return intervals
 
 
 def bootstrap_pooled_interval(
     values: ArrayLike,
-    cohorts: ArrayLike,
+    weeks: ArrayLike,
     markets: ArrayLike,
     *,
     level: float = 0.95,
     resamples: int = 1000,
     seed: int = 0,
 ) -> Interval | None:
-    """Return the pooled mean with a pigeonhole bootstrap interval (cohorts × markets).
+    """Return the pooled mean with a pigeonhole bootstrap interval (weeks × markets).
 
-    Inputs and estimate as `pooled_mean_interval`. Each resample weights every cohort and,
+    Inputs and estimate as `pooled_mean_interval`. Each resample weights every week and,
     independently, every market by a Poisson(1) draw (Owen's pigeonhole bootstrap for crossed
     clusters, with the large-sample form of drawing with replacement); a bet counts its
-    cohort's weight times its market's, and the pooled mean is recomputed with those weights.
+    week's weight times its market's, and the pooled mean is recomputed with those weights.
     low and high are the (1 − level)/2 and (1 + level)/2 quantiles and standard_error the
     spread of the resampled means. It is conservative: with no cluster effects at all it
     counts the bets' own noise about twice (Owen 2007), so it is shown beside the t interval,
     not instead of it. Deterministic for a `seed` (numpy PCG64). Return None when there are
-    no bets; low, high and standard_error are None with fewer than `MIN_BOOTSTRAP_COHORTS`
-    cohorts or two markets. Raise ValueError as `pooled_mean_interval` does, or for
+    no bets; low, high and standard_error are None with fewer than `MIN_BOOTSTRAP_WEEKS`
+    weeks or two markets. Raise ValueError as `pooled_mean_interval` does, or for
     resamples < 2.
     """
     v = _finite_values("values", values)
     if len(v) == 0:
         _check_level(level)
-        _codes("cohorts", cohorts, 0)
+        _codes("weeks", weeks, 0)
         return None
     (interval,) = grouped_bootstrap_intervals(
-        [v], np.zeros(len(v), dtype=np.int64), cohorts, markets,
+        [v], np.zeros(len(v), dtype=np.int64), weeks, markets,
         level=level, resamples=resamples, seed=seed,
     )[0]  # fmt: skip
     return interval
@@ -528,7 +534,7 @@ def bootstrap_pooled_interval(
 @dataclass(frozen=True)
 class MeanTest:
     """A two-sided t test of a pooled mean against a null value, df = G − 1 (G the fewer of
-    cohorts and markets). t and p_value are None when the standard error is 0: values that
+    weeks and markets). t and p_value are None when the standard error is 0: values that
     never vary across clusters carry no evidence either way."""
 
     mean: float
@@ -546,17 +552,17 @@ def _t_and_p(difference: float, error: float, df: int) -> tuple[float | None, fl
 
 
 def pooled_mean_test(
-    values: ArrayLike, cohorts: ArrayLike, markets: ArrayLike, *, null: float = 0.0
+    values: ArrayLike, weeks: ArrayLike, markets: ArrayLike, *, null: float = 0.0
 ) -> MeanTest | None:
     """Return the two-sided t test of the pooled mean against `null`.
 
     Inputs and standard error as `pooled_mean_interval`; t = (mean − null)/SE with G − 1
-    degrees of freedom, p in [0, 1]. Return None with fewer than two cohorts or markets.
+    degrees of freedom, p in [0, 1]. Return None with fewer than two weeks or markets.
     Raise ValueError as `pooled_mean_interval` does, or for a non-finite null.
     """
     if not math.isfinite(null):
         raise ValueError(f"null must be finite, got {null!r}")
-    v, c, m = _bets(values, cohorts, markets)
+    v, c, m = _bets(values, weeks, markets)
     groups = min(_groups_of(c), _groups_of(m))
     if groups < 2:
         return None
@@ -568,7 +574,7 @@ def pooled_mean_test(
 
 @dataclass(frozen=True)
 class PairedDifference:
-    """Two forecasters' pooled means compared on the cohorts both played: their difference,
+    """Two forecasters' pooled means compared on the weeks both played: their difference,
     its two-way clustered standard error, t, df and two-sided p (None when the error is 0)."""
 
     mean_difference: float
@@ -576,7 +582,7 @@ class PairedDifference:
     t: float | None
     df: int
     p_value: float | None
-    pairs: int  # the cohorts both played
+    pairs: int  # the weeks both played
 
 
 def _finite_values(name: str, values: ArrayLike) -> NDArray[np.float64]:
@@ -589,20 +595,20 @@ def _finite_values(name: str, values: ArrayLike) -> NDArray[np.float64]:
 
 
 def paired_difference_test(
-    values: ArrayLike, cohorts: ArrayLike, markets: ArrayLike, first: ArrayLike
+    values: ArrayLike, weeks: ArrayLike, markets: ArrayLike, first: ArrayLike
 ) -> PairedDifference | None:
-    """Return the test of mean(first forecaster's values) − mean(second's), paired by cohort.
+    """Return the test of mean(first forecaster's values) − mean(second's), paired by week.
 
-    One entry per bet of either forecaster: its value, cohort, market and whether it is the
-    first forecaster's (`first`, booleans). Only the cohorts both forecasters have bets in
+    One entry per bet of either forecaster: its value, week, market and whether it is the
+    first forecaster's (`first`, booleans). Only the weeks both forecasters have bets in
     are kept. The difference of the pooled means has ψᵢ = (vᵢ − m₁)/N₁ for the first's bets and
-    −(vᵢ − m₂)/N₂ for the second's; clustered by cohort and by market (`two_way_variance`),
-    the two forecasters' bets of one cohort, or on one market, offset each other: that is the
+    −(vᵢ − m₂)/N₂ for the second's; clustered by week and by market (`two_way_variance`),
+    the two forecasters' bets of one week, or on one market, offset each other: that is the
     pairing, and it keeps the bet-weighted difference the leaderboard shows. df = G − 1, G
-    the fewer of shared cohorts and markets. Return None with fewer than two shared cohorts
+    the fewer of shared weeks and markets. Return None with fewer than two shared weeks
     or markets. Raise ValueError for unequal lengths or non-finite values.
     """
-    v, c, m = _bets(values, cohorts, markets)
+    v, c, m = _bets(values, weeks, markets)
     mine = np.asarray(first, dtype=np.bool_)
     if mine.shape != v.shape:
         raise ValueError(f"first must have one entry per bet, got shape {mine.shape}")

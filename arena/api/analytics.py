@@ -37,7 +37,8 @@ def analytics(
     """Every leaderboard row's Alpha, intervals, tests, Murphy decomposition (with `bins`
     equal-width forecast bins), coverage-adjusted Alpha, skill scores, difficulty-adjusted
     Brier and power; the reference pseudo-models (market consensus, random, LLM crowd); the
-    pairwise comparisons (over the cohorts both played, clustered by cohort and market).
+    pairwise comparisons (over the weeks both played, clustered by week and market, with
+    Holm-adjusted p-values).
     `cohorts=completed` reads completed cohorts only; `v1` or `v2` the cohorts of that
     methodology version only.
     Kept until a bet is scored, a market resolves or a decision is made."""

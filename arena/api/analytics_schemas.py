@@ -33,12 +33,17 @@ def finite(value: float | None) -> float | None:
 
 class LeaderboardAnalyticsFields(Schema):
     """The analytics a leaderboard row carries beside its v1 figures (all over the same
-    resolved bets; intervals are 95%, t-based across cohorts)."""
+    resolved bets; intervals are 95%, t-based, clustered by week and market)."""
 
     alpha: float | None  # mean δ = (b − x)² − (f − x)²; above 0 beats the market's price
     alpha_ci_low: float | None
     alpha_ci_high: float | None
     alpha_p_value: float | None  # two-sided, Alpha against 0
+    # What the interval lets a reader say: "too early to tell" (under 10 weeks), "not
+    # significant" (it holds the reference, or the figure rounds to it) or "significant"; null
+    # without an interval. Alpha against 0, Brier against 0.25.
+    alpha_claim: str | None
+    brier_claim: str | None
     brier_ci_low: float | None
     brier_ci_high: float | None
     market_brier: float | None  # (b − x)² on the same bets
@@ -72,6 +77,8 @@ def leaderboard_fields(row: ModelAnalytics | None) -> dict[str, Any]:
         "alpha_ci_low": finite(alpha.low) if alpha else None,
         "alpha_ci_high": finite(alpha.high) if alpha else None,
         "alpha_p_value": finite(row.alpha_test.p_value) if row.alpha_test else None,
+        "alpha_claim": row.alpha_claim,
+        "brier_claim": row.brier_claim,
         "brier_ci_low": finite(brier.low) if brier else None,
         "brier_ci_high": finite(brier.high) if brier else None,
         "market_brier": finite(row.market_brier),
@@ -93,14 +100,16 @@ def leaderboard_fields(row: ModelAnalytics | None) -> dict[str, Any]:
 
 
 class IntervalOut(Schema):
-    """A 95% interval of a pooled figure across cohorts: t-based with a standard error
-    clustered by cohort and market, or the pigeonhole bootstrap's percentiles."""
+    """A 95% interval of a pooled figure: t-based with a standard error clustered by week (the
+    weekly run) and market, or the pigeonhole bootstrap's percentiles over the same clusters."""
 
     estimate: float | None
     low: float | None  # null with fewer than two cohorts
     high: float | None
     standard_error: float | None
-    cohorts: int  # the clusters it was computed over
+    weeks: int  # the weekly runs its bets were decided in: its clusters, with the markets
+    markets: int
+    cohorts: int  # deprecated (2026-11-28): the same count as `weeks`; read `weeks`
     bets: int
 
 
@@ -112,6 +121,8 @@ def interval_out(interval: Interval | None) -> IntervalOut | None:
         low=finite(interval.low),
         high=finite(interval.high),
         standard_error=finite(interval.standard_error),
+        weeks=interval.clusters,
+        markets=interval.markets,
         cohorts=interval.clusters,
         bets=interval.count,
     )
@@ -283,9 +294,10 @@ class RowRef(Schema):
 
 
 class ComparisonOut(Schema):
-    """Two rows' pooled figures compared over the cohorts both played: first − second, with a
-    standard error clustered by cohort and market (shared cohorts and markets pair their bets)
-    and a two-sided t test. No correction for the many pairs compared."""
+    """Two rows' pooled figures compared over the weeks both played: first − second, with a
+    standard error clustered by week and market (shared weeks and markets pair their bets), a
+    two-sided t test, its p-value Holm-adjusted over the pairs of one metric and board, and
+    the verdict it allows."""
 
     first: RowRef
     second: RowRef
@@ -295,7 +307,12 @@ class ComparisonOut(Schema):
     t: float | None  # null when the standard error is 0
     df: int
     p_value: float | None
-    cohorts: int  # the cohorts both played
+    holm_p_value: float | None  # adjusted over the pairs of one metric and board (Holm 1979)
+    # "too early to tell" under 10 shared weeks; else "difference shown" at a Holm p under
+    # 0.05, or "no difference shown"
+    verdict: str
+    weeks: int  # the weeks both played
+    cohorts: int  # deprecated (2026-11-28): the same count as `weeks`; read `weeks`
 
 
 class SeparationOut(Schema):
@@ -479,6 +496,9 @@ def comparison_out(comparison: Comparison) -> ComparisonOut:
         t=finite(test.t),
         df=test.df,
         p_value=finite(test.p_value),
+        holm_p_value=finite(comparison.holm_p),
+        verdict=comparison.verdict,
+        weeks=test.pairs,
         cohorts=test.pairs,
     )
 

@@ -323,10 +323,10 @@ def leaderboard(
     with `v1` or `v2`, from those of cohorts of that methodology version (`all` pools both
     versions' v1 figures, which v2 keeps).
     Each row also carries the analytics beyond v1 on the same bets (Alpha against the market
-    price with its 95% interval across cohorts, Murphy terms, ...; `/api/v1/analytics` has
-    them in full); `references` are pseudo-models, never ranked. Outside agents are on their
-    own board, after the baselines with `outside=include`, unless staff admitted one to the
-    main ranking (its row says `outside: true, admitted: true`)."""
+    price with its 95% interval clustered by week and market, Murphy terms, ...;
+    `/api/v1/analytics` has them in full); `references` are pseudo-models, never ranked. Outside
+    agents are on their own board, after the baselines with `outside=include`, unless staff
+    admitted one to the main ranking (its row says `outside: true, admitted: true`)."""
     # A year holds hundreds of agents: the answer is kept until the data may have changed
     # (the watermark moves: a trade, tick, sync, check or staff operation) or for a tick.
     key = f"api-leaderboard:{sort}:{cohorts}:{baselines}:{outside}:{data_watermark()}"

@@ -26,10 +26,16 @@ from arena.selectors.standings import offline_agent_ids
 from scoring.murphy import Murphy, murphy_decomposition
 from scoring.panel import PanelScores, log_score, panel_scores, question_forecast
 from scoring.say_do import ReliabilityBin, SayDo, StatedBet, reliability, say_do
-from scoring.statistics import Interval, holm_adjusted, pooled_mean_interval, pooled_mean_test
+from scoring.statistics import (
+    MIN_WEEKS_TO_CLAIM,
+    Interval,
+    holm_adjusted,
+    pooled_mean_interval,
+    pooled_mean_test,
+)
 
 CROWD = "LLM crowd"
-MIN_WEEKS = 10  # weeks of questions under which no pairwise difference is called
+MIN_WEEKS = MIN_WEEKS_TO_CLAIM  # weeks of questions under which no difference is called
 
 Question = tuple[date, str]  # (week, market id)
 

@@ -18,6 +18,7 @@ from arena.selectors.analytics.definitions import DEFINITIONS
 from arena.selectors.analytics.figures import (
     Analytics,
     CategoryFigures,
+    Claim,
     ModelAnalytics,
     Separation,
 )
@@ -26,7 +27,7 @@ from arena.views import diagrams
 from arena.views.diagrams import fixed, signed, signed_precise
 from scoring.murphy import Murphy
 from scoring.say_do import ReliabilityBin
-from scoring.statistics import MIN_BOOTSTRAP_COHORTS, Interval, MeanTest
+from scoring.statistics import MIN_BOOTSTRAP_WEEKS, MIN_WEEKS_TO_CLAIM, Interval, MeanTest
 
 ANALYTICS_SECTION = "analytics-beyond-v1"  # docs/methodology.md's heading, as the toc ids it
 
@@ -44,7 +45,7 @@ TIPS = {  # the same, under names a template can look up
     "murphy": DEFINED["Murphy decomposition"],
     "power": DEFINED["Bets to detect an edge"],
 }
-NO_INTERVAL = "one cohort: no interval yet"
+NO_INTERVAL = "one week: no interval yet"
 SHOWN_RESIDUAL = 0.00005  # a residual that rounds to 0.0000 is not written out
 
 
@@ -102,7 +103,7 @@ def analytics_columns() -> list[AnalyticsColumn]:
         AnalyticsColumn(
             "Brier (95% interval)",
             "the v1 pooled Brier: mean of (f − x)² over the resolved bets. " + interval,
-            "intervals-across-cohorts",
+            "intervals-across-weeks-and-markets",
         ),
         AnalyticsColumn("p (Alpha ≠ 0)", _definition("p (Alpha ≠ 0)"), "p-values-and-beat"),
         AnalyticsColumn("Beat%", _definition("Beat%"), "p-values-and-beat"),
@@ -118,18 +119,18 @@ class AnalyticsLine:
     figures: ModelAnalytics | None
 
     @property
-    def alpha_not_significant(self) -> bool:
-        """Whether the 95% t interval of Alpha contains 0 (False without an interval)."""
-        return self.figures is not None and self.figures.alpha_significant is False
+    def alpha_claim(self) -> Claim | None:
+        """What Alpha's interval lets the row say against the market (`figures.claim`)."""
+        return self.figures.alpha_claim if self.figures is not None else None
 
     @property
-    def brier_not_significant(self) -> bool:
-        """Whether the 95% t interval of Brier contains 0.25, the 50% guesser's Brier."""
-        return self.figures is not None and self.figures.brier_significant is False
+    def brier_claim(self) -> Claim | None:
+        """What Brier's interval lets the row say against 0.25, the 50% guesser's Brier."""
+        return self.figures.brier_claim if self.figures is not None else None
 
     @property
-    def single_cohort(self) -> bool:
-        """Whether the row has resolved bets but no interval (they come from one cohort)."""
+    def single_week(self) -> bool:
+        """Whether the row has resolved bets but no interval (they come from one week)."""
         interval = self.figures.alpha_interval if self.figures else None
         return interval is not None and interval.low is None
 
@@ -195,8 +196,9 @@ def leaderboard_context(
         "analytics_tables": [(llm_lines, True, "")]
         + [(baseline_lines, False, "baselines")]
         + ([(outside_lines, True, "outside")] if outside_lines else []),
-        "any_single_cohort": any(
-            line.single_cohort for line in llm_lines + baseline_lines + outside_lines
+        "min_weeks": MIN_WEEKS_TO_CLAIM,
+        "any_single_week": any(
+            line.single_week for line in llm_lines + baseline_lines + outside_lines
         ),
         "references": analytics.references,
         "power": _power_note(analytics),
@@ -251,7 +253,7 @@ def _intervals(t: Interval | None, bootstrap: Interval | None, *, signs: bool) -
     if t is None or t.low is None:
         return NO_INTERVAL
     if bootstrap is None or bootstrap.low is None:
-        return f"95% t {_interval(t, write)}; bootstrap from {MIN_BOOTSTRAP_COHORTS} cohorts"
+        return f"95% t {_interval(t, write)}; bootstrap from {MIN_BOOTSTRAP_WEEKS} weeks"
     return f"95% t {_interval(t, write)}; bootstrap {_interval(bootstrap, write)}"
 
 
@@ -269,9 +271,9 @@ def _skill_interval(interval: Interval | None) -> str:
 
 def _t_detail(test: MeanTest | None) -> str:
     if test is None:
-        return "one cohort: no test yet"
+        return "one week: no test yet"
     if test.t is None:
-        return "no spread across cohorts and markets: no test"
+        return "no spread across weeks and markets: no test"
     return f"t = {fixed(test.t, 2)}, {test.df} df"
 
 
@@ -302,7 +304,7 @@ def _figures(row: ModelAnalytics) -> list[Figure]:
                 else "no spread: no test"
             )
             if test
-            else "one cohort: no test yet",
+            else "one week: no test yet",
             DEFINED["p (Alpha ≠ 0)"],
         ),
         Figure(

@@ -1,11 +1,12 @@
 """The leaderboard's analytics view.
 
-`/?view=analytics` shows, beside the v1 rows and in their order, each row's resolved bets,
-Alpha with its 95% interval across cohorts, coverage-adjusted Alpha, the Brier skill scores,
-the difficulty-adjusted Brier, Brier with its interval, p and Beat%; "not significant" where
-an interval crosses its reference; the references as labelled pseudo-models, never ranked; a
-power note on the two best models. The v1 view (the default) shows none of them: its columns
-and order are v1's. The methodology page gives every formula with its source.
+`/?view=analytics` shows, beside the v1 rows and in their order, each row's resolved bets, Alpha
+with its 95% interval clustered by week and market, coverage-adjusted Alpha, the Brier skill scores,
+the difficulty-adjusted Brier, Brier with its interval, p and Beat%; "too early to tell" under ten
+weeks, then "not significant" where an interval crosses its reference; the references as labelled
+pseudo-models, never ranked; a power note on the two best models. The v1 view (the default) shows
+none of them: its columns and order are v1's. The methodology page gives every formula with its
+source.
 
 The worlds are written directly: each cohort's run shows two binary markets at frozen prices,
 each model's agent bets on them, and every bet is already resolved and scored.
@@ -175,6 +176,16 @@ def duo() -> tuple[BenchmarkModel, BenchmarkModel]:
     return wobbly, steady
 
 
+@pytest.fixture
+def twelve_weeks() -> tuple[BenchmarkModel, BenchmarkModel]:
+    """The two forecasters over twelve weeks (each cohort of MARKETS four times): enough weeks
+    for the markers to claim what their intervals show."""
+    wobbly = new_model("analytics-wobbly", "Wobbly Forecaster")
+    steady = new_model("analytics-steady", "Steady Forecaster")
+    build({wobbly: WOBBLY * 6, steady: STEADY * 4}, markets=MARKETS * 4)
+    return wobbly, steady
+
+
 def page(client: Client, url: str) -> str:
     response = client.get(url)
     assert response.status_code == 200, url
@@ -266,7 +277,10 @@ def test_each_figure_of_a_row_is_the_one_the_analytics_compute(
 
     content = page(client, "/?view=analytics")
     shown = cells(row_of(analytics_table(content), "Steady Forecaster"))
-    assert shown[3] == f"{four(STEADY_ALPHA)} [{four(alpha.low)}, {four(alpha.high)}]"
+    # Three weeks: the interval is shown, and the claim it cannot yet support is not made.
+    assert shown[3] == (
+        f"{four(STEADY_ALPHA)} [{four(alpha.low)}, {four(alpha.high)}] too early to tell"
+    )
     coverage = figures.coverage_interval
     assert coverage is not None
     assert shown[4] == (
@@ -289,18 +303,40 @@ def test_each_figure_of_a_row_is_the_one_the_analytics_compute(
     # Two forecasters fitted together: the market effects give only their difference.
     assert figures.difficulty_adjusted_brier is None
     assert shown[7] == "—"
-    assert shown[8] == f"{four(figures.brier)} [{four(brier.low)}, {four(brier.high)}]"
+    assert shown[8] == (
+        f"{four(figures.brier)} [{four(brier.low)}, {four(brier.high)}] too early to tell"
+    )
     assert shown[9] == f"{figures.alpha_test.p_value:.3f}"
     assert shown[10] == "100%"  # Beat%: Alpha above 0 in each of its three cohorts
 
 
-def test_not_significant_is_marked_where_the_alpha_interval_contains_zero(
+def test_under_ten_weeks_no_row_claims_a_difference_whatever_its_interval(
     duo: tuple[BenchmarkModel, BenchmarkModel], client: Client
 ) -> None:
     wobbly, steady = duo
+    steady_interval = figures_of(steady).alpha_interval
+    assert steady_interval is not None
+    assert steady_interval.clusters == 3
+    assert steady_interval.low is not None
+    assert steady_interval.low > 0  # the interval alone would call it better than the market
+
+    table = analytics_table(page(client, "/?view=analytics"))
+    for name in ("Wobbly Forecaster", "Steady Forecaster"):
+        row = row_of(table, name)
+        assert row.count(">too early to tell</span>") == 2  # beside Alpha and beside Brier
+        assert not NOT_SIGNIFICANT.search(row)
+        assert not NOT_BELOW_RANDOM.search(row)
+    assert figures_of(wobbly).alpha_claim == figures_of(steady).alpha_claim == "too early to tell"
+
+
+def test_not_significant_is_marked_where_the_alpha_interval_contains_zero(
+    twelve_weeks: tuple[BenchmarkModel, BenchmarkModel], client: Client
+) -> None:
+    wobbly, steady = twelve_weeks
     wobbly_interval = figures_of(wobbly).alpha_interval
     steady_interval = figures_of(steady).alpha_interval
     assert wobbly_interval
+    assert wobbly_interval.clusters == 12
     assert wobbly_interval.low is not None
     assert wobbly_interval.high
     assert wobbly_interval.low < 0 < wobbly_interval.high
@@ -317,12 +353,14 @@ def test_not_significant_is_marked_where_the_alpha_interval_contains_zero(
     )
     assert NOT_SIGNIFICANT.search(wobbly_alpha[0])
     assert not NOT_SIGNIFICANT.search(steady_alpha[0])
+    assert "too early to tell" not in steady_alpha[0]
+    assert figures_of(steady).alpha_claim == "significant"
 
 
 def test_a_brier_interval_containing_a_fifty_percent_guess_is_marked(
-    duo: tuple[BenchmarkModel, BenchmarkModel], client: Client
+    twelve_weeks: tuple[BenchmarkModel, BenchmarkModel], client: Client
 ) -> None:
-    wobbly, steady = duo
+    wobbly, steady = twelve_weeks
     wobbly_brier = figures_of(wobbly).brier_interval
     steady_brier = figures_of(steady).brier_interval
     assert wobbly_brier
@@ -346,7 +384,7 @@ def test_one_cohort_gives_no_interval_and_the_page_says_why(client: Client) -> N
     assert shown[2] == "2"
     assert shown[3] == "0.1050 no interval"  # (0.32 − 0.11) ÷ 2, with no interval
     assert shown[9] == "—"  # no p without two cohorts
-    assert "an interval across cohorts needs at least two" in content
+    assert "an interval needs at least two of each" in content
 
 
 def test_a_model_without_resolved_bets_shows_dashes(

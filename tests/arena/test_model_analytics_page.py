@@ -167,7 +167,7 @@ def test_the_page_shows_the_alpha_the_selector_computes_and_the_bets_recompute(
     assert '<b class="figure">50%</b> <span class="muted">of 2 cohorts' in real_panel
 
 
-def test_the_offline_row_is_labelled_and_one_cohort_has_no_interval(
+def test_the_offline_row_is_labelled_and_one_week_has_no_interval(
     lineup: Lineup, client: Client
 ) -> None:
     real_panel, offline_panel = panels(page(client, "/models/gpt-5.1/"))
@@ -175,12 +175,12 @@ def test_the_offline_row_is_labelled_and_one_cohort_has_no_interval(
     assert "offline" not in real_panel.split("</h3>")[0]
     assert "Answered by the offline stand-in" in offline_panel
     assert '<span class="badge offline"' in offline_panel
-    assert "one cohort: no interval yet" in offline_panel
-    assert "one cohort: no test yet" in offline_panel
-    assert "one cohort: no interval yet" not in real_panel
-    # Two cohorts: a t interval, and no bootstrap until there are five.
+    assert "one week: no interval yet" in offline_panel
+    assert "one week: no test yet" in offline_panel
+    assert "one week: no interval yet" not in real_panel
+    # Two weeks: a t interval, and no bootstrap until there are five.
     assert re.search(
-        r"95% t \[[−+]?\d\.\d{4}, [−+]?\d\.\d{4}\]; bootstrap from 5 cohorts", real_panel
+        r"95% t \[[−+]?\d\.\d{4}, [−+]?\d\.\d{4}\]; bootstrap from 5 weeks", real_panel
     )
 
 

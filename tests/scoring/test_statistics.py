@@ -1,5 +1,5 @@
-"""Student t, and intervals and tests of pooled per-bet figures across cohorts, clustered by
-cohort and market (000 §5.2, with t in place of 1.96)."""
+"""Student t, and intervals and tests of pooled per-bet figures clustered by week (the weekly
+run) and market (000 §5.2, with t in place of 1.96)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scoring.statistics import (
-    MIN_BOOTSTRAP_COHORTS,
+    MIN_BOOTSTRAP_WEEKS,
     Interval,
     bootstrap_pooled_interval,
     cell_mean_interval,
@@ -112,22 +112,37 @@ def test_the_estimate_is_the_pooled_mean_of_every_bet() -> None:
     assert interval.estimate == pytest.approx(sum(values) / 6)
 
 
-def test_bets_on_shared_markets_widen_an_interval_cohorts_alone_would_close() -> None:
-    # Three concurrent cohorts bet on the same two markets: +1 on one, −1 on the other, so
-    # every cohort's mean is 0. Clustering by cohort alone would claim certainty; the markets'
-    # outcomes were drawn once, and the two-way standard error says so.
+def test_bets_on_shared_markets_widen_an_interval_weeks_alone_would_close() -> None:
+    # Three weeks' bets on the same two markets: +1 on one, −1 on the other, so every week's
+    # mean is 0. Clustering by week alone would claim certainty; the markets' outcomes were
+    # drawn once, and the two-way standard error says so.
     values = [1.0, -1.0] * 3
-    cohorts = [1, 1, 2, 2, 3, 3]
+    weeks = [1, 1, 2, 2, 3, 3]
     markets = [10, 20] * 3
-    interval = pooled_mean_interval(values, cohorts, markets)
+    interval = pooled_mean_interval(values, weeks, markets)
     assert interval is not None
-    # ψ = v/6; by market: sums ±1/2, 2/1 × (1/4 + 1/4) = 1; by cohort: 0; by cell: 6/5 × 6/36.
-    error = math.sqrt(0 + 1.0 - 0.2)
+    # ψ = v/6; by market: sums ±1/2, 2/1 × (1/4 + 1/4) = 1; by week: 0; by cell: 6/5 × 6/36.
+    # Cameron, Gelbach and Miller's 0 + 1 − 0.2 is below the market's one-way variance:
+    # floored there, as a second way of clustering must not narrow the interval.
+    assert 0 + 1.0 - 0.2 < 1.0
+    error = 1.0
     assert interval.standard_error == pytest.approx(error)
     assert interval.low is not None
     assert interval.high is not None
     half = student_t_quantile(0.975, 1) * error  # df: two markets − 1
     assert (interval.low, interval.high) == pytest.approx((-half, half))
+
+
+def test_the_two_way_variance_is_never_below_either_one_way_variance() -> None:
+    # Few clusters: the two-way estimate V_week + V_market − V_cell is smaller than V_week.
+    psi = [0.3, -0.1, 0.2, -0.4, 0.1, 0.05]
+    weeks = [1, 1, 2, 2, 3, 3]
+    markets = [7, 8, 8, 7, 9, 9]
+    by_week = clustered_variance(psi, weeks)
+    by_market = clustered_variance(psi, markets)
+    by_cell = clustered_variance(psi, [w * 100 + m for w, m in zip(weeks, markets, strict=True)])
+    assert by_week + by_market - by_cell < max(by_week, by_market)
+    assert two_way_variance(psi, weeks, markets) == pytest.approx(max(by_week, by_market))
 
 
 def test_cluster_variances_by_hand() -> None:
@@ -147,8 +162,8 @@ def test_one_cohort_has_an_estimate_but_no_interval_and_none_has_nothing() -> No
     assert bootstrap_pooled_interval([], [], []) is None
     few = bootstrap_pooled_interval(*one_bet_each(COHORT_VALUES[:4]))
     assert few is not None
-    assert few.low is None  # fewer than MIN_BOOTSTRAP_COHORTS
-    assert MIN_BOOTSTRAP_COHORTS == 5
+    assert few.low is None  # fewer than MIN_BOOTSTRAP_WEEKS
+    assert MIN_BOOTSTRAP_WEEKS == 5
 
 
 def test_interval_inputs_are_checked() -> None:
@@ -236,23 +251,28 @@ def test_no_spread_is_no_evidence() -> None:
     assert pooled_mean_test([1.0, 2.0], [1, 1], [4, 5]) is None  # one cohort
 
 
-def test_paired_difference_with_one_bet_each_per_cohort_is_the_paired_t_test() -> None:
+def test_paired_difference_with_one_bet_each_per_week_is_at_least_the_paired_t_test() -> None:
     a, b = [1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 1.0, 1.0]
     values = a + b
-    cohorts = [1, 2, 3, 4] * 2
-    markets = list(range(8))  # every bet on a market of its own: pairing by cohort only
-    result = paired_difference_test(values, cohorts, markets, [True] * 4 + [False] * 4)
+    weeks = [1, 2, 3, 4] * 2
+    markets = list(range(8))  # every bet on a market of its own
+    result = paired_difference_test(values, weeks, markets, [True] * 4 + [False] * 4)
     assert result is not None
     differences = [x - y for x, y in zip(a, b, strict=True)]
+    paired = stdev(differences) / 2  # by week: the paired t test's standard error
+    # By market, every bet alone: the two forecasters' bets as if independent.
+    psi = [(x - mean(a)) / 4 for x in a] + [-(y - mean(b)) / 4 for y in b]
+    unpaired = math.sqrt(clustered_variance(psi, markets))
     assert result.mean_difference == pytest.approx(mean(differences))
-    assert result.standard_error == pytest.approx(stdev(differences) / 2)
+    assert result.standard_error == pytest.approx(max(paired, unpaired))
+    assert result.standard_error >= paired
     assert result.df == 3
     assert result.pairs == 4
-    assert result.t == pytest.approx(mean(differences) / (stdev(differences) / 2))
+    assert result.t == pytest.approx(mean(differences) / result.standard_error)
 
 
-def test_paired_difference_keeps_only_shared_cohorts_and_weights_bets() -> None:
-    # The first forecaster's cohort 9 has no partner: it is left out.
+def test_paired_difference_keeps_only_shared_weeks_and_weights_bets() -> None:
+    # The first forecaster's week 9 has no partner: it is left out.
     values = [0.2, 0.4, 0.6, 9.0, 0.1, 0.3]
     cohorts = [1, 1, 2, 9, 1, 2]
     markets = [5, 6, 7, 8, 5, 7]

@@ -42,6 +42,7 @@ from scoring.statistics import (
     Interval,
     cell_mean_interval,
     grouped_bootstrap_intervals,
+    holm_adjusted,
     paired_difference_test,
     pooled_mean_interval,
     pooled_mean_test,
@@ -114,7 +115,7 @@ def fill_rows(
     bootstraps = grouped_bootstrap_intervals(
         [bets.delta, bets.brier],
         bets.row,
-        bets.cohort,
+        bets.week,
         bets.market,
         resamples=BOOTSTRAP_RESAMPLES,
         seed=BOOTSTRAP_SEED,
@@ -142,18 +143,18 @@ def _fill_row(
     row.brier = float(brier.mean())
     row.market_brier = float(market_brier.mean())
     row.alpha = float(delta.mean())
-    cohort, market = bets.cohort[mask], bets.market[mask]
-    row.alpha_interval = _within(pooled_mean_interval(delta, cohort, market), -1.0, 1.0)
-    row.brier_interval = _within(pooled_mean_interval(brier, cohort, market), 0.0, 1.0)
-    row.alpha_test = pooled_mean_test(delta, cohort, market)
-    _fill_cohorts(row, cohort, brier, market_brier, delta)
+    week, market = bets.week[mask], bets.market[mask]
+    row.alpha_interval = _within(pooled_mean_interval(delta, week, market), -1.0, 1.0)
+    row.brier_interval = _within(pooled_mean_interval(brier, week, market), 0.0, 1.0)
+    row.alpha_test = pooled_mean_test(delta, week, market)
+    _fill_cohorts(row, bets.cohort[mask], brier, market_brier, delta)
     row.anatomy = alpha_anatomy(forecast, price, outcome, bins=bins)
     if row.anatomy is not None:
         row.murphy, row.market_murphy = row.anatomy.agent, row.anatomy.market
     row.skill_vs_random = skill_score(row.brier, RANDOM_BRIER)
     row.skill_vs_market = skill_score(row.brier, row.market_brier)
     row.skill_vs_random_interval = _one_minus(_scaled(row.brier_interval, 1.0 / RANDOM_BRIER))
-    row.skill_vs_market_interval = _one_minus(ratio_interval(brier, market_brier, cohort, market))
+    row.skill_vs_market_interval = _one_minus(ratio_interval(brier, market_brier, week, market))
     row.brier_variance = float(brier.var(ddof=1)) if n > 1 else None
     row.power = _power(row.alpha, forecast, price, outcome, delta)
     row.categories = _categories(
@@ -261,29 +262,29 @@ def _coverage(bets: Bets, questions: Questions, rows: list[ModelAnalytics]) -> N
     """Coverage-adjusted Alpha: every resolved market of the top 500 a run showed is a question
     for every agent that decided in that run; one it did not bet on is imputed δ = 0 (the
     market's price as its forecast), and its bets on one question count once (their mean). Its
-    interval is clustered by cohort and market like the others, from each row's questions
-    counted per cell (cohort × market) rather than written out one by one."""
+    interval is clustered by week and market like the others, from each row's questions
+    counted per cell (week × market) rather than written out one by one."""
     # δ per question (agent, run, market), each question's bets weighted to count once.
     mask = bets.in_universe
     keys = np.stack([bets.agent[mask], bets.run[mask], bets.market[mask]], axis=1)
     _, inverse, per_question = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
     weighted = bets.delta[mask] / per_question[inverse.reshape(-1)]
-    bet_rows, bet_cohorts, bet_markets = bets.row[mask], bets.cohort[mask], bets.market[mask]
+    bet_rows, bet_weeks, bet_markets = bets.row[mask], bets.week[mask], bets.market[mask]
     for index, row in enumerate(rows):
         if not questions.get(index):
             continue
         parts = questions[index]
-        cohorts = np.concatenate([np.full(len(ids), c, dtype=np.int64) for c, ids in parts])
+        weeks = np.concatenate([np.full(len(ids), w, dtype=np.int64) for w, ids in parts])
         markets = np.concatenate([ids for _, ids in parts])
-        # A cell (cohort, market) as one integer: the row's questions counted per cell.
+        # A cell (week, market) as one integer: the row's questions counted per cell.
         base = int(max(markets.max(), bets.market.max() if len(bets.market) else 0)) + 1
-        cells, counts = np.unique(cohorts * base + markets, return_counts=True)
+        cells, counts = np.unique(weeks * base + markets, return_counts=True)
         mine = np.flatnonzero(bet_rows == index)
-        at = np.searchsorted(cells, bet_cohorts[mine] * base + bet_markets[mine])
+        at = np.searchsorted(cells, bet_weeks[mine] * base + bet_markets[mine])
         # A scored bet on a market not (or no longer) counted resolved is not a question: the
         # numerator takes only the questions its denominator counts.
         counted = at < len(cells)
-        counted[counted] = cells[at[counted]] == (bet_cohorts * base + bet_markets)[mine][counted]
+        counted[counted] = cells[at[counted]] == (bet_weeks * base + bet_markets)[mine][counted]
         sums = np.zeros(len(cells))
         np.add.at(sums, at[counted], weighted[mine[counted]])
         row.coverage_markets = int(counts.sum())
@@ -474,8 +475,9 @@ def _crowd_references(
 
 def pairwise_comparisons(*, bets: Bets, rows: list[ModelAnalytics]) -> list[Comparison]:
     """Every pair of ranked rows of one kind (real with real, offline with offline) and one
-    board (the main one, or the outside agents' own) on Alpha and on Brier, over the cohorts
-    both played (`paired_difference_test`)."""
+    board (the main one, or the outside agents' own) on Alpha and on Brier, over the weeks
+    both played (`paired_difference_test`), each metric's p-values of one board Holm-adjusted
+    together."""
     comparisons: list[Comparison] = []
     llms = [(i, r) for i, r in enumerate(rows) if not r.model.is_baseline and r.bets]
     metrics: tuple[tuple[Metric, NDArray[np.float64]], ...] = (
@@ -491,8 +493,23 @@ def pairwise_comparisons(*, bets: Bets, rows: list[ModelAnalytics]) -> list[Comp
             both = (bets.row == i) | (bets.row == j)
             for metric, values in metrics:
                 test = paired_difference_test(
-                    values[both], bets.cohort[both], bets.market[both], bets.row[both] == i
+                    values[both], bets.week[both], bets.market[both], bets.row[both] == i
                 )
                 if test is not None:
                     comparisons.append(Comparison(first.key, second.key, metric, test))
-    return comparisons
+    return _holm(comparisons, rows)
+
+
+def _holm(comparisons: list[Comparison], rows: list[ModelAnalytics]) -> list[Comparison]:
+    """The comparisons with their Holm-adjusted p-values, adjusted together within each family
+    (one metric, one board, real or offline rows): the pairs a reader reads side by side."""
+    board = {r.key: r.model.on_outside_board for r in rows}
+    families: dict[tuple[str, bool, bool], list[int]] = {}
+    for index, c in enumerate(comparisons):
+        families.setdefault((c.metric, board[c.first], c.first[1]), []).append(index)
+    adjusted: list[float | None] = [None] * len(comparisons)
+    for members in families.values():
+        family = holm_adjusted([comparisons[i].test.p_value for i in members])
+        for i, p in zip(members, family, strict=True):
+            adjusted[i] = p
+    return [replace(c, holm_p=p) for c, p in zip(comparisons, adjusted, strict=True)]

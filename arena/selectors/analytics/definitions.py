@@ -10,8 +10,10 @@ wins (003 §3.4, in the side's terms):
   multi-outcome bet is a binary forecast on its outcome; cancelled bets are not scored.
 - Brier (f − x)², market Brier (b − x)², Alpha δ = (b − x)² − (f − x)². A row's Alpha is the
   mean δ over its resolved bets, pooled like its Brier, so the bets export recomputes both.
-- Intervals are across cohorts (one cluster per cohort, `scoring.statistics`): a cohort's bets
-  share a week's news, so they are not independent draws.
+- Intervals are across weekly runs and markets (`scoring.statistics`): every cohort active in
+  a week decides in its one run, on one snapshot and one week's news, and every bet on a market
+  shares its one outcome, so bets are not independent draws. Under MIN_WEEKS_TO_CLAIM weeks a
+  figure keeps its interval but claims no difference ("too early to tell").
 - Rows are the leaderboard's: one per (model, offline or not); offline stand-ins are never
   pooled with the real models. The references (market consensus, the uniform random forecaster,
   the LLM crowd) are labelled pseudo-models, computed separately over real and offline rows.
@@ -22,7 +24,7 @@ of `figures`) and keeps the answer (`cache`).
 
 from __future__ import annotations
 
-from scoring.statistics import MIN_BOOTSTRAP_COHORTS
+from scoring.statistics import MIN_BOOTSTRAP_WEEKS, MIN_WEEKS_TO_CLAIM
 
 DEFAULT_BINS = 10
 MIN_BINS, MAX_BINS = 2, 50
@@ -49,7 +51,7 @@ DEFINITIONS: list[tuple[str, str, str]] = [
         "Coverage-adjusted Alpha",
         "Σ δ over every resolved market of the snapshots the agents saw ÷ the number of those "
         "markets; a market not bet on is imputed the market's price (δ = 0); 95% t interval "
-        "clustered by cohort and market, the imputed zeros included",
+        "clustered by week and market, the imputed zeros included",
         "ForecastBench (004) imputation, with 003's δ",
     ),
     (
@@ -68,38 +70,40 @@ DEFINITIONS: list[tuple[str, str, str]] = [
         "Brier skill score",
         "1 − Brier ÷ reference: against the 50% guesser (0.25), and against the market's "
         "Brier on the same bets; 95% t intervals from the Brier's, and from the ratio Brier ÷ "
-        "market Brier linearised (clustered by cohort and market)",
+        "market Brier linearised (clustered by week and market)",
         "001 §1.5; 003 §3.4",
     ),
     (
         "Interval (t)",
-        "pooled figure ± t₀.₉₇₅,G−1 × SE across cohorts; SE clustered two ways, by cohort and "
-        "by market (concurrent cohorts bet on the same markets, whose outcomes are drawn "
-        "once), G the fewer of cohorts and markets",
+        "pooled figure ± t₀.₉₇₅,G−1 × SE; SE clustered two ways, by week (the weekly run "
+        "every active cohort decides in, on one snapshot) and by market (whose outcome is "
+        "drawn once), never below the larger one-way SE; G the fewer of weeks and markets",
         "000 §5.2, with Student's t; Cameron, Gelbach & Miller (2011) two-way clustering",
     ),
     (
         "Interval (bootstrap)",
         f"2.5th–97.5th percentile of the pooled figure over {BOOTSTRAP_RESAMPLES} seeded "
-        "resampled worlds weighting every cohort and every market by a Poisson(1) draw "
+        "resampled worlds weighting every week and every market by a Poisson(1) draw "
         "(pigeonhole bootstrap, "
         "conservative: about twice the variance where bets are independent); "
-        f"shown from {MIN_BOOTSTRAP_COHORTS} cohorts",
+        f"shown from {MIN_BOOTSTRAP_WEEKS} weeks",
         "004 (bootstrapped intervals); Owen (2007)",
     ),
     (
         "p (Alpha ≠ 0)",
         "two-sided p of t = Alpha ÷ SE (the interval's) with G − 1 degrees of freedom; none "
-        "when the SE is 0",
+        f"when the SE is 0; under {MIN_WEEKS_TO_CLAIM} weeks shown, but no difference from "
+        "the market is claimed (too early to tell)",
         "003 §6.6",
     ),
     ("Beat%", "share of cohorts whose Alpha is above 0", "003 §6.2"),
     (
         "Pairwise difference",
-        "difference of two models' pooled figures over the cohorts both played, its SE "
-        "clustered by cohort and market (so a shared cohort or market pairs their bets), "
-        "two-sided p; no correction for the many pairs compared",
-        "004 (pairwise comparisons)",
+        "difference of two models' pooled figures over the weeks both played, its SE "
+        "clustered by week and market (so a shared week or market pairs their bets), "
+        "two-sided p, Holm-adjusted over every pair of one board and metric; a difference "
+        f"is called at a Holm p under 0.05, and never under {MIN_WEEKS_TO_CLAIM} shared weeks",
+        "004 (pairwise comparisons); Holm (1979)",
     ),
     (
         "Var(δ)",

@@ -13,9 +13,14 @@ from arena.selectors.analytics.definitions import KAPPA, POWER
 from scoring.aggregates import RANDOM_BRIER, brier_skill_score
 from scoring.alpha import bets_to_separate
 from scoring.murphy import AlphaAnatomy, Murphy
-from scoring.statistics import Interval, MeanTest, PairedDifference
+from scoring.statistics import MIN_WEEKS_TO_CLAIM, Interval, MeanTest, PairedDifference
 
 Metric = Literal["alpha", "brier"]
+Claim = Literal["too early to tell", "not significant", "significant"]
+TOO_EARLY: Claim = "too early to tell"
+NOT_SHOWN: Claim = "not significant"
+SHOWN: Claim = "significant"
+SHOWN_PLACES = 4  # Alpha and Brier are shown to 4 decimals
 
 
 def skill_score(brier: float | None, reference: float | None) -> float | None:
@@ -114,15 +119,14 @@ class ModelAnalytics:
         return (self.model.internal_id, self.offline)
 
     @property
-    def alpha_significant(self) -> bool | None:
-        """Whether the t interval of Alpha excludes 0 (None without an interval)."""
-        return _excludes(self.alpha_interval, 0.0)
+    def alpha_claim(self) -> Claim | None:
+        """What Alpha's interval lets the page say against the market's 0 (`claim`)."""
+        return claim(self.alpha_interval, 0.0)
 
     @property
-    def brier_significant(self) -> bool | None:
-        """Whether the t interval of Brier excludes 0.25, the 50% guesser's (None without an
-        interval)."""
-        return _excludes(self.brier_interval, RANDOM_BRIER)
+    def brier_claim(self) -> Claim | None:
+        """What Brier's interval lets the page say against 0.25, the 50% guesser's."""
+        return claim(self.brier_interval, RANDOM_BRIER)
 
 
 @dataclass(frozen=True)
@@ -151,12 +155,24 @@ class ReferenceAnalytics:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Two rows' per-cohort figures compared on the cohorts both bet in."""
+    """Two rows' pooled figures compared on the weeks both bet in, with the test's p-value
+    Holm-adjusted over its family (one metric, one board, real or offline rows)."""
 
     first: tuple[str, bool]  # the rows' (stable id, offline)
     second: tuple[str, bool]
     metric: Metric
     test: PairedDifference
+    holm_p: float | None = None
+
+    @property
+    def verdict(self) -> str:
+        """ "too early to tell" under MIN_WEEKS_TO_CLAIM shared weeks, whatever the p-value;
+        else "difference shown" at a Holm p under 0.05, "no difference shown" otherwise."""
+        if self.test.pairs < MIN_WEEKS_TO_CLAIM:
+            return str(TOO_EARLY)
+        if self.holm_p is not None and self.holm_p < 0.05:
+            return "difference shown"
+        return "no difference shown"
 
 
 @dataclass(frozen=True)
@@ -239,10 +255,21 @@ class Analytics:
         return Separation(metric, first, second, a - b, needed, comparison)
 
 
-def _excludes(interval: Interval | None, reference: float) -> bool | None:
+def claim(interval: Interval | None, reference: float) -> Claim | None:
+    """What a pooled figure's 95% interval lets a page say of its difference from `reference`:
+    None without an interval (bets from one week or one market); TOO_EARLY under
+    MIN_WEEKS_TO_CLAIM weeks, whatever the interval; NOT_SHOWN when the interval holds the
+    reference, or the figure is within half a unit of its shown precision (SHOWN_PLACES) of
+    it, as a figure shown as the reference cannot be called different from it; else SHOWN."""
     if interval is None or interval.low is None or interval.high is None:
         return None
-    return not (interval.low <= reference <= interval.high)
+    if interval.clusters < MIN_WEEKS_TO_CLAIM:
+        return TOO_EARLY
+    if abs(interval.estimate - reference) < 0.5 * 10**-SHOWN_PLACES:
+        return NOT_SHOWN
+    if interval.low <= reference <= interval.high:
+        return NOT_SHOWN
+    return SHOWN
 
 
 def _figure(row: ModelAnalytics, metric: Metric) -> float | None:

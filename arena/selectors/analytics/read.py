@@ -17,8 +17,8 @@ from arena.selectors.standings import agents_in_scope, offline_agent_ids
 from markets.models import Market
 from scoring.alpha import bet_alphas
 
-# Per row index: (cohort number, the resolved markets its run showed) for each run one of the
-# row's agents decided in.
+# Per row index: (week, the resolved markets its run showed) for each run one of the row's
+# agents decided in; a week as the ordinal of its start (`Bets.week`).
 Questions = dict[int, list[tuple[int, NDArray[np.int64]]]]
 
 
@@ -40,6 +40,9 @@ class Bets:
     row: NDArray[np.int64]  # index into the row keys
     cohort: NDArray[np.int64]  # cohort number
     run: NDArray[np.int64]
+    # The week its decision was made in, as the ordinal of its start: the intervals' cluster
+    # (every cohort active that week decides in its run, on one snapshot and one week's news).
+    week: NDArray[np.int64]
     market: NDArray[np.int64]
     binary: NDArray[np.bool_]  # a two-outcome market (Yes/No, Over/Under, team v team)
     second_side: NDArray[np.bool_]  # the bet is on the second outcome of a binary market
@@ -112,6 +115,7 @@ def resolved_bets(*, scope: Scope) -> tuple[Bets, list[str]]:
         .values_list(
             "agent_id",
             "decision__run_id",
+            "decision__week_start",
             "market_id",
             "side",
             "price_float",
@@ -134,8 +138,8 @@ def resolved_bets(*, scope: Scope) -> tuple[Bets, list[str]]:
     categories = sorted({category for category, _ in markets.values()})
     category_index = {name: number for number, name in enumerate(categories)}
     # Columns at once (one transpose), not a generator per column over 40,000 tuples.
-    columns = list(zip(*rows, strict=True)) if rows else [()] * 8
-    agent_ids, run_ids, market_ids, sides, prices, confidences, won, in_universe = columns
+    columns = list(zip(*rows, strict=True)) if rows else [()] * 9
+    agent_ids, run_ids, weeks, market_ids, sides, prices, confidences, won, in_universe = columns
     agent = np.array(agent_ids, dtype=np.int64)
     first_outcome = [markets[m][1] for m in market_ids]
     category_of = {pk: category_index[category] for pk, (category, _) in markets.items()}
@@ -146,6 +150,7 @@ def resolved_bets(*, scope: Scope) -> tuple[Bets, list[str]]:
         row=np.array([scope.row_of_agent[a] for a in agent_ids], dtype=np.int64),
         cohort=np.array([scope.cohort_of_agent[a] for a in agent_ids], dtype=np.int64),
         run=np.array([r or 0 for r in run_ids], dtype=np.int64),
+        week=np.array([w.toordinal() for w in weeks], dtype=np.int64),
         market=np.array(market_ids, dtype=np.int64),
         binary=binary,
         second_side=np.array(
@@ -182,14 +187,12 @@ def coverage_questions(*, scope: Scope) -> Questions:
         universe[run_id].append(market_id)
     shown = {run_id: np.array(ids, dtype=np.int64) for run_id, ids in universe.items()}
     seen: Questions = defaultdict(list)
-    for agent_id, run_id in (
+    for agent_id, run_id, week in (
         Decision.objects.filter(agent_id__in=agent_ids, run_id__isnull=False)
         .order_by()
-        .values_list("agent_id", "run_id")
+        .values_list("agent_id", "run_id", "week_start")
         .distinct()
     ):
         if run_id in shown:
-            seen[scope.row_of_agent[agent_id]].append(
-                (scope.cohort_of_agent[agent_id], shown[run_id])
-            )
+            seen[scope.row_of_agent[agent_id]].append((week.toordinal(), shown[run_id]))
     return seen
