@@ -94,6 +94,9 @@ API_CHANGES = """
     weeks, then "not significant" or "significant".
   - Pairwise comparisons carry `holm_p_value`, `verdict` and `weeks` (`cohorts` deprecated,
     the same count).
+  - `/leaderboard` rows carry `rank` (their place in their own table), `provisional` (under
+    30 resolved bets or 5 weeks: never ranked), `weeks`, and the rank range by Brier over the
+    bootstrap's worlds: `rank_low`, `rank_high`, `p_rank_first` and `tier`.
 - **2026-11-28, methodology v2** (docs/methodology.md). Cohorts started from now on run v2
   unless the operators say otherwise; a cohort already running keeps v1.
   - In a v2 cohort, every bet of an outside submission must carry `probability`, its

@@ -496,6 +496,89 @@ def _percentile_intervals(
     return intervals
 
 
+@dataclass(frozen=True)
+class RankRange:
+    """A group's rank among the groups compared (1 the best), over resampled worlds: the
+    central `level` range of its ranks, and the share of worlds in which it ranked first."""
+
+    low: int
+    high: int
+    p_first: float
+    worlds: int  # the resampled worlds every group's bets were drawn in
+
+
+def bootstrap_ranks(
+    values: ArrayLike,
+    groups: ArrayLike,
+    weeks: ArrayLike,
+    markets: ArrayLike,
+    *,
+    level: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> dict[int, RankRange]:
+    """Return each group's range of ranks by pooled mean (the lowest mean ranks 1: a Brier)
+    over the pigeonhole bootstrap's resampled worlds (`grouped_bootstrap_intervals`: every
+    week and every market weighted by an independent Poisson(1) draw, a bet by its week's
+    weight times its market's), all groups ranked in the same worlds.
+
+    A world that weights none of some group's bets cannot rank it and is left out. A rank
+    range is the (1 − level)/2 and (1 + level)/2 quantiles of the group's ranks in the worlds
+    (the lower one rounded down, the upper one up, so the range holds at least `level` of
+    them); ties take the best of their ranks. Return {} with fewer than two groups. Raise
+    ValueError for unequal lengths, non-finite values, negative groups, level outside (0, 1)
+    or fewer than 2 resamples.
+    """
+    _check_level(level)
+    if resamples < 2:
+        raise ValueError(f"resamples must be at least 2, got {resamples!r}")
+    v, c, m = _bets(values, weeks, markets)
+    group = np.asarray(groups, dtype=np.int64)
+    if group.shape != v.shape or (len(group) and int(group.min()) < 0):
+        raise ValueError("groups must be non-negative integers, one per bet")
+    present = np.unique(group)
+    if len(present) < 2:
+        return {}
+    members_of = [np.flatnonzero(group == g) for g in present.tolist()]
+    v32 = v.astype(np.float32)
+    generator = np.random.Generator(np.random.PCG64(seed))
+    ranks: list[NDArray[np.int64]] = []
+    chunk = 250
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        week_weights = _POISSON_ONE[
+            generator.integers(0, 1 << 16, size=(_groups_of(c), size), dtype=np.uint16)
+        ]
+        market_weights = _POISSON_ONE[
+            generator.integers(0, 1 << 16, size=(_groups_of(m), size), dtype=np.uint16)
+        ]
+        sums = np.zeros((len(present), size))
+        counts = np.zeros((len(present), size))
+        for index, members in enumerate(members_of):
+            weights = week_weights[c[members]] * market_weights[m[members]]  # bets × worlds
+            sums[index] = np.einsum("n,nw->w", v32[members], weights)
+            counts[index] = weights.sum(axis=0)
+        drawn = np.all(counts > 0.0, axis=0)
+        means = sums[:, drawn] / counts[:, drawn]  # groups × worlds
+        # A group's rank: 1 + the groups with a strictly lower mean (ties share the best).
+        ranks.append((means[None, :, :] < means[:, None, :]).sum(axis=1) + 1)
+    drawn_ranks = np.concatenate(ranks, axis=1)
+    worlds = drawn_ranks.shape[1]
+    if worlds == 0:
+        return {}
+    lower, upper = (1.0 - level) / 2.0, (1.0 + level) / 2.0
+    result = {}
+    for index, g in enumerate(present.tolist()):
+        row = drawn_ranks[index]
+        result[int(g)] = RankRange(
+            low=int(np.floor(np.quantile(row, lower))),
+            high=int(np.ceil(np.quantile(row, upper))),
+            p_first=float(np.count_nonzero(row == 1)) / worlds,
+            worlds=worlds,
+        )
+    return result
+
+
 def bootstrap_pooled_interval(
     values: ArrayLike,
     weeks: ArrayLike,

@@ -44,6 +44,15 @@ class LeaderboardAnalyticsFields(Schema):
     # without an interval. Alpha against 0, Brier against 0.25.
     alpha_claim: str | None
     brier_claim: str | None
+    # Too little data to rank (under 30 resolved bets or 5 weeks of them): listed apart.
+    provisional: bool | None
+    weeks: int | None  # the weeks its resolved bets were decided in
+    # Among its board's ranked rows by Brier, over the bootstrap's resampled worlds: the
+    # central 95% of its ranks, P(rank 1) and its tier (null when not ranked).
+    rank_low: int | None
+    rank_high: int | None
+    p_rank_first: float | None
+    tier: int | None
     brier_ci_low: float | None
     brier_ci_high: float | None
     market_brier: float | None  # (b − x)² on the same bets
@@ -79,6 +88,12 @@ def leaderboard_fields(row: ModelAnalytics | None) -> dict[str, Any]:
         "alpha_p_value": finite(row.alpha_test.p_value) if row.alpha_test else None,
         "alpha_claim": row.alpha_claim,
         "brier_claim": row.brier_claim,
+        "provisional": row.provisional,
+        "weeks": row.weeks_scored,
+        "rank_low": row.rank_range.low if row.rank_range else None,
+        "rank_high": row.rank_range.high if row.rank_range else None,
+        "p_rank_first": row.rank_range.p_first if row.rank_range else None,
+        "tier": row.tier,
         "brier_ci_low": finite(brier.low) if brier else None,
         "brier_ci_high": finite(brier.high) if brier else None,
         "market_brier": finite(row.market_brier),

@@ -72,6 +72,7 @@ from arena.models import Agent, Cohort, Decision, DecisionAttempt, Position, Tra
 from arena.selectors import commitments, curves, listings, markets, standings
 from arena.selectors import status as status_selectors
 from arena.selectors.analytics.cache import analytics
+from arena.selectors.analytics.figures import Analytics
 from arena.selectors.watermark import data_watermark
 from markets.models import Market
 from markets.selectors import MarketFilter
@@ -303,6 +304,16 @@ def _cohort(cohort: Cohort, schema: type[C], **more: Any) -> C:
     )
 
 
+def _table_ranks(rows: list[standings.ModelRow], figures: Analytics) -> dict[tuple[int, bool], int]:
+    """Each row's rank in its table, in the table's order, the provisional rows left out."""
+    ranked = []
+    for row in rows:
+        found = figures.row(row.model.pk, row.offline)
+        if found is not None and not found.provisional:
+            ranked.append((row.model.pk, row.offline))
+    return {key: number for number, key in enumerate(ranked, start=1)}
+
+
 @router.get(
     "/leaderboard",
     response=LeaderboardOut,
@@ -337,6 +348,7 @@ def leaderboard(
         )
         outside_rows = outside_rows if outside == "include" else []
         figures = analytics(cohorts=cohorts)
+        ranks = _table_ranks(llms, figures) | _table_ranks(outside_rows, figures)
         found = LeaderboardOut(
             sort=sort,
             cohorts=cohorts,
@@ -346,6 +358,7 @@ def leaderboard(
                 LeaderboardRowOut(
                     **_model_row(row).model_dump(),
                     **leaderboard_fields(figures.row(row.model.pk, row.offline)),
+                    rank=ranks.get((row.model.pk, row.offline)),
                 )
                 for row in llms + baseline_rows + outside_rows
             ],

@@ -63,6 +63,10 @@ class LeaderboardRowOut(ModelRowOut, LeaderboardAnalyticsFields):
     """A leaderboard row: its v1 figures, then the analytics beyond v1 on the same bets
     (`/api/v1/analytics` has them in full, with their definitions)."""
 
+    # Its rank in its own table (the main board, or the outside agents'), in `sort`'s order;
+    # null for a baseline and for a provisional row, which are never ranked.
+    rank: int | None
+
 
 class LeaderboardOut(Schema):
     """The filters the ranking used, echoed, and its rows."""

@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString
 from agents.models import BenchmarkModel
 from arena.selectors import standings
 from arena.selectors.analytics import cache
-from arena.selectors.analytics.definitions import DEFINITIONS
+from arena.selectors.analytics.definitions import DEFINITIONS, MIN_RANKED_BETS, MIN_RANKED_WEEKS
 from arena.selectors.analytics.figures import (
     Analytics,
     CategoryFigures,
@@ -207,6 +207,77 @@ def leaderboard_context(
         "analytics_definitions": [
             (name, f"{formula} ({source})") for name, formula, source in DEFINITIONS
         ],
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The main table's uncertainty: rank ranges, tiers, provisional rows
+
+
+@dataclass(frozen=True)
+class RankedLine:
+    """A leaderboard row in its board's order, with its analytics (None without any)."""
+
+    standing: standings.ModelRow
+    figures: ModelAnalytics | None
+
+    @property
+    def provisional(self) -> bool:
+        return self.figures is None or self.figures.provisional
+
+
+@dataclass(frozen=True)
+class BoardSplit:
+    """A board split into its ranked rows (in the board's order) and its provisional ones."""
+
+    ranked: list[RankedLine]
+    provisional: list[RankedLine]
+
+    @property
+    def tiers(self) -> int:
+        return len(
+            {line.figures.tier for line in self.ranked if line.figures and line.figures.tier}
+        )
+
+
+def _split(rows: list[standings.ModelRow], analytics: Analytics) -> BoardSplit:
+    lines = [RankedLine(row, analytics.row(row.model.pk, row.offline)) for row in rows]
+    return BoardSplit(
+        ranked=[line for line in lines if not line.provisional],
+        provisional=[line for line in lines if line.provisional],
+    )
+
+
+def _weeks_to_separate(analytics: Analytics) -> int | None:
+    """The weeks more the power analysis expects before the two best real rows by Brier
+    separate: the bets the row with fewer lacks, at the rate it has placed them per week.
+    None when it cannot say (no second row, no variance, or no bets yet)."""
+    # The real models', or where none has two rows of bets (the demo), the stand-ins'.
+    separation = analytics.separation("brier", ranked_only=True) or analytics.separation(
+        "brier", offline=True, ranked_only=True
+    )
+    if separation is None or separation.bets_more is None:
+        return None
+    fewer = min(separation.first, separation.second, key=lambda r: r.bets)
+    if not fewer.weeks_scored or not fewer.bets:
+        return None
+    return math.ceil(separation.bets_more / (fewer.bets / fewer.weeks_scored))
+
+
+def main_table_context(
+    *, cohorts: str, llms: list[standings.ModelRow], outside_rows: list[standings.ModelRow]
+) -> dict[str, Any]:
+    """What the leaderboard's main (v1) table adds from the analytics, read from their cache:
+    each board split into its ranked and its provisional rows, the ranked ones with their
+    Brier interval, rank range, P(rank 1) and tier; and how many weeks more the power analysis
+    expects before the two best separate."""
+    analytics = cache.analytics(cohorts=cohorts)
+    return {
+        "main": _split(llms, analytics),
+        "outside_board": _split(outside_rows, analytics),
+        "weeks_to_separate": _weeks_to_separate(analytics),
+        "min_ranked_bets": MIN_RANKED_BETS,
+        "min_ranked_weeks": MIN_RANKED_WEEKS,
     }
 
 

@@ -94,6 +94,7 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
             for key, label in SCOPE_LABELS.items()
         ],
         "view": view,
+        "panel_query": _leaderboard_query(sort=sort, cohorts=cohorts, view="panel"),
         "view_links": [
             (label, _leaderboard_query(sort=sort, cohorts=cohorts, view=key), key == view)
             for key, label in VIEW_LABELS.items()
@@ -101,6 +102,10 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         "definitions": standings_selectors.MODEL_DEFINITIONS,
         "cohorts": standings_selectors.cohort_list()[:5],
     }
+    if view == "v1":
+        context |= analytics.main_table_context(
+            cohorts=cohorts, llms=llms, outside_rows=outside_rows
+        )
     if view == "analytics":
         # Read only when asked for: the v1 view stays exactly what it was, queries included.
         context |= analytics.leaderboard_context(

@@ -34,6 +34,7 @@ from arena.selectors.analytics.cache import analytics
 from arena.selectors.analytics.definitions import DEFINITIONS
 from arena.selectors.analytics.figures import ModelAnalytics
 from arena.views.analytics import analytics_columns
+from forecaster.templatetags.figures import brier as brier_text
 from markets.models import Market
 from tests.arena.factories import CohortFactory
 
@@ -197,7 +198,7 @@ def tables(content: str) -> list[str]:
 
 
 def body_rows(table: str) -> list[str]:
-    return re.findall(r"<tr>.*?</tr>", table.split("<tbody>", 1)[1], flags=re.S)
+    return re.findall(r"<tr[^>]*>.*?</tr>", table.split("<tbody>", 1)[1], flags=re.S)
 
 
 def cells(row: str) -> list[str]:
@@ -433,16 +434,18 @@ def test_view_v1_and_an_unknown_view_are_the_v1_leaderboard_unchanged(
     default = page(client, "/")
     assert page(client, "/?view=v1") == default
     assert page(client, "/?view=nonsense") == default
-    llm_table, baseline_table = tables(default)[:2]
-    assert (
-        '<th>#</th><th>Model</th><th class="num">Avg return</th><th class="num">Cohorts</th>'
-        '<th class="num">Brier</th><th class="num">Resolved bets</th>' in llm_table
-    )
+    ranked_table, provisional_table = (t for t in tables(default) if "main-board" in t)
+    assert '<th>#</th><th>Model</th><th class="num">Brier <br><span class="unit">' in ranked_table
+    assert "Avg return" in ranked_table
+    assert "<th>#</th>" not in provisional_table  # provisional rows are never ranked
     assert "Alpha (95% interval)" not in default
     assert "Pseudo-model" not in default
     llms, _ = standings.leaderboard()
-    shown = model_ids(llm_table)
+    # The v1 order, the ranked rows first, then the provisional ones (here: every row, each
+    # with a handful of bets).
+    shown = model_ids(ranked_table) + model_ids(provisional_table)
     assert shown == [row.model.internal_id for row in llms]
+    assert model_ids(ranked_table) == []
 
 
 # ------------------------------------------------------------------------- the references
@@ -564,7 +567,7 @@ FORMULAS = [
     "RES = (1 ÷ N) × Σ nₖ(ōₖ − ō)²",
     "Alpha = (RES − RES of the market) + (REL of the market − REL)",
     "BSS = 1 − Brier ÷ reference",
-    "SE² = V_cohort + V_market − V_cohort×market",
+    "SE² = max(V_week + V_market − V_week×market, V_week, V_market)",
     "95% interval = m ± t₀.₉₇₅,G−1 × SE",
     "t = Alpha ÷ SE",
     "Beat% = the share of cohorts whose own Alpha",
@@ -655,3 +658,127 @@ def test_a_hostile_model_name_is_escaped_in_the_rows_and_the_power_note(client: 
     assert note
     assert html.escape(hostile) in note.group(1)
     assert f">{html.escape(hostile)}</a>" in analytics_table(content)
+
+
+# ------------------------------------------------------------------ ranks, tiers, provisional
+
+# Eight weeks of four markets each: (frozen YES price, did YES win), varied but fixed.
+EIGHT_WEEKS = [
+    [(0.3 + 0.1 * ((week + i) % 5), (week * 7 + i * 3) % 3 != 0) for i in range(4)]
+    for week in range(8)
+]
+
+
+def _yes_bets(sure: float, unsure: float) -> list[list[Bet]]:
+    """A YES bet on every market of every week: confidence `sure` where YES won, else `unsure`."""
+    return [
+        [Bet(i, "YES", sure if won else unsure) for i, (_, won) in enumerate(week)]
+        for week in EIGHT_WEEKS
+    ]
+
+
+@pytest.fixture
+def ranked_board() -> dict[str, BenchmarkModel]:
+    """Three forecasters with 32 resolved bets over 8 weeks each (ranked), two of them close
+    and one far behind, and one with a single week of bets (provisional)."""
+    models = {
+        "sharp": new_model("analytics-sharp", "Sharp Forecaster"),
+        "close": new_model("analytics-close", "Close Forecaster"),
+        "poor": new_model("analytics-poor", "Poor Forecaster"),
+        "new": new_model("analytics-new", "New Forecaster"),
+    }
+    build(
+        {
+            models["sharp"]: _yes_bets(0.80, 0.30),
+            models["close"]: _yes_bets(0.75, 0.35),
+            models["poor"]: _yes_bets(0.30, 0.80),
+            models["new"]: _yes_bets(0.80, 0.30)[:1],
+        },
+        markets=EIGHT_WEEKS,
+    )
+    return models
+
+
+def test_a_row_with_too_little_data_is_provisional_and_never_ranked(
+    ranked_board: dict[str, BenchmarkModel], client: Client
+) -> None:
+    new = figures_of(ranked_board["new"])
+    assert (new.bets, new.weeks_scored) == (4, 1)
+    assert new.provisional
+    assert new.rank_range is None
+    assert new.tier is None
+    content = page(client, "/")
+    ranked_table, provisional_table = (t for t in tables(content) if "main-board" in t)
+    assert ">New Forecaster</a>" not in ranked_table
+    assert ">New Forecaster</a>" in provisional_table
+    assert 'id="provisional"' in content
+    api = client.get("/api/v1/leaderboard").json()
+    by_model = {row["model"]: row for row in api["rows"]}
+    assert by_model["analytics-new"]["provisional"] is True
+    assert by_model["analytics-new"]["rank"] is None
+    assert by_model["analytics-sharp"]["rank"] == 1
+
+
+def test_ranked_rows_show_their_brier_interval_rank_range_and_tier(
+    ranked_board: dict[str, BenchmarkModel], client: Client
+) -> None:
+    rows = [figures_of(ranked_board[k]) for k in ("sharp", "close", "poor")]
+    for row in rows:
+        assert not row.provisional
+        assert (row.bets, row.weeks_scored) == (32, 8)
+        assert row.rank_range is not None
+        assert 1 <= row.rank_range.low <= row.rank_range.high <= 3
+    # Each model has the best Brier in some share of the resampled worlds; the shares are
+    # those of one set of worlds, so together they make at least the whole.
+    assert sum(r.rank_range.p_first for r in rows if r.rank_range) >= 1.0
+    # The tiers follow their rule from the rank ranges, in Brier order.
+    ordered = sorted(rows, key=lambda r: r.brier or 0.0)
+    tier, leader = 0, 0
+    for position, row in enumerate(ordered, start=1):
+        assert row.rank_range is not None
+        if row.rank_range.low > leader:
+            tier, leader = tier + 1, position
+        assert row.tier == tier
+    assert ordered[-1].model == ranked_board["poor"]
+    assert ordered[-1].rank_range is not None
+    assert ordered[-1].rank_range.low == 3  # far behind in every world: a tier of its own
+
+    main = next(t for t in tables(page(client, "/")) if "main-board" in t)
+    shown = cells(row_of(main, "Poor Forecaster"))
+    poor = ordered[-1]
+    assert poor.brier_interval is not None
+    assert shown[0] == "3"
+    low, high = poor.brier_interval.low, poor.brier_interval.high
+    standing = next(r for r in standings.leaderboard()[0] if r.model == ranked_board["poor"])
+    # The v1 pooled Brier (of the stored scores), its interval from the analytics.
+    assert shown[2] == f"{brier_text(standing.brier)} [{brier_text(low)}, {brier_text(high)}]"
+    assert poor.rank_range is not None
+    assert shown[3] == f"3 ({poor.rank_range.p_first:.0%})"  # its rank range, P(rank 1)
+    assert shown[4] == str(poor.tier)
+    assert shown[5] == "32 / 8"
+    api = {r["model"]: r for r in client.get("/api/v1/leaderboard").json()["rows"]}
+    assert (api["analytics-poor"]["rank_low"], api["analytics-poor"]["tier"]) == (3, poor.tier)
+
+
+def test_the_sentence_under_the_table_says_how_many_weeks_the_best_two_need(
+    ranked_board: dict[str, BenchmarkModel], client: Client
+) -> None:
+    separation = analytics().separation("brier", ranked_only=True)
+    assert separation is not None
+    # The two best ranked rows: the new forecaster has the sharp one's skill but one week of
+    # bets, so it is provisional and left out.
+    assert {separation.first.model, separation.second.model} == {
+        ranked_board["sharp"],
+        ranked_board["close"],
+    }
+    assert separation.bets_more is not None
+    weeks = math.ceil(separation.bets_more / (32 / 8))  # each bet 4 times a week
+    content = page(client, "/")
+    said = re.search(r'id="what-the-ranking-shows">(.*?)</p>', content, re.S)
+    assert said is not None
+    text = re.sub(r"<[^>]+>", "", said.group(1))
+    if weeks:
+        assert f"separate in about {weeks} more week" in text
+    else:
+        assert "expected the two best to have separated by now" in text
+    assert "cannot show that a model forecasts better than one in its own tier" in text

@@ -134,7 +134,7 @@ def site(django_db_setup: None, django_db_blocker: Any) -> Iterator[Site]:
     ):
         server = None
         try:
-            demo_run(weeks=3, tick=timedelta(hours=12), until=UNTIL)
+            demo_run(weeks=6, tick=timedelta(hours=12), until=UNTIL)
             server = LiveServer("localhost")
             server._live_server_modified_settings.enable()
             walk = _pick(server.url)  # from the demo, before the hostile world joins it

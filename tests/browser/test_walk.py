@@ -176,6 +176,12 @@ def test_a_visitor_walks_the_site(
     arrive(page, screenshots, "01-leaderboard", base + "/")
     expect_text(page, "h1", "Leaderboard")
     expect_text(page, "main table tbody tr", r"\S")
+    # The main table leads with its uncertainty: each ranked Brier with its interval, a rank
+    # range and a tier; the rows with too little data apart, marked provisional.
+    expect_text(page, "table.main-board td.brier", r"^\d\.\d{4}\s+\[\d\.\d{4}, \d\.\d{4}\]$")
+    expect_text(page, "table.main-board .rank-range", r"^\d+(–\d+)?$")
+    expect_text(page, "#what-the-ranking-shows", r"tier")
+    expect_text(page, "table.main-board.provisional .badge.provisional", r"^provisional$")
     model_href = first_href(page, 'main a[href^="/models/"]:not([href="/models/"])')
     if model_href is None:
         page.visit.note("no link to a model page")

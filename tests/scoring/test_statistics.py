@@ -14,6 +14,7 @@ from scoring.statistics import (
     MIN_BOOTSTRAP_WEEKS,
     Interval,
     bootstrap_pooled_interval,
+    bootstrap_ranks,
     cell_mean_interval,
     clustered_variance,
     holm_adjusted,
@@ -354,3 +355,40 @@ def test_holms_adjustment_on_a_worked_example() -> None:
     assert holm_adjusted([0.5, 0.9]) == [1.0, 1.0]
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         holm_adjusted([1.5])
+
+
+def test_bootstrap_ranks_separate_clearly_different_forecasters() -> None:
+    # Three forecasters on the same 20 weeks × 3 markets a week, their Briers far apart.
+    weeks, markets, values, groups = [], [], [], []
+    for week in range(20):
+        for market in range(3):
+            for group, brier in enumerate((0.10, 0.20, 0.30)):
+                weeks.append(week)
+                markets.append(week * 3 + market)
+                values.append(brier + 0.01 * ((week + market) % 3))
+                groups.append(group)
+    ranks = bootstrap_ranks(values, groups, weeks, markets, resamples=200, seed=7)
+    assert ranks == bootstrap_ranks(values, groups, weeks, markets, resamples=200, seed=7)
+    assert [(r.low, r.high) for r in (ranks[0], ranks[1], ranks[2])] == [(1, 1), (2, 2), (3, 3)]
+    assert ranks[0].p_first == 1.0
+    assert ranks[2].p_first == 0.0
+    assert ranks[0].worlds == 200
+
+
+def test_bootstrap_ranks_of_indistinguishable_forecasters_overlap() -> None:
+    # Two forecasters whose Briers swap from week to week: neither is established as first.
+    weeks, markets, values, groups = [], [], [], []
+    for week in range(12):
+        for group in (0, 1):
+            weeks.append(week)
+            markets.append(week)
+            values.append(0.1 if (week + group) % 2 else 0.3)
+            groups.append(group)
+    ranks = bootstrap_ranks(values, groups, weeks, markets, resamples=400, seed=3)
+    assert (ranks[0].low, ranks[0].high) == (1, 2)
+    assert (ranks[1].low, ranks[1].high) == (1, 2)
+    assert 0.2 < ranks[0].p_first < 0.8
+    assert ranks[0].p_first + ranks[1].p_first >= 1.0  # ties rank both first
+    assert bootstrap_ranks([0.1, 0.2], [0, 0], [1, 2], [1, 2]) == {}
+    with pytest.raises(ValueError, match="groups"):
+        bootstrap_ranks([0.1, 0.2], [0, -1], [1, 2], [1, 2])

@@ -29,6 +29,7 @@ def compute_analytics(*, cohorts: str = "all", bins: int = DEFAULT_BINS) -> Anal
     questions = read.coverage_questions(scope=scope)
     rows = [ModelAnalytics(model=model, offline=offline) for model, offline in scope.rows]
     compute.fill_rows(rows=rows, bets=bets, categories=categories, questions=questions, bins=bins)
+    compute.rank_rows(bets=bets, rows=rows)
     return Analytics(
         cohorts=cohorts,
         bins=bins,

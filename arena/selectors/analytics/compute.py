@@ -40,6 +40,7 @@ from scoring.difficulty import difficulty_adjusted_brier
 from scoring.murphy import alpha_anatomy, murphy_decomposition
 from scoring.statistics import (
     Interval,
+    bootstrap_ranks,
     cell_mean_interval,
     grouped_bootstrap_intervals,
     holm_adjusted,
@@ -513,3 +514,38 @@ def _holm(comparisons: list[Comparison], rows: list[ModelAnalytics]) -> list[Com
         for i, p in zip(members, family, strict=True):
             adjusted[i] = p
     return [replace(c, holm_p=p) for c, p in zip(comparisons, adjusted, strict=True)]
+
+
+def rank_rows(*, bets: Bets, rows: list[ModelAnalytics]) -> None:
+    """Rank each board's rows by Brier with the uncertainty of the ranks: the LLM rows that
+    are not provisional, real and offline apart, the main board and the outside agents' apart.
+    Each gets its rank range and P(rank 1) over the pigeonhole bootstrap's worlds (all rows of
+    a board resampled together), and a tier: in Brier order, a tier is its first row and every
+    later row whose rank range reaches that first row's rank; the first row beyond starts the
+    next tier."""
+    families: dict[tuple[bool, bool], list[int]] = {}
+    for index, row in enumerate(rows):
+        if row.model.is_baseline or row.provisional or row.brier is None:
+            continue
+        families.setdefault((row.model.on_outside_board, row.offline), []).append(index)
+    for members in families.values():
+        if len(members) < 2:
+            continue
+        mask = np.isin(bets.row, members)
+        ranges = bootstrap_ranks(
+            bets.brier[mask],
+            bets.row[mask],
+            bets.week[mask],
+            bets.market[mask],
+            resamples=BOOTSTRAP_RESAMPLES,
+            seed=BOOTSTRAP_SEED,
+        )
+        ordered = sorted(members, key=lambda i: (rows[i].brier, rows[i].model.display_order))
+        tier, leader_rank = 0, 0
+        for rank, index in enumerate(ordered, start=1):
+            row = rows[index]
+            row.rank_range = ranges.get(index)
+            reaches = row.rank_range is not None and row.rank_range.low <= leader_rank
+            if not reaches:
+                tier, leader_rank = tier + 1, rank
+            row.tier = tier

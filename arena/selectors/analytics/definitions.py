@@ -34,6 +34,11 @@ POWER = 0.80
 KAPPA = 0.05  # one-sided significance of the power analysis, as 003 §3.6.2
 DIFFICULTY_MIN_ROWS = 3  # rows with bets in one fit of the market effects
 CROWD_MIN_FORECASTS = 2  # models; a crowd of one is that model, not an aggregate
+# A row is ranked once it has this many resolved bets over this many weeks; before, it is
+# provisional: shown apart, never ranked. Five weeks is the fewest the bootstrap of its rank
+# range is drawn from (a percentile bootstrap of fewer clusters claims too much).
+MIN_RANKED_BETS = 30
+MIN_RANKED_WEEKS = MIN_BOOTSTRAP_WEEKS
 
 DEFINITIONS: list[tuple[str, str, str]] = [
     (

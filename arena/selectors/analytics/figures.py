@@ -9,11 +9,17 @@ from datetime import datetime
 from typing import Literal
 
 from agents.models import BenchmarkModel
-from arena.selectors.analytics.definitions import KAPPA, POWER
+from arena.selectors.analytics.definitions import KAPPA, MIN_RANKED_BETS, MIN_RANKED_WEEKS, POWER
 from scoring.aggregates import RANDOM_BRIER, brier_skill_score
 from scoring.alpha import bets_to_separate
 from scoring.murphy import AlphaAnatomy, Murphy
-from scoring.statistics import MIN_WEEKS_TO_CLAIM, Interval, MeanTest, PairedDifference
+from scoring.statistics import (
+    MIN_WEEKS_TO_CLAIM,
+    Interval,
+    MeanTest,
+    PairedDifference,
+    RankRange,
+)
 
 Metric = Literal["alpha", "brier"]
 Claim = Literal["too early to tell", "not significant", "significant"]
@@ -113,6 +119,22 @@ class ModelAnalytics:
     brier_variance: float | None = None  # observed per-bet variance of the Brier score
     per_cohort: list[CohortFigures] = field(default_factory=list)
     categories: list[CategoryFigures] = field(default_factory=list)
+    # Its place among the ranked rows of its board by Brier (`compute.rank_rows`): the range
+    # of its ranks over the bootstrap's resampled worlds, P(rank 1), and its tier. None for a
+    # baseline, a provisional row, or a board of one.
+    rank_range: RankRange | None = None
+    tier: int | None = None
+
+    @property
+    def weeks_scored(self) -> int:
+        """The weeks its resolved bets were decided in."""
+        return self.brier_interval.clusters if self.brier_interval is not None else 0
+
+    @property
+    def provisional(self) -> bool:
+        """Too little data to be ranked: under MIN_RANKED_BETS resolved bets or under
+        MIN_RANKED_WEEKS weeks of them. Shown, listed apart, never ranked."""
+        return self.bets < MIN_RANKED_BETS or self.weeks_scored < MIN_RANKED_WEEKS
 
     @property
     def key(self) -> tuple[str, bool]:
@@ -216,8 +238,11 @@ class Analytics:
     def rows_of(self, model: BenchmarkModel) -> list[ModelAnalytics]:
         return [row for row in self.rows if row.model.pk == model.pk]
 
-    def separation(self, metric: Metric = "alpha", *, offline: bool = False) -> Separation | None:
-        """The two best LLM rows (real, or offline) by `metric`, and what separates them."""
+    def separation(
+        self, metric: Metric = "alpha", *, offline: bool = False, ranked_only: bool = False
+    ) -> Separation | None:
+        """The two best LLM rows (real, or offline) by `metric`, and what separates them; with
+        `ranked_only`, the two best of the rows the main table ranks (none provisional)."""
         ranked = [
             r
             for r in self.rows
@@ -226,6 +251,7 @@ class Analytics:
             and not r.model.on_outside_board
             and r.offline == offline
             and _figure(r, metric) is not None
+            and not (ranked_only and r.provisional)
         ]
         if len(ranked) < 2:
             return None
