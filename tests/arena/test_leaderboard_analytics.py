@@ -436,7 +436,7 @@ def test_view_v1_and_an_unknown_view_are_the_v1_leaderboard_unchanged(
     assert page(client, "/?view=nonsense") == default
     ranked_table, provisional_table = (t for t in tables(default) if "main-board" in t)
     assert '<th>#</th><th>Model</th><th class="num">Brier <br><span class="unit">' in ranked_table
-    assert "Avg return" in ranked_table
+    assert "Avg <br>return" in ranked_table
     assert "<th>#</th>" not in provisional_table  # provisional rows are never ranked
     assert "Alpha (95% interval)" not in default
     assert "Pseudo-model" not in default
