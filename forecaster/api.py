@@ -94,6 +94,10 @@ API_CHANGES = """
     weeks, then "not significant" or "significant".
   - Pairwise comparisons carry `holm_p_value`, `verdict` and `weeks` (`cohorts` deprecated,
     the same count).
+  - The Murphy terms (`murphy`, `market_murphy`, `anatomy`, the leaderboard's `reliability`,
+    `resolution`, `uncertainty`, and the references') are over the two-outcome bets read as
+    forecasts of YES, no longer each bet in its own side's frame; `multi_murphy` and
+    `multi_market_murphy` give the bets on markets of more outcomes apart.
   - `/leaderboard` rows carry `rank` (their place in their own table), `provisional` (under
     30 resolved bets or 5 weeks: never ranked), `weeks`, and the rank range by Brier over the
     bootstrap's worlds: `rank_low`, `rank_high`, `p_rank_first` and `tier`.

@@ -273,9 +273,13 @@ class ModelAnalyticsOut(Schema):
     coverage_alpha_interval: IntervalOut | None
     coverage_markets: int  # questions: each agent × the resolved markets of its runs
     difficulty_adjusted_brier: float | None
+    # Over its two-outcome bets as forecasts of YES (the references' frame)...
     murphy: MurphyOut | None
     market_murphy: MurphyOut | None
     anatomy: AnatomyOut | None
+    # ...and apart, over its bets on markets of more outcomes, each in its own outcome's frame
+    multi_murphy: MurphyOut | None
+    multi_market_murphy: MurphyOut | None
     power: PowerOut | None
 
 
@@ -419,6 +423,8 @@ def _row_fields(row: ModelAnalytics) -> dict[str, Any]:
         "difficulty_adjusted_brier": finite(row.difficulty_adjusted_brier),
         "murphy": murphy_out(row.murphy),
         "market_murphy": murphy_out(row.market_murphy),
+        "multi_murphy": murphy_out(row.multi_anatomy.agent if row.multi_anatomy else None),
+        "multi_market_murphy": murphy_out(row.multi_anatomy.market if row.multi_anatomy else None),
         "anatomy": AnatomyOut(
             alpha=anatomy.alpha,
             resolution_gain=anatomy.resolution_gain,

@@ -440,7 +440,11 @@ def _residual(value: float) -> str:
 
 
 def _identities(row: ModelAnalytics, label: str) -> list[str]:
+    """The Murphy identities and Alpha's anatomy written out: of the two-outcome bets in the
+    YES frame, then of the bets on markets of more outcomes, apart, in their own frame."""
     lines = []
+    if row.murphy is not None:
+        lines.append(f"Its {row.murphy.count} two-outcome bets, as forecasts of YES:")
     for who, murphy in ((label, row.murphy), ("Market", row.market_murphy)):
         if murphy is not None:
             lines.append(
@@ -453,6 +457,14 @@ def _identities(row: ModelAnalytics, label: str) -> list[str]:
         lines.append(
             f"Alpha {signed(anatomy.alpha)} = resolution gain {signed(anatomy.resolution_gain)}"
             f" + reliability gap {signed(anatomy.reliability_gap)}" + _residual(anatomy.residual)
+        )
+    multi = row.multi_anatomy
+    if multi is not None:
+        lines.append(
+            f"Its {multi.agent.count} bets on markets of more outcomes, each a forecast of its "
+            f"own outcome, apart: Alpha {signed(multi.alpha)} = resolution gain "
+            f"{signed(multi.resolution_gain)} + reliability gap {signed(multi.reliability_gap)}"
+            + _residual(multi.residual)
         )
     return lines
 

@@ -452,7 +452,9 @@ def test_murphy_terms_and_the_anatomy_of_alpha(world: World) -> None:
     murphy = gpt.murphy
     assert murphy.count == 6
     assert murphy.brier == pytest.approx(gpt.brier)
-    base_rate = 5 / 6  # five of its six scored sides won
+    # In the YES frame: its NO bet of confidence 0.5 on a market whose NO won is a forecast
+    # of 0.5 that YES wins, and YES lost. Four of its six markets resolved YES.
+    base_rate = 4 / 6
     assert murphy.uncertainty == pytest.approx(base_rate * (1 - base_rate))
     assert murphy.brier == pytest.approx(
         murphy.uncertainty + murphy.reliability - murphy.resolution + murphy.residual
@@ -462,14 +464,43 @@ def test_murphy_terms_and_the_anatomy_of_alpha(world: World) -> None:
     assert anatomy.alpha == pytest.approx(
         anatomy.resolution_gain + anatomy.reliability_gap + anatomy.residual
     )
-    # By hand, ten bins: forecasts 0.8, 0.5, 0.9, 0.6, 0.7, 0.7 with outcomes 1, 1, 1, 0, 1,
-    # 1 are constant within their bins, so the identity holds with no residual.
+    # By hand, ten bins: forecasts of YES 0.8, 0.5, 0.9, 0.6, 0.7, 0.7 with YES 1, 0, 1, 0,
+    # 1, 1 are constant within their bins, so the identity holds with no residual.
     assert murphy.reliability == pytest.approx((0.04 + 0.25 + 0.01 + 0.36 + 2 * 0.09) / 6)
-    assert murphy.resolution == pytest.approx((5 * (1 / 6) ** 2 + (5 / 6) ** 2) / 6)
+    third, two_thirds = (1 / 3) ** 2, (2 / 3) ** 2  # each bin's (ōₖ − ō)²
+    assert murphy.resolution == pytest.approx((4 * third + 2 * two_thirds) / 6)
+    assert gpt.multi_anatomy is None  # every market it bet on has two outcomes
     assert murphy.residual == pytest.approx(0.0, abs=1e-12)
     assert gpt.market_murphy.uncertainty == pytest.approx(murphy.uncertainty)
     assert sum(b.count for b in murphy.bins) == 6
     assert len(murphy.bins) == 10
+
+
+def test_the_murphy_terms_read_two_outcome_bets_as_yes_and_keep_other_markets_apart(
+    world: World,
+) -> None:
+    before = row(compute_analytics(), "gpt-5.1")
+    assert before.murphy is not None
+    extra: Cohort = CohortFactory.create()
+    d = decision_of(agent_of(model("gpt-5.1"), extra), world.runs[0])
+    # A NO bet of 0.7 at 0.6 on a market whose YES won is a forecast of 0.3 on YES at 0.4:
+    # in the YES frame it is the same question as a YES bet of 0.3 at 0.4 would be.
+    bet(d, market(won=True), side="NO", price=0.6, confidence=0.7)
+    three = ["Red", "Green", "Blue"]
+    bet(d, market(won=True, outcomes=three), side="Red", price=0.5, confidence=0.6)
+    bet(d, market(won=False, outcomes=three), side="Red", price=0.2, confidence=0.4)
+    after = row(compute_analytics(), "gpt-5.1")
+    assert after.murphy is not None
+    assert after.murphy.count == before.murphy.count + 1  # the two-outcome bet only
+    bins = {round(b.mean_forecast or 0, 6): b for b in after.murphy.bins if b.count}
+    assert 0.3 in bins  # read as 0.3 on YES, never as 0.7 on NO
+    assert after.multi_anatomy is not None
+    assert after.multi_anatomy.agent.count == 2
+    # Its own outcome's frame: forecasts 0.6 and 0.4 with Red winning once.
+    assert after.multi_anatomy.agent.brier == pytest.approx(((0.6 - 1) ** 2 + 0.4**2) / 2)
+    assert after.multi_anatomy.alpha == pytest.approx(
+        (((0.5 - 1) ** 2 - (0.6 - 1) ** 2) + (0.2**2 - 0.4**2)) / 2
+    )
 
 
 def test_bins_are_configurable(world: World) -> None:

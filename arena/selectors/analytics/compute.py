@@ -110,8 +110,9 @@ def fill_rows(
     """Fill every row's figures from the scope's bets (`rows` in the order `bets.row` indexes),
     with `bins` forecast bins; `categories` names the bets' category indexes and `questions`
     are each row's questions of the coverage-adjusted Alpha."""
+    framed = _framed(bets)
     for number, row in enumerate(rows):
-        _fill_row(row, bets, bets.row == number, categories, bins)
+        _fill_row(row, bets, framed, bets.row == number, categories, bins)
     # Every row's bootstrap in the same resampled worlds: one set of draws for them all.
     bootstraps = grouped_bootstrap_intervals(
         [bets.delta, bets.brier],
@@ -131,6 +132,7 @@ def fill_rows(
 def _fill_row(
     row: ModelAnalytics,
     bets: Bets,
+    framed: _Framed,
     mask: NDArray[np.bool_],
     categories: list[str],
     bins: int,
@@ -149,9 +151,18 @@ def _fill_row(
     row.brier_interval = _within(pooled_mean_interval(brier, week, market), 0.0, 1.0)
     row.alpha_test = pooled_mean_test(delta, week, market)
     _fill_cohorts(row, bets.cohort[mask], brier, market_brier, delta)
-    row.anatomy = alpha_anatomy(forecast, price, outcome, bins=bins)
+    # One frame for the Murphy terms, which change with it: a two-outcome market's bets as
+    # forecasts of its first outcome (YES), as the references are; a bet on a market of more
+    # outcomes forecasts only its own outcome, so those are decomposed apart, in that frame.
+    binary, multi = mask & bets.binary, mask & ~bets.binary
+    row.anatomy = alpha_anatomy(
+        framed.forecast[binary], framed.price[binary], framed.outcome[binary], bins=bins
+    )
     if row.anatomy is not None:
         row.murphy, row.market_murphy = row.anatomy.agent, row.anatomy.market
+    row.multi_anatomy = alpha_anatomy(
+        bets.forecast[multi], bets.price[multi], bets.outcome[multi], bins=bins
+    )
     row.skill_vs_random = skill_score(row.brier, RANDOM_BRIER)
     row.skill_vs_market = skill_score(row.brier, row.market_brier)
     row.skill_vs_random_interval = _one_minus(_scaled(row.brier_interval, 1.0 / RANDOM_BRIER))
@@ -159,7 +170,14 @@ def _fill_row(
     row.brier_variance = float(brier.var(ddof=1)) if n > 1 else None
     row.power = _power(row.alpha, forecast, price, outcome, delta)
     row.categories = _categories(
-        bets.category[mask], categories, forecast, outcome, brier, market_brier, delta, bins
+        bets.category[mask],
+        categories,
+        (framed.forecast[mask], framed.outcome[mask], bets.binary[mask]),
+        outcome,
+        brier,
+        market_brier,
+        delta,
+        bins,
     )
 
 
@@ -226,7 +244,7 @@ def _power(
 def _categories(
     category: NDArray[np.int64],
     names: list[str],
-    forecast: NDArray[np.float64],
+    yes: tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]],
     outcome: NDArray[np.float64],
     brier: NDArray[np.float64],
     market_brier: NDArray[np.float64],
@@ -234,12 +252,15 @@ def _categories(
     bins: int,
 ) -> list[CategoryFigures]:
     """A row's figures per category of its bets (`category` indexes `names`), the most bets
-    first."""
+    first; REL and RES over its two-outcome bets in the YES frame (`yes`: forecast, outcome
+    and whether the market has two outcomes, per bet)."""
+    yes_forecast, yes_outcome, binary = yes
     figures = []
     for index in np.unique(category).tolist():
         in_category = category == index
         k = int(in_category.sum())
-        murphy = murphy_decomposition(forecast[in_category], outcome[in_category], bins=bins)
+        framed = in_category & binary
+        murphy = murphy_decomposition(yes_forecast[framed], yes_outcome[framed], bins=bins)
         category_brier = float(brier[in_category].mean())
         category_market = float(market_brier[in_category].mean())
         figures.append(
@@ -390,6 +411,7 @@ def _references_over(
     voter_question = voters[:, 0]
     models_per_question = np.bincount(voter_question, minlength=len(first))
     q_price, q_outcome = framed.price[first], framed.outcome[first]
+    two = framed.frame[first] == -1  # the questions of two-outcome markets
     market_brier = float(((q_price - q_outcome) ** 2).mean())
     label = " — on the offline stand-ins' questions" if offline else ""
     references = [
@@ -402,7 +424,8 @@ def _references_over(
             brier=market_brier,
             market_brier=market_brier,
             alpha=0.0,
-            murphy=murphy_decomposition(q_price, q_outcome, bins=bins),
+            # Its Murphy terms over the two-outcome questions, in the YES frame, as the rows'.
+            murphy=murphy_decomposition(q_price[two], q_outcome[two], bins=bins),
         ),
         ReferenceAnalytics(
             key="random",
@@ -426,6 +449,7 @@ def _references_over(
                 crowd,
                 framed.price[first[crowd]],
                 framed.outcome[first[crowd]],
+                two[crowd],
                 offline=offline,
                 label=label,
                 bins=bins,
@@ -440,13 +464,15 @@ def _crowd_references(
     crowd: NDArray[np.bool_],
     price: NDArray[np.float64],
     outcome: NDArray[np.float64],
+    two: NDArray[np.bool_],
     *,
     offline: bool,
     label: str,
     bins: int,
 ) -> list[ReferenceAnalytics]:
     """The LLM crowd's median and geometric mean of odds over the `crowd` questions (those
-    with enough models' forecasts), each model's forecast its `votes` entry."""
+    with enough models' forecasts), each model's forecast its `votes` entry; their Murphy
+    terms over the `two`-outcome questions, in the YES frame."""
     references = []
     for key, name, aggregate in (
         ("crowd-median", "LLM crowd, median", grouped_median),
@@ -468,7 +494,7 @@ def _crowd_references(
                 brier=float(c_brier.mean()),
                 market_brier=float(c_market.mean()),
                 alpha=float(c_delta.mean()),
-                murphy=murphy_decomposition(forecasts, outcome, bins=bins),
+                murphy=murphy_decomposition(forecasts[two], outcome[two], bins=bins),
             )
         )
     return references

@@ -63,8 +63,10 @@ DEFINITIONS: list[tuple[str, str, str]] = [
         "Murphy decomposition",
         "Brier = UNC + REL − RES over K equal-width forecast bins: UNC = ō(1 − ō), REL = Σ nₖ"
         "(p̄ₖ − ōₖ)² ÷ N (calibration error), RES = Σ nₖ(ōₖ − ō)² ÷ N (discrimination); exact "
-        "when forecasts are constant within bins, the residual is shown otherwise",
-        "003 §3.5, Theorem 1 (Murphy, 1973)",
+        "when forecasts are constant within bins, the residual is shown otherwise; over the "
+        "two-outcome bets read as forecasts of YES (rows and references alike), the bets on "
+        "markets of more outcomes apart, each in its own outcome's frame",
+        "003 §3.5, Theorem 1 (Murphy, 1973); 003 Table 6 (the YES frame)",
     ),
     (
         "Anatomy of Alpha",

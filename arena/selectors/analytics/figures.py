@@ -102,9 +102,12 @@ class ModelAnalytics:
     alpha_test: MeanTest | None = None
     beat_share: float | None = None
     cohorts_scored: int = 0
+    # The Murphy terms and Alpha's anatomy of its two-outcome bets in the YES frame (as the
+    # references'); of its bets on markets of more outcomes apart, each in its own frame.
     murphy: Murphy | None = None
     market_murphy: Murphy | None = None
     anatomy: AlphaAnatomy | None = None
+    multi_anatomy: AlphaAnatomy | None = None
     skill_vs_random: float | None = None
     skill_vs_market: float | None = None
     # 95% t intervals of the skill scores: 1 − the Brier's interval ÷ 0.25, and 1 − the
