@@ -1,10 +1,16 @@
-"""Brier scores adjusted for question difficulty (ForecastBench 004, question fixed effects).
+"""Brier scores adjusted for question difficulty: a two-way fixed-effects model of our own.
 
-Agents choose their own markets, so a raw mean Brier rewards picking easy questions. As
-ForecastBench does, each bet's score is modelled as score = a_f + d_q, a forecaster effect
-plus a question (market) effect, fitted over every forecaster's bets together so that the
-questions several forecasters share tie the effects to one scale. A forecaster's adjusted
-Brier is its mean of score − d_q: its Brier on a question set of average difficulty.
+Agents choose their own markets, so a raw mean Brier rewards picking easy questions. Each
+bet's score is modelled as score = a_f + d_q, a forecaster effect plus a question effect,
+fitted over every forecaster's bets together so that the questions several forecasters share
+tie the effects to one scale. A forecaster's adjusted Brier is its mean of score − d_q: its
+Brier on a question set of average difficulty. (004, ForecastBench's paper, describes no such
+adjustment; the model is the textbook additive two-way fixed effects, fitted by backfitting.)
+
+The fit means something only where the forecasters are tied together by shared questions:
+`design_support` says, for each forecaster, how many of its questions another forecaster
+answered too, and which connected part of the design (forecasters linked through shared
+questions) it falls in.
 """
 
 from __future__ import annotations
@@ -99,3 +105,45 @@ def difficulty_adjusted_brier(
     adjusted = group_mean(f, y - d[q], bets_f)
     adjusted[~has_f] = np.nan
     return adjusted
+
+
+def design_support(
+    forecasters: ArrayLike, questions: ArrayLike, *, forecaster_count: int | None = None
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Return, for each forecaster code 0..F−1, (the number of its distinct questions that
+    some other forecaster answered too, the label of its connected component), over the
+    bipartite design of forecasters and the questions they answered: two forecasters are
+    connected when a chain of shared questions links them. A forecaster with no bets has 0
+    shared questions and the component −1. Raise ValueError as `difficulty_adjusted_brier`
+    does for its codes."""
+    f = _codes("forecasters", forecasters)
+    q = _codes("questions", questions)
+    if len(f) != len(q):
+        raise ValueError(f"forecasters and questions differ in length: {len(f)}, {len(q)}")
+    needed = int(f.max()) + 1 if len(f) else 0
+    count = needed if forecaster_count is None else forecaster_count
+    if count < needed:
+        raise ValueError(f"forecaster_count {count} is not above every code (max {needed - 1})")
+    pairs = np.unique(np.stack([f, q], axis=1), axis=0) if len(f) else np.zeros((0, 2), np.intp)
+    answered_by = np.bincount(pairs[:, 1]) if len(pairs) else np.zeros(0, np.int64)
+    shared = np.zeros(count, dtype=np.int64)
+    np.add.at(shared, pairs[:, 0], (answered_by[pairs[:, 1]] > 1).astype(np.int64))
+    # Union-find over forecasters, joined through each question's first forecaster.
+    parent = list(range(count))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    first_of: dict[int, int] = {}
+    for forecaster, question in pairs.tolist():
+        other = first_of.setdefault(question, forecaster)
+        a, b = root(forecaster), root(other)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    has = np.zeros(count, dtype=np.bool_)
+    has[pairs[:, 0]] = True
+    component = np.array([root(i) if has[i] else -1 for i in range(count)], dtype=np.int64)
+    return shared, component

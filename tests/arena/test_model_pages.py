@@ -472,23 +472,34 @@ def test_the_leaderboard_shows_counts_beside_means_and_the_usage_figures(
     lineup: Lineup, client: Client
 ) -> None:
     html = page(client, "/")
-    head = re.search(r"<thead>.*?</thead>", html, flags=re.S)
+    # Two resolved bets each: every row is provisional, in the main board's second table.
+    table = re.search(r'<table class="data main-board provisional">.*?</table>', html, re.S)
+    assert table is not None
+    head = re.search(r"<thead>.*?</thead>", table.group(0), flags=re.S)
     assert head is not None
     columns = re.findall(r"<th[^>]*>(.*?)</th>", head.group(0))
-    names = [re.sub(r"<[^>]+>", "", c) for c in columns]
-    assert names[2:6] == ["Avg return", "Cohorts", "Brier", "Resolved bets"]
+    names = [" ".join(re.sub(r"<[^>]+>", " ", c).split()) for c in columns]
+    assert names[1:6] == [
+        "Brier (95% interval)",
+        "Bets / weeks",
+        "Avg return",
+        "Cohorts",
+        "Win rate",
+    ]
     for name in ("USD / decision", "p95 latency", "Malformed"):
         assert name in names
     real = next(
         r
-        for r in re.findall(r"<tr>.*?</tr>", html, flags=re.S)
+        for r in re.findall(r"<tr>.*?</tr>", table.group(0), flags=re.S)
         if "/models/gpt-5.1/" in r and not re.search(BADGE, r)
     )
     cells = re.findall(r"<td[^>]*>(.*?)</td>", real, flags=re.S)
-    assert cells[2:7] == ["−2.5%", "2", "0.2900", "2", "50%"]
-    assert cells[7].startswith("$0.0047")
-    assert "(1 unknown)" in cells[7]
-    assert cells[8:] == ["6,000 ms", "50%"]
+    # Its Brier with the count it is over beside it: 2 resolved bets, decided in one week.
+    assert re.sub(r"<[^>]+>", "", cells[1]).startswith("0.2900")
+    assert cells[2:6] == ["2 / 1", "−2.5%", "2", "50%"]
+    assert cells[6].startswith("$0.0047")
+    assert "(1 unknown)" in cells[6]
+    assert cells[7:] == ["6,000 ms", "50%"]
 
 
 def test_a_baseline_beating_the_best_real_model_is_explained(

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from scoring.difficulty import difficulty_adjusted_brier
+from scoring.difficulty import design_support, difficulty_adjusted_brier
 
 
 def test_exact_additive_scores_recover_the_forecaster_effects() -> None:
@@ -82,3 +82,17 @@ def test_bad_input_is_refused() -> None:
         difficulty_adjusted_brier([math.nan], [0], [0])
     with pytest.raises(ValueError, match="forecaster_count"):
         difficulty_adjusted_brier([0.1], [3], [0], forecaster_count=2)
+
+
+def test_design_support_counts_shared_questions_and_links_forecasters() -> None:
+    # Forecasters 0 and 1 share questions 0 and 1; 1 and 2 share question 2; forecaster 3
+    # answers question 5 alone; forecaster 4 never bets.
+    forecasters = [0, 0, 0, 1, 1, 1, 2, 2, 3, 0]
+    questions = [0, 1, 3, 0, 1, 2, 2, 4, 5, 0]  # 0 answers question 0 twice: counted once
+    shared, component = design_support(forecasters, questions, forecaster_count=5)
+    assert shared.tolist() == [2, 3, 1, 0, 0]
+    assert component[0] == component[1] == component[2]  # linked through 1
+    assert component[3] not in (component[0], -1)
+    assert component[4] == -1
+    with pytest.raises(ValueError, match="differ in length"):
+        design_support([0, 1], [0])

@@ -19,6 +19,7 @@ from arena.selectors.analytics.definitions import (
     BOOTSTRAP_SEED,
     CROWD_MIN_FORECASTS,
     DIFFICULTY_MIN_ROWS,
+    DIFFICULTY_MIN_SHARED,
     KAPPA,
     POWER,
 )
@@ -36,7 +37,7 @@ from arena.selectors.analytics.read import Bets, Questions
 from scoring.aggregates import RANDOM_BRIER
 from scoring.alpha import RANDOM_UNIFORM_BRIER, bet_alphas, predictions_needed
 from scoring.crowd import grouped_geometric_mean_odds, grouped_median
-from scoring.difficulty import difficulty_adjusted_brier
+from scoring.difficulty import design_support, difficulty_adjusted_brier
 from scoring.murphy import alpha_anatomy, murphy_decomposition
 from scoring.statistics import (
     Interval,
@@ -318,22 +319,40 @@ def _coverage(bets: Bets, questions: Questions, rows: list[ModelAnalytics]) -> N
 
 
 def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
-    """Difficulty-adjusted Brier: market fixed effects estimated over every agent's bets, the
+    """Difficulty-adjusted Brier: question effects estimated over every agent's bets, a
+    question being a market in a run (its price, and so its difficulty, is the run's), the
     real rows (LLMs and baselines) in one fit and the offline stand-ins in another, so an
-    offline answer never moves a real row's figure."""
+    offline answer never moves a real row's figure. A row's figure is shown only where the
+    fit rests on enough: at least DIFFICULTY_MIN_ROWS rows in one connected design (rows
+    linked through shared questions), the row in its largest part, and at least
+    DIFFICULTY_MIN_SHARED of its questions answered by another row too."""
     offline_rows = np.array([r.offline for r in rows], dtype=np.bool_)
     for offline in (False, True):
         mask = offline_rows[bets.row] == offline
-        # Two forecasters' effects are only their difference, split evenly: too few to read
-        # as each one's Brier on markets of average difficulty.
         if len(np.unique(bets.row[mask])) < DIFFICULTY_MIN_ROWS:
             continue
-        _, market_codes = np.unique(bets.market[mask], return_inverse=True)
-        adjusted = difficulty_adjusted_brier(
-            bets.brier[mask], bets.row[mask], market_codes.reshape(-1), forecaster_count=len(rows)
+        _, question_codes = np.unique(
+            np.stack([bets.market[mask], bets.run[mask]], axis=1), axis=0, return_inverse=True
         )
+        questions = question_codes.reshape(-1)
+        adjusted = difficulty_adjusted_brier(
+            bets.brier[mask], bets.row[mask], questions, forecaster_count=len(rows)
+        )
+        shared, component = design_support(bets.row[mask], questions, forecaster_count=len(rows))
+        parts = component[component >= 0]
+        if len(parts) == 0:
+            continue
+        labels, sizes = np.unique(parts, return_counts=True)
+        largest = int(labels[int(np.argmax(sizes))])
+        if int(sizes.max()) < DIFFICULTY_MIN_ROWS:
+            continue
         for index, row in enumerate(rows):
-            if row.offline == offline and not math.isnan(adjusted[index]):
+            if (
+                row.offline == offline
+                and not math.isnan(adjusted[index])
+                and component[index] == largest
+                and shared[index] >= DIFFICULTY_MIN_SHARED
+            ):
                 row.difficulty_adjusted_brier = float(adjusted[index])
 
 

@@ -32,7 +32,8 @@ BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 20260423  # fixed: the same data gives the same interval on every request
 POWER = 0.80
 KAPPA = 0.05  # one-sided significance of the power analysis, as 003 §3.6.2
-DIFFICULTY_MIN_ROWS = 3  # rows with bets in one fit of the market effects
+DIFFICULTY_MIN_ROWS = 3  # rows in one connected fit of the question effects
+DIFFICULTY_MIN_SHARED = 10  # of a row's questions, answered by another row too
 CROWD_MIN_FORECASTS = 2  # models; a crowd of one is that model, not an aggregate
 # A row is ranked once it has this many resolved bets over this many weeks; before, it is
 # provisional: shown apart, never ranked. Five weeks is the fewest the bootstrap of its rank
@@ -126,11 +127,14 @@ DEFINITIONS: list[tuple[str, str, str]] = [
     ),
     (
         "Difficulty-adjusted Brier",
-        "Brier with market fixed effects estimated over all agents' bets (agents choose "
-        "different markets): mean over the row's bets of (Brier − the market's effect); a "
-        "contrast between rows on the Brier scale, which can leave [0, 1] where rows share "
-        f"few markets; shown where at least {DIFFICULTY_MIN_ROWS} rows are fitted together",
-        "ForecastBench leaderboard practice (not in the 004 paper)",
+        "Brier with question fixed effects estimated over all agents' bets (agents choose "
+        "different markets), a question being a market in a run: score = a_model + "
+        "d_question by least squares; the mean over the row's bets of (Brier − d_question), "
+        "a contrast between rows on the Brier scale that can leave [0, 1]; shown only where "
+        f"at least {DIFFICULTY_MIN_ROWS} rows are linked through shared questions, for a row "
+        f"in the largest linked part with at least {DIFFICULTY_MIN_SHARED} of its questions "
+        "answered by another row too; no interval yet",
+        "ours: two-way fixed effects (not in the 004 paper)",
     ),
     (
         "LLM crowd",
