@@ -38,6 +38,8 @@ CLOSE_YEARS = range(2000, 2100)  # a close date outside these years is refused
 RAW_MAX_CHARS = 100_000  # of text in the stored record, after the description is cut
 SHOWN = 60  # characters of a hostile value quoted in a reason
 DEFAULT_CATEGORY = "General"
+SPORTS_CATEGORY = "Sports"
+SPORTS_KEYS = ("sportsMarketType", "gameId")  # fields only a game's markets carry
 # Gamma tags that say nothing about a market's subject.
 GENERIC_TAGS = {"all", "featured", "trending", "new", "hide from new", "recurring"}
 
@@ -222,7 +224,9 @@ def derive_category(record: dict[str, Any]) -> str:
     3. "Elections" when its event names an `electionType`;
     4. its event's first tag label that is not a generic one ("All", "Featured", …),
        preferring tags Gamma marks `forceShow`;
-    5. otherwise "General".
+    5. "Sports" when the record names a `sportsMarketType` or a `gameId` (a game's market:
+       moneyline, spread, a map's winner), which Gamma often files under no tag at all;
+    6. otherwise "General".
     """
     own = _one_line(record.get("category"))
     if own:
@@ -241,7 +245,11 @@ def derive_category(record: dict[str, Any]) -> str:
         if _one_line(t.get("label")).lower() not in GENERIC_TAGS
     ]
     labels = [label for label in labels if label]
-    return labels[0] if labels else DEFAULT_CATEGORY
+    if labels:
+        return labels[0]
+    if any(_one_line(record.get(key)) for key in SPORTS_KEYS):
+        return SPORTS_CATEGORY
+    return DEFAULT_CATEGORY
 
 
 def _one_line(value: Any) -> str:

@@ -12,7 +12,6 @@ from django.shortcuts import render
 from django.utils.safestring import SafeString, mark_safe
 
 from agents.prompts import PROMPT_VERSION
-from arena.models import METHODOLOGY_VERSION
 from arena.selectors import info as info_selectors
 from arena.selectors import status as status_selectors
 
@@ -75,7 +74,8 @@ def about(request: HttpRequest) -> HttpResponse:
         {
             "site_url": request.build_absolute_uri("/"),
             "lineup": info_selectors.lineup(),
-            "methodology_version": METHODOLOGY_VERSION,
+            "versions": info_selectors.methodology_versions(),
+            "new_cohorts_version": settings.METHODOLOGY_VERSION,
             "prompt_version": PROMPT_VERSION,
         },
     )

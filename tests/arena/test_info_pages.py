@@ -24,7 +24,6 @@ from django_celery_beat.models import PeriodicTask
 
 from agents.prompts import PROMPT_VERSION
 from arena.models import (
-    METHODOLOGY_VERSION,
     Decision,
     DecisionRun,
     DeterminismCheck,
@@ -586,19 +585,22 @@ def test_about_explains_the_benchmark_demo_data_offline_and_the_baselines(
 
 
 @pytest.mark.django_db
-def test_about_names_the_methodology_version_and_labels_the_prompts_version_apart(
-    client: Client,
+def test_about_names_the_methodology_versions_in_use_and_labels_the_prompts_version_apart(
+    client: Client, settings: Any
 ) -> None:
-    # The methodology is the protocol of 002 (v1); the prompt's wording has versions of its
-    # own (v2), which are never to be read as the methodology's.
-    assert METHODOLOGY_VERSION == "v1"
-    assert PROMPT_VERSION != METHODOLOGY_VERSION
+    # Cohorts keep the methodology they started with: v1 for the first, v2 from the second;
+    # the prompt's wording has versions of its own, never to be read as the methodology's.
+    first = CohortFactory.create(methodology_version="v1")
+    second = CohortFactory.create(methodology_version="v2")
+    settings.METHODOLOGY_VERSION = "v2"
     text = _text(_get(client, "arena:about"))
     assert (
-        f"gives every rule and formula (methodology {METHODOLOGY_VERSION}), with the prompts "
-        f"verbatim (prompt version {PROMPT_VERSION})" in text
+        f"gives every rule and formula (methodology v1 from cohort {first.number}, methodology "
+        f"v2 from cohort {second.number}; new cohorts take v2), with the prompts verbatim "
+        f"(prompt version {PROMPT_VERSION})" in text
     )
-    assert f"Methodology {METHODOLOGY_VERSION}}}" in text  # the citation's note
+    assert "Methodology v1 and v2}" in text  # the citation's note
+    assert "states its probabilities" in text
     assert f"methodology {PROMPT_VERSION}" not in text.lower()
     assert f"Methodology {PROMPT_VERSION}" not in text
 

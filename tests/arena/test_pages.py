@@ -260,6 +260,16 @@ def test_decision_page_shows_prompts_raw_response_parsed_decision_and_trades(
     assert "executed" in trade_table
 
 
+def test_an_offline_decision_names_the_model_it_stands_in_for_never_as_called(
+    world: DemoReport, client: Client
+) -> None:
+    decision = Decision.objects.filter(responder="offline").exclude(requested_model="").first()
+    assert decision is not None
+    html = page(client, f"/decisions/{decision.pk}/")
+    assert f"standing in for {decision.requested_model}, which was not called" in html
+    assert "· called" not in html
+
+
 def test_a_baseline_decision_page_renders(world: DemoReport, client: Client) -> None:
     decision = Decision.objects.filter(agent__model__kind="baseline").first()
     assert decision is not None
@@ -498,3 +508,21 @@ def test_leaderboard_and_cohort_page_queries_stay_constant_as_cohorts_grow(
         client.get(f"/cohorts/{big.number}/")
     with django_assert_max_num_queries(15):
         client.get("/cohorts/")
+
+
+def test_a_models_agents_of_completed_cohorts_read_completed_not_active(
+    world: DemoReport, client: Client
+) -> None:
+    html = page(client, "/models/gpt-5.1/")
+    agents = next(t for t in tables(html) if "<th>Agent</th>" in t)
+    completed = set(
+        Cohort.objects.filter(completed_at__isnull=False).values_list("number", flat=True)
+    )
+    assert completed, "the demo completed no cohort"
+    for row in rows(agents):
+        number = int(re.search(r">Cohort (\d+)</a>", row).group(1))  # type: ignore[union-attr]
+        if number in completed:
+            assert ">Cohort completed</a>" in row
+            assert ">Active</a>" not in row
+        else:
+            assert ">Cohort completed</a>" not in row

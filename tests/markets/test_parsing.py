@@ -115,6 +115,12 @@ def test_a_repeated_id_in_one_response_is_refused() -> None:
             "Fed Rates",
         ),
         ({"events": [{"tags": [{"label": "Featured"}]}]}, "General"),
+        # A game's market with no tag: a recorded Counter-Strike match, a Dota 2 map.
+        ({"sportsMarketType": "moneyline", "gameId": "1324191", "events": [{}]}, "Sports"),
+        ({"sportsMarketType": "kill_most_2_way_match"}, "Sports"),
+        ({"sportsMarketType": "moneyline", "events": [{"tags": [{"label": "NBA"}]}]}, "NBA"),
+        ({"sportsMarketType": "  "}, "General"),
+        ({"gameStartTime": "2025-11-25 18:00:00+00"}, "General"),  # not only games carry it
         ({}, "General"),
     ],
 )
