@@ -98,6 +98,8 @@ API_CHANGES = """
     `resolution`, `uncertainty`, and the references') are over the two-outcome bets read as
     forecasts of YES, no longer each bet in its own side's frame; `multi_murphy` and
     `multi_market_murphy` give the bets on markets of more outcomes apart.
+  - `/leaderboard?sort=` also takes `alpha`, `cohorts`, `cost`, `latency` and `malformed`
+    (as the page does); the default order is Brier's still.
   - `/leaderboard` rows carry `rank` (their place in their own table), `provisional` (under
     30 resolved bets or 5 weeks: never ranked), `weeks`, and the rank range by Brier over the
     bootstrap's worlds: `rank_low`, `rank_high`, `p_rank_first` and `tier`.

@@ -270,7 +270,14 @@ LEADERBOARD_SORTS: dict[str, tuple[Callable[[ModelRow], float | Decimal | None],
     "return": (lambda r: r.avg_return, True),
     "win_rate": (lambda r: r.win_rate, True),
     "resolved_bets": (lambda r: r.resolved_bets, True),
+    "cohorts": (lambda r: r.cohorts, True),
+    "cost": (lambda r: r.usage.usd_per_decision, False),
+    "latency": (lambda r: r.usage.p95_latency_ms, False),
+    "malformed": (lambda r: r.usage.malformed_rate, False),
 }
+"""The v1 figures a board can be sorted by: (the row's figure, higher first). The analytics'
+Alpha sorts too, by `rows_ranked` with the figures the analytics give (ALPHA_SORT)."""
+ALPHA_SORT = "alpha"
 
 
 def leaderboard(
@@ -314,6 +321,17 @@ def outside_board(*, sort: str = "brier", cohorts: str = "all") -> list[ModelRow
 
 def _ranked(rows: list[ModelRow], sort: str) -> list[ModelRow]:
     figure, higher_first = LEADERBOARD_SORTS.get(sort, LEADERBOARD_SORTS["brier"])
+    return rows_ranked(rows, figure, higher_first=higher_first)
+
+
+def rows_ranked(
+    rows: list[ModelRow],
+    figure: Callable[[ModelRow], float | Decimal | None],
+    *,
+    higher_first: bool,
+) -> list[ModelRow]:
+    """Return `rows` in the order of `figure` (higher first, or lower), rows without it last
+    and the offline rows after every real row; ties keep the lineup's order."""
 
     def rank(row: ModelRow) -> tuple[bool, bool, float | Decimal]:
         value = figure(row)

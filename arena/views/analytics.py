@@ -264,6 +264,11 @@ def _weeks_to_separate(analytics: Analytics) -> int | None:
     return math.ceil(separation.bets_more / (fewer.bets / fewer.weeks_scored))
 
 
+def by_alpha(rows: list[standings.ModelRow], cohorts: str) -> list[standings.ModelRow]:
+    """The board's rows in the order of their Alpha over `cohorts` (from the cache)."""
+    return cache.analytics(cohorts=cohorts).ranked_by_alpha(rows)
+
+
 def main_table_context(
     *, cohorts: str, llms: list[standings.ModelRow], outside_rows: list[standings.ModelRow]
 ) -> dict[str, Any]:

@@ -39,6 +39,11 @@ SORT_LABELS = {
     "return": ("average return", "return"),
     "win_rate": ("win rate", "win rate"),
     "resolved_bets": ("resolved bets, most first", "resolved bets"),
+    "alpha": ("Alpha against the market, higher is better", "Alpha"),
+    "cohorts": ("cohorts played, most first", "cohorts"),
+    "cost": ("USD per decision, lowest first", "cost"),
+    "latency": ("p95 latency, fastest first", "latency"),
+    "malformed": ("malformed first answers, fewest first", "malformed"),
 }
 SCOPE_LABELS = {
     "all": "every cohort",
@@ -69,12 +74,17 @@ def _leaderboard_query(*, sort: str, cohorts: str, view: str = "v1") -> str:
 
 def leaderboard(request: HttpRequest) -> HttpResponse:
     sort = request.GET.get("sort", "")
-    sort = sort if sort in standings_selectors.LEADERBOARD_SORTS else "brier"
+    sort = sort if sort in SORT_LABELS else "brier"
     cohorts = request.GET.get("cohorts", "")
     cohorts = cohorts if cohorts in standings_selectors.COHORT_SCOPES else "all"
     view = request.GET.get("view", "")
     view = view if view in VIEW_LABELS else "v1"
     llms, baselines, outside_rows = standings_selectors.boards(sort=sort, cohorts=cohorts)
+    if sort == standings_selectors.ALPHA_SORT:
+        llms, outside_rows = (
+            analytics.by_alpha(llms, cohorts),
+            analytics.by_alpha(outside_rows, cohorts),
+        )
     context = {
         "llms": llms,
         "baselines": baselines,

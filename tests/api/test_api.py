@@ -192,7 +192,7 @@ def test_an_agents_series_is_the_charts_series(
         "/agents/0/series",
         "/agents/1/series?range=5Y",
         "/agents/1/series?range=%27;DROP%20TABLE",
-        "/leaderboard?sort=alpha",
+        "/leaderboard?sort=alphabet",
     ],
 )
 def test_hostile_parameters_get_a_422_in_the_envelope(db: None, client: Client, url: str) -> None:

@@ -196,7 +196,7 @@ def test_completed_cohorts_only_with_none_completed_has_no_figures(
 @pytest.mark.parametrize(
     "query",
     [
-        "sort=alpha",
+        "sort=alphabet",
         "sort=BRIER",
         "sort=brier%00",
         "sort=" + "brier" * 200,

@@ -782,3 +782,31 @@ def test_the_sentence_under_the_table_says_how_many_weeks_the_best_two_need(
     else:
         assert "expected the two best to have separated by now" in text
     assert "cannot show that a model forecasts better than one in its own tier" in text
+
+
+@pytest.mark.parametrize("sort", ["alpha", "cost", "latency", "malformed", "cohorts"])
+def test_every_column_sorts_the_page_and_the_api_leaving_the_default_alone(
+    ranked_board: dict[str, BenchmarkModel], client: Client, sort: str
+) -> None:
+    default = [r["model"] for r in client.get("/api/v1/leaderboard").json()["rows"]]
+    response = client.get(f"/api/v1/leaderboard?sort={sort}")
+    assert response.status_code == 200, response.content
+    rows = response.json()["rows"]
+    assert sorted(r["model"] for r in rows) == sorted(default)
+    content = page(client, f"/?sort={sort}")
+    assert "Rank by:" in content
+    assert f"<strong>{sort if sort != 'alpha' else 'Alpha'}</strong>" in content
+    if sort == "alpha":
+        ranked = [r for r in rows if not r["baseline"] and r["alpha"] is not None]
+        alphas = [r["alpha"] for r in ranked if not r["offline"]]
+        assert alphas == sorted(alphas, reverse=True)
+        board = "".join(t for t in tables(content) if "main-board" in t)
+        shown = [m for m in model_ids(board) if m.startswith("analytics-")]
+        expected = [
+            r["model"]
+            for r in ranked
+            if r["model"].startswith("analytics-") and not r["provisional"]
+        ] + [r["model"] for r in ranked if r["model"].startswith("analytics-") and r["provisional"]]
+        assert shown == expected
+    assert page(client, "/").count("main-board") >= 1  # the default order is Brier's still
+    assert [r["model"] for r in client.get("/api/v1/leaderboard").json()["rows"]] == default

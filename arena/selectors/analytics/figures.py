@@ -10,6 +10,7 @@ from typing import Literal
 
 from agents.models import BenchmarkModel
 from arena.selectors.analytics.definitions import KAPPA, MIN_RANKED_BETS, MIN_RANKED_WEEKS, POWER
+from arena.selectors.standings import ModelRow, rows_ranked
 from scoring.aggregates import RANDOM_BRIER, brier_skill_score
 from scoring.alpha import bets_to_separate
 from scoring.murphy import AlphaAnatomy, Murphy
@@ -237,6 +238,16 @@ class Analytics:
             if row.model.pk == model_id and row.offline == offline:
                 return row
         return None
+
+    def ranked_by_alpha(self, rows: list[ModelRow]) -> list[ModelRow]:
+        """Leaderboard `rows` in the order of their Alpha, higher first (`?sort=alpha`): rows
+        without one last, offline rows after the real ones, ties in the lineup's order."""
+
+        def alpha(row: ModelRow) -> float | None:
+            found = self.row(row.model.pk, row.offline)
+            return found.alpha if found is not None else None
+
+        return rows_ranked(rows, alpha, higher_first=True)
 
     def rows_of(self, model: BenchmarkModel) -> list[ModelAnalytics]:
         return [row for row in self.rows if row.model.pk == model.pk]
