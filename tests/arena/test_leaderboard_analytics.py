@@ -576,8 +576,8 @@ FORMULAS = [
     "n ≥ ((z₁₋κ + z_π) ÷ α*)² × 4q̄(1 − q̄) × mean (b − p)²",
     "rounds = ⌈n ÷ k⌉",
     "n = ((z₀.₉₅ + z₀.₈₀) ÷ ΔAlpha)² × (Var₁(δ) + Var₂(δ))",
-    "Brier = a_agent + d_market",
-    "Difficulty-adjusted Brier = the mean over the row's bets of (Brier − d_market)",
+    "Brier = a_row + d_question",
+    "Difficulty-adjusted Brier = the mean over the row's bets of (Brier − d_question)",
     "expected Brier is 1 ÷ 3",
     "the v1 leaderboard's definitions and its default order do not change",
 ]
