@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from markets.resolution import SIMULATED
 from markets.sources import RECORDINGS, demo_records
 
 STEP = timedelta(hours=4)
@@ -180,7 +181,7 @@ class SimulatedSource:
         if plan.ambiguous:
             prices_text = json.dumps(["0.5"] * len(plan.start_prices))
             return {**plan.record, "closed": True, "umaResolutionStatus": "resolved",
-                    "outcomePrices": prices_text}  # fmt: skip
+                    "outcomePrices": prices_text, SIMULATED: True}  # fmt: skip
         final = self._prices_at(pid, plan.resolves_at)
         draw = _rng(self.seed, "resolve", pid).random()
         winner, cumulative = len(final) - 1, 0.0
@@ -191,7 +192,7 @@ class SimulatedSource:
                 break
         terminal = ["1" if i == winner else "0" for i in range(len(final))]
         return {**plan.record, "closed": True, "umaResolutionStatus": "resolved",
-                "outcomePrices": json.dumps(terminal)}  # fmt: skip
+                "outcomePrices": json.dumps(terminal), SIMULATED: True}  # fmt: skip
 
     def fetch_top_markets(self, limit: int) -> list[Any]:
         open_records = []

@@ -17,7 +17,7 @@ leaves unsettled.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any, Literal
@@ -181,6 +181,11 @@ def resolution_verdict(market: GammaMarket, *, now: datetime) -> Verdict:
     )
 
 
+SIMULATED = "forecasterArenaSimulated"
+"""A key only the demo's market source puts on a record whose resolution it drew itself."""
+SIMULATED_WHY = "the market did not resolve so on Polymarket"
+
+
 def verdict_for_record(record: Any, *, now: datetime) -> Verdict:
     """The verdict for a raw Gamma record; "open" with the reason if it cannot be read.
 
@@ -190,4 +195,9 @@ def verdict_for_record(record: Any, *, now: datetime) -> Verdict:
         market = parse_market(record)
     except OddRecord as exc:
         return _open(f"record cannot be read, nothing decided: {exc}", "unreadable_record")
-    return resolution_verdict(market, now=now)
+    verdict = resolution_verdict(market, now=now)
+    if verdict.state != "open" and isinstance(record, dict) and record.get(SIMULATED) is True:
+        # The demo drew this resolution: the note says so wherever it is shown, not only the
+        # site's banner.
+        return replace(verdict, reason=f"{verdict.reason} (simulated by the demo: {SIMULATED_WHY})")
+    return verdict

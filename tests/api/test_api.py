@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -231,6 +232,21 @@ def test_the_openapi_schema_lists_every_path(db: None, client: Client) -> None:
 
 def test_the_nav_links_the_api_docs(world: World, client: Client) -> None:
     assert b'href="/api/v1/docs"' in client.get("/").content
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("source", ["demo", "gamma"])
+def test_the_api_docs_and_the_admin_say_demo_data_only_on_demo_data(
+    admin_client: Client, settings: Any, source: str
+) -> None:
+    settings.MARKET_SOURCE = source
+    docs = admin_client.get(f"{API}/docs")
+    admin = admin_client.get("/admin/")
+    assert docs.status_code == admin.status_code == 200
+    for page in (docs.content.decode(), admin.content.decode()):
+        shown = '<p class="demo-banner" role="note">Demo data:' in page
+        assert shown is (source == "demo")
+        assert "css/demo-banner" in page
 
 
 LISTS: dict[str, Callable[[World], str]] = {

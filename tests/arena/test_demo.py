@@ -9,6 +9,7 @@ fixed so the simulated world is the same whatever day the suite runs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -31,7 +32,9 @@ from arena.models import (
     SnapshotTick,
     Trade,
 )
+from markets.demo import RECORDED_OUTCOMES
 from markets.models import Market
+from markets.sources import RECORDINGS
 from tests.arena.conftest import snapshot_cache_clear
 
 UNTIL = datetime(2026, 9, 16, 12, 0, tzinfo=UTC)  # a Wednesday
@@ -207,3 +210,20 @@ def test_the_ledger_is_the_engines_own(report: DemoReport) -> None:
             s=Sum("settlement_value", default=Decimal(0))
         )["s"]
         assert agent.cash == STARTING_BALANCE - spent + received + paid, agent
+
+
+def test_a_resolution_the_demo_drew_says_simulated_in_its_own_note(report: DemoReport) -> None:
+    # Markets the recordings show resolved resolve as recorded; every other one the demo
+    # resolves by a draw of its own, and the note says so wherever it is shown.
+    resolved = Market.objects.exclude(resolution=Market.Resolution.OPEN)
+    simulated = [m for m in resolved if "simulated by the demo" in m.resolution_note]
+    assert simulated, "the demo drew no resolution"
+    for market in simulated:
+        assert market.resolution_note.endswith(
+            "(simulated by the demo: the market did not resolve so on Polymarket)"
+        )
+    recorded = {
+        str(json.loads((RECORDINGS / name).read_text())["id"]) for name in RECORDED_OUTCOMES
+    }
+    for market in resolved.filter(polymarket_id__in=recorded):
+        assert "simulated" not in market.resolution_note
