@@ -32,6 +32,7 @@ from django.conf import settings
 from django.core.cache import caches
 from django.http import (
     FileResponse,
+    Http404,
     HttpRequest,
     HttpResponse,
     HttpResponseBase,
@@ -39,6 +40,7 @@ from django.http import (
     StreamingHttpResponse,
 )
 from django.middleware.http import ConditionalGetMiddleware
+from django.shortcuts import render
 from django.urls import Resolver404, resolve
 from ninja.operation import PathView
 
@@ -220,3 +222,21 @@ def _sealed_chunks(chunks: Iterable[Any], now: datetime) -> Iterator[Any]:
 
 _END = object()
 ADMIN_PREFIX = "/admin/"
+
+
+class NotFoundPageMiddleware:
+    """A page that names something that does not exist (a model, cohort, agent, market or
+    release) answers with the site's own 404 page in every mode, as an unknown decision does:
+    with DEBUG on, Django would show its technical page instead. The API answers with its
+    error envelope (ApiMiddleware) and the admin with its own page, so both are left alone."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, Http404) or request.path.startswith(("/api/", "/admin/")):
+            return None
+        return render(request, "404.html", status=HTTPStatus.NOT_FOUND)

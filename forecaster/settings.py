@@ -135,6 +135,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "forecaster.http.NotFoundPageMiddleware",  # the site's own 404 page, DEBUG or not
     # Last, as django-axes asks: it turns a locked-out sign-in into its 429 response.
     "axes.middleware.AxesMiddleware",
 ]

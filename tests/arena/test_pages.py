@@ -287,6 +287,21 @@ def test_unknown_cohort_agent_or_decision_is_a_404(world: DemoReport, client: Cl
     page(client, f"/cohorts/{first.number}/agents/{other.pk}/", 404)
 
 
+@pytest.mark.parametrize("debug", [True, False])
+@pytest.mark.parametrize(
+    "url",
+    ["/models/no-such-model/", "/cohorts/999999/", "/markets/no-such-market/",
+     "/decisions/999999999/", "/data/releases/no-such-release/"],
+)  # fmt: skip
+def test_an_unknown_page_is_the_sites_own_404_in_every_mode(
+    world: DemoReport, client: Client, settings: Any, url: str, debug: bool
+) -> None:
+    settings.DEBUG = debug
+    html = page(client, url, 404)
+    assert "<title>Not found · Forecaster Arena</title>" in html
+    assert "Back to the leaderboard" in html
+
+
 # ----------------------------------------------------------------------------- banner
 
 
