@@ -525,7 +525,8 @@ def bootstrap_ranks(
     A world that weights none of some group's bets cannot rank it and is left out. A rank
     range is the (1 − level)/2 and (1 + level)/2 quantiles of the group's ranks in the worlds
     (the lower one rounded down, the upper one up, so the range holds at least `level` of
-    them); ties take the best of their ranks. Return {} with fewer than two groups. Raise
+    them); ties take the best of their ranks, and k groups tied for first share that world's
+    P(rank 1) equally. Return {} with fewer than two groups. Raise
     ValueError for unequal lengths, non-finite values, negative groups, level outside (0, 1)
     or fewer than 2 resamples.
     """
@@ -566,6 +567,7 @@ def bootstrap_ranks(
     worlds = drawn_ranks.shape[1]
     if worlds == 0:
         return {}
+    firsts = np.maximum((drawn_ranks == 1).sum(axis=0), 1)  # the groups ranked first, per world
     lower, upper = (1.0 - level) / 2.0, (1.0 + level) / 2.0
     result = {}
     for index, g in enumerate(present.tolist()):
@@ -573,7 +575,9 @@ def bootstrap_ranks(
         result[int(g)] = RankRange(
             low=int(np.floor(np.quantile(row, lower))),
             high=int(np.ceil(np.quantile(row, upper))),
-            p_first=float(np.count_nonzero(row == 1)) / worlds,
+            # A world where k groups tie for first credits each with 1/k, so the shares of
+            # all groups add up to 1.
+            p_first=float(np.sum((row == 1) / firsts)) / worlds,
             worlds=worlds,
         )
     return result

@@ -308,13 +308,19 @@ def _cohort(cohort: Cohort, schema: type[C], **more: Any) -> C:
 
 
 def _table_ranks(rows: list[standings.ModelRow], figures: Analytics) -> dict[tuple[int, bool], int]:
-    """Each row's rank in its table, in the table's order, the provisional rows left out."""
-    ranked = []
-    for row in rows:
-        found = figures.row(row.model.pk, row.offline)
-        if found is not None and not found.provisional:
-            ranked.append((row.model.pk, row.offline))
-    return {key: number for number, key in enumerate(ranked, start=1)}
+    """Each row's rank in its table, in the table's order: the real rows and the offline
+    stand-ins ranked apart (as the page shows them), the provisional rows left out."""
+    ranks: dict[tuple[int, bool], int] = {}
+    for offline in (False, True):
+        ranked = [
+            (row.model.pk, row.offline)
+            for row in rows
+            if row.offline == offline
+            and (found := figures.row(row.model.pk, row.offline)) is not None
+            and not found.provisional
+        ]
+        ranks |= {key: number for number, key in enumerate(ranked, start=1)}
+    return ranks
 
 
 @router.get(

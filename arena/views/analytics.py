@@ -228,40 +228,98 @@ class RankedLine:
 
 @dataclass(frozen=True)
 class BoardSplit:
-    """A board split into its ranked rows (in the board's order) and its provisional ones."""
+    """A board split into its ranked real rows, its ranked offline stand-ins (ranked among
+    themselves, after every real row) and its provisional rows, each in the board's order."""
 
     ranked: list[RankedLine]
+    ranked_offline: list[RankedLine]
     provisional: list[RankedLine]
 
     @property
-    def tiers(self) -> int:
-        return len(
-            {line.figures.tier for line in self.ranked if line.figures and line.figures.tier}
-        )
+    def lead(self) -> list[RankedLine]:
+        """The ranked rows the sentence under the table speaks of: the real ones, or where
+        none is ranked (the demo), the offline stand-ins."""
+        return self.ranked or self.ranked_offline
 
 
 def _split(rows: list[standings.ModelRow], analytics: Analytics) -> BoardSplit:
     lines = [RankedLine(row, analytics.row(row.model.pk, row.offline)) for row in rows]
+    ranked = [line for line in lines if not line.provisional]
     return BoardSplit(
-        ranked=[line for line in lines if not line.provisional],
+        ranked=[line for line in ranked if not line.standing.offline],
+        ranked_offline=[line for line in ranked if line.standing.offline],
         provisional=[line for line in lines if line.provisional],
     )
 
 
-def _weeks_to_separate(analytics: Analytics) -> int | None:
-    """The weeks more the power analysis expects before the two best real rows by Brier
-    separate: the bets the row with fewer lacks, at the rate it has placed them per week.
-    None when it cannot say (no second row, no variance, or no bets yet)."""
-    # The real models', or where none has two rows of bets (the demo), the stand-ins'.
-    separation = analytics.separation("brier", ranked_only=True) or analytics.separation(
-        "brier", offline=True, ranked_only=True
-    )
+def _weeks_to_separate(analytics: Analytics, *, offline: bool) -> int | None:
+    """The weeks more the power analysis expects before the two best ranked rows by Brier
+    separate, if their observed gap is the true one: the bets the row with fewer lacks, at
+    the rate it has placed them per week, and never fewer than the weeks it lacks of
+    MIN_WEEKS_TO_CLAIM (before those, no difference is called at all). None when it cannot
+    say (no second row, no variance, or no bets yet)."""
+    separation = analytics.separation("brier", offline=offline, ranked_only=True)
     if separation is None or separation.bets_more is None:
         return None
     fewer = min(separation.first, separation.second, key=lambda r: r.bets)
     if not fewer.weeks_scored or not fewer.bets:
         return None
-    return math.ceil(separation.bets_more / (fewer.bets / fewer.weeks_scored))
+    weeks = math.ceil(separation.bets_more / (fewer.bets / fewer.weeks_scored))
+    return max(weeks, MIN_WEEKS_TO_CLAIM - fewer.weeks_scored)
+
+
+def _clusters(figures: ModelAnalytics) -> int:
+    """The fewer of the weeks and the markets a row's Brier interval is clustered over."""
+    interval = figures.brier_interval
+    return min(interval.clusters, interval.markets) if interval is not None else 0
+
+
+def ranking_says(split: BoardSplit, analytics: Analytics) -> str:
+    """The sentence under the main table: what its ranking shows, whether a difference can
+    be claimed yet, and the weeks the power analysis expects before the two best separate."""
+    lead = split.lead
+    if not lead:
+        return ""
+    offline = not split.ranked
+    figures = [line.figures for line in lead if line.figures is not None]
+    whose = "offline stand-ins" if offline else "models"
+    if len(lead) == 1:
+        verdict = (
+            f"Only one of the {whose} has enough data to be ranked: there is nothing to "
+            "compare yet."
+        )
+    elif min(_clusters(f) for f in figures) < MIN_WEEKS_TO_CLAIM:
+        verdict = (
+            f"Too early to tell: a ranked row has under {MIN_WEEKS_TO_CLAIM} weeks (or markets) "
+            "of resolved bets, so the rank ranges are shown but no model is called ahead of "
+            "another."
+        )
+    elif len({f.tier for f in figures}) <= 1:
+        verdict = (
+            f"No model is distinguishable yet: every ranked {whose[:-1]}'s range of ranks "
+            "reaches the first's, so they share tier 1."
+        )
+    else:
+        tiers = len({f.tier for f in figures})
+        verdict = (
+            f"The ranked {whose} fall in {tiers} tiers: within a tier, none is established "
+            "ahead of another."
+        )
+    weeks = _weeks_to_separate(analytics, offline=offline)
+    if weeks is None or len(lead) == 1:
+        return verdict
+    if weeks == 0:
+        more = (
+            " Had the gap between the two best been real, the power analysis expected them "
+            "to have separated by now (80% power, one-sided 5%, bets treated as independent)."
+        )
+    else:
+        more = (
+            f" If the gap between the two best is real, the power analysis expects them to "
+            f"separate in about {weeks} more week{'s' if weeks != 1 else ''}, at the rate "
+            "they bet (80% power, one-sided 5%, bets treated as independent: a rough figure)."
+        )
+    return verdict + more
 
 
 def by_alpha(rows: list[standings.ModelRow], cohorts: str) -> list[standings.ModelRow]:
@@ -277,10 +335,11 @@ def main_table_context(
     Brier interval, rank range, P(rank 1) and tier; and how many weeks more the power analysis
     expects before the two best separate."""
     analytics = cache.analytics(cohorts=cohorts)
+    main = _split(llms, analytics)
     return {
-        "main": _split(llms, analytics),
+        "main": main,
         "outside_board": _split(outside_rows, analytics),
-        "weeks_to_separate": _weeks_to_separate(analytics),
+        "ranking_says": ranking_says(main, analytics),
         "min_ranked_bets": MIN_RANKED_BETS,
         "min_ranked_weeks": MIN_RANKED_WEEKS,
     }

@@ -105,6 +105,8 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         ],
         "view": view,
         "panel_query": _leaderboard_query(sort=sort, cohorts=cohorts, view="panel"),
+        "brier_query": _leaderboard_query(sort="brier", cohorts=cohorts, view=view),
+        "sort_is_brier": sort == "brier",
         "view_links": [
             (label, _leaderboard_query(sort=sort, cohorts=cohorts, view=key), key == view)
             for key, label in VIEW_LABELS.items()

@@ -387,6 +387,12 @@ def test_what_an_interval_lets_a_page_claim(
     assert claim(Interval(estimate, None, None, None, clusters=1, count=3), 0.0) is None
 
 
+def test_a_claim_needs_ten_markets_as_well_as_ten_weeks() -> None:
+    # Twelve weeks of bets on three markets: a t interval on 2 degrees of freedom.
+    interval = Interval(0.02, 0.01, 0.03, 0.01, clusters=12, count=400, markets=3)
+    assert claim(interval, 0.0) == "too early to tell"
+
+
 def test_separation_names_the_two_best_by_alpha(world: World) -> None:
     result = compute_analytics()
     separation = result.separation("alpha")

@@ -388,7 +388,10 @@ def test_bootstrap_ranks_of_indistinguishable_forecasters_overlap() -> None:
     assert (ranks[0].low, ranks[0].high) == (1, 2)
     assert (ranks[1].low, ranks[1].high) == (1, 2)
     assert 0.2 < ranks[0].p_first < 0.8
-    assert ranks[0].p_first + ranks[1].p_first >= 1.0  # ties rank both first
+    # Ties rank both first and share that world's first place: the shares add up to 1.
+    assert ranks[0].p_first + ranks[1].p_first == pytest.approx(1.0)
+    twins = bootstrap_ranks([0.2, 0.2, 0.3], [0, 1, 2], [1, 1, 1], [1, 1, 1], resamples=10)
+    assert (twins[0].p_first, twins[1].p_first, twins[2].p_first) == (0.5, 0.5, 0.0)
     assert bootstrap_ranks([0.1, 0.2], [0, 0], [1, 2], [1, 2]) == {}
     with pytest.raises(ValueError, match="groups"):
         bootstrap_ranks([0.1, 0.2], [0, -1], [1, 2], [1, 2])

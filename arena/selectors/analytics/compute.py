@@ -323,9 +323,9 @@ def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
     question being a market in a run (its price, and so its difficulty, is the run's), the
     real rows (LLMs and baselines) in one fit and the offline stand-ins in another, so an
     offline answer never moves a real row's figure. A row's figure is shown only where the
-    fit rests on enough: at least DIFFICULTY_MIN_ROWS rows in one connected design (rows
-    linked through shared questions), the row in its largest part, and at least
-    DIFFICULTY_MIN_SHARED of its questions answered by another row too."""
+    fit rests on enough: the row has at least DIFFICULTY_MIN_SHARED of its questions
+    answered by another row too, and at least DIFFICULTY_MIN_ROWS such rows are linked
+    through shared questions into one part of the design (the part with the most)."""
     offline_rows = np.array([r.offline for r in rows], dtype=np.bool_)
     for offline in (False, True):
         mask = offline_rows[bets.row] == offline
@@ -339,21 +339,23 @@ def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
             bets.brier[mask], bets.row[mask], questions, forecaster_count=len(rows)
         )
         shared, component = design_support(bets.row[mask], questions, forecaster_count=len(rows))
-        parts = component[component >= 0]
-        if len(parts) == 0:
-            continue
-        labels, sizes = np.unique(parts, return_counts=True)
-        largest = int(labels[int(np.argmax(sizes))])
-        if int(sizes.max()) < DIFFICULTY_MIN_ROWS:
-            continue
+        # The rows that share enough, grouped by the linked part they are in; the part with
+        # the most of them (the lowest label on a tie) is shown when it has enough.
+        parts: dict[int, list[int]] = {}
         for index, row in enumerate(rows):
             if (
                 row.offline == offline
                 and not math.isnan(adjusted[index])
-                and component[index] == largest
                 and shared[index] >= DIFFICULTY_MIN_SHARED
             ):
-                row.difficulty_adjusted_brier = float(adjusted[index])
+                parts.setdefault(int(component[index]), []).append(index)
+        if not parts:
+            continue
+        shown = max(sorted(parts.items()), key=lambda part: len(part[1]))[1]
+        if len(shown) < DIFFICULTY_MIN_ROWS:
+            continue
+        for index in shown:
+            rows[index].difficulty_adjusted_brier = float(adjusted[index])
 
 
 @dataclass(frozen=True)

@@ -131,9 +131,9 @@ DEFINITIONS: list[tuple[str, str, str]] = [
         "different markets), a question being a market in a run: score = a_model + "
         "d_question by least squares; the mean over the row's bets of (Brier − d_question), "
         "a contrast between rows on the Brier scale that can leave [0, 1]; shown only where "
-        f"at least {DIFFICULTY_MIN_ROWS} rows are linked through shared questions, for a row "
-        f"in the largest linked part with at least {DIFFICULTY_MIN_SHARED} of its questions "
-        "answered by another row too; no interval yet",
+        f"a row has at least {DIFFICULTY_MIN_SHARED} of its questions answered by another "
+        f"row too and at least {DIFFICULTY_MIN_ROWS} such rows are linked through shared "
+        "questions (the linked part with the most of them); no interval yet",
         "ours: two-way fixed effects (not in the 004 paper)",
     ),
     (

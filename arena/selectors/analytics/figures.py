@@ -194,8 +194,11 @@ class Comparison:
     def verdict(self) -> str:
         """ "too early to tell" under MIN_WEEKS_TO_CLAIM shared weeks, whatever the p-value;
         else "difference shown" at a Holm p under 0.05, "no difference shown" otherwise."""
-        if self.test.pairs < MIN_WEEKS_TO_CLAIM:
+        # The test's clusters are the fewer of its shared weeks and markets (df + 1).
+        if min(self.test.pairs, self.test.df + 1) < MIN_WEEKS_TO_CLAIM:
             return str(TOO_EARLY)
+        if abs(self.test.mean_difference) < 0.5 * 10**-SHOWN_PLACES:
+            return "no difference shown"  # a difference shown as 0.0000 is none
         if self.holm_p is not None and self.holm_p < 0.05:
             return "difference shown"
         return "no difference shown"
@@ -298,12 +301,14 @@ class Analytics:
 def claim(interval: Interval | None, reference: float) -> Claim | None:
     """What a pooled figure's 95% interval lets a page say of its difference from `reference`:
     None without an interval (bets from one week or one market); TOO_EARLY under
-    MIN_WEEKS_TO_CLAIM weeks, whatever the interval; NOT_SHOWN when the interval holds the
-    reference, or the figure is within half a unit of its shown precision (SHOWN_PLACES) of
-    it, as a figure shown as the reference cannot be called different from it; else SHOWN."""
+    MIN_WEEKS_TO_CLAIM weeks or markets, whatever the interval; NOT_SHOWN when the interval
+    holds the reference, or the figure is within half a unit of its shown precision
+    (SHOWN_PLACES) of it, as a figure shown as the reference cannot be called different from it;
+    else SHOWN."""
     if interval is None or interval.low is None or interval.high is None:
         return None
-    if interval.clusters < MIN_WEEKS_TO_CLAIM:
+    # A t interval's df is G − 1, G the fewer of its weeks and markets: both must be enough.
+    if min(interval.clusters, interval.markets) < MIN_WEEKS_TO_CLAIM:
         return TOO_EARLY
     if abs(interval.estimate - reference) < 0.5 * 10**-SHOWN_PLACES:
         return NOT_SHOWN
