@@ -274,12 +274,13 @@ def _clusters(figures: ModelAnalytics) -> int:
     return min(interval.clusters, interval.markets) if interval is not None else 0
 
 
-def ranking_says(split: BoardSplit, analytics: Analytics) -> str:
-    """The sentence under the main table: what its ranking shows, whether a difference can
-    be claimed yet, and the weeks the power analysis expects before the two best separate."""
+def ranking_says(split: BoardSplit, analytics: Analytics) -> tuple[str, str]:
+    """The sentences under the main table: whether its ranking lets a difference be claimed
+    yet, and the weeks the power analysis expects before the two best separate ("" each
+    where there is nothing to say)."""
     lead = split.lead
     if not lead:
-        return ""
+        return "", ""
     offline = not split.ranked
     figures = [line.figures for line in lead if line.figures is not None]
     whose = "offline stand-ins" if offline else "models"
@@ -307,19 +308,19 @@ def ranking_says(split: BoardSplit, analytics: Analytics) -> str:
         )
     weeks = _weeks_to_separate(analytics, offline=offline)
     if weeks is None or len(lead) == 1:
-        return verdict
+        return verdict, ""
     if weeks == 0:
         more = (
-            " Had the gap between the two best been real, the power analysis expected them "
+            "Had the gap between the two best been real, the power analysis expected them "
             "to have separated by now (80% power, one-sided 5%, bets treated as independent)."
         )
     else:
         more = (
-            f" If the gap between the two best is real, the power analysis expects them to "
+            f"If the gap between the two best is real, the power analysis expects them to "
             f"separate in about {weeks} more week{'s' if weeks != 1 else ''}, at the rate "
             "they bet (80% power, one-sided 5%, bets treated as independent: a rough figure)."
         )
-    return verdict + more
+    return verdict, more
 
 
 def by_alpha(rows: list[standings.ModelRow], cohorts: str) -> list[standings.ModelRow]:
