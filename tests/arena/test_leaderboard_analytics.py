@@ -814,3 +814,18 @@ def test_every_column_sorts_the_page_and_the_api_leaving_the_default_alone(
         assert shown == expected
     assert page(client, "/").count("main-board") >= 1  # the default order is Brier's still
     assert [r["model"] for r in client.get("/api/v1/leaderboard").json()["rows"]] == default
+
+
+def test_the_analytics_view_says_its_alpha_is_not_a_proper_score(
+    duo: tuple[BenchmarkModel, BenchmarkModel], client: Client
+) -> None:
+    content = page(client, "/?view=analytics")
+    intro = re.search(r'<p class="note analytics-intro">(.*?)</p>', content, re.S)
+    assert intro is not None
+    text = re.sub(r"<[^>]+>", "", intro.group(1))
+    assert "this Alpha is not a proper score" in text
+    assert 'href="?view=panel"' in intro.group(1)  # the proper one
+    alpha = next(d for d in DEFINITIONS if d[0] == "Alpha")
+    assert "Not a proper score" in alpha[1]
+    methodology = page(client, "/methodology/")
+    assert "This Alpha is not a proper score." in methodology

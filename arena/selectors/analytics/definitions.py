@@ -45,7 +45,9 @@ DEFINITIONS: list[tuple[str, str, str]] = [
     (
         "Alpha",
         "mean over resolved bets of δ = (b − x)² − (f − x)²: f the implied confidence, b the "
-        "side-correct price the decision saw, x = 1 if the side won; above 0 beats the market",
+        "side-correct price the decision saw, x = 1 if the side won; above 0 beats the market. "
+        "Not a proper score: f is read off the bet's size (sizing every bet at its price "
+        "scores 0 whatever the belief); the v2 panel's Alpha, on stated probabilities, is",
         "Foresight Arena (003) §3.4, Definition 2",
     ),
     (
