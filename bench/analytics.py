@@ -641,6 +641,29 @@ def run(
     return over
 
 
+def database_ready(database: str, *, regenerate: bool) -> bool:
+    """Make `database` ready for a year (created on PostgreSQL; on SQLite, deleted first when
+    `regenerate`), set Django up on it with the default per-process cache (the analytics'
+    cache is that one) and migrate it. Return whether it is PostgreSQL."""
+    postgres = database.startswith("postgres")
+    if postgres:
+        year._ensure_postgres_database(database)
+    elif regenerate and database.startswith("sqlite:///"):
+        path = database.removeprefix("sqlite://")
+        for suffix in ("", "-wal", "-shm"):
+            Path(path + suffix).unlink(missing_ok=True)
+    year._env_for(database)
+    os.environ["REDIS_URL"] = ""
+    import django
+
+    django.setup()
+    warnings.filterwarnings("ignore", message="No directory at")
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+    return postgres
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database", default=DEFAULT_URL, help="sqlite:///… or postgres://…")
@@ -659,23 +682,9 @@ def main() -> None:
         rss_child(args.rss_child)
         return
 
-    postgres = args.database.startswith("postgres")
-    if postgres:
-        year._ensure_postgres_database(args.database)
-    elif args.regenerate and args.database.startswith("sqlite:///"):
-        path = args.database.removeprefix("sqlite://")
-        for suffix in ("", "-wal", "-shm"):
-            Path(path + suffix).unlink(missing_ok=True)
-    year._env_for(args.database)
-    os.environ["REDIS_URL"] = ""  # the analytics cache is the default (per-process) one
-    import django
-
-    django.setup()
-    warnings.filterwarnings("ignore", message="No directory at")
-    from django.core.management import call_command
+    postgres = database_ready(args.database, regenerate=args.regenerate)
     from django.db import connection
 
-    call_command("migrate", verbosity=0, interactive=False)
     over = run(
         weeks=args.weeks,
         runs=args.runs,

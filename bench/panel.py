@@ -39,7 +39,6 @@ import random
 import statistics
 import sys
 import time
-import warnings
 from collections.abc import Callable
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
@@ -262,23 +261,9 @@ def main() -> None:
     parser.add_argument("--regenerate", action="store_true", help="write the year again")
     parser.add_argument("--drop", action="store_true", help="drop the PostgreSQL database after")
     args = parser.parse_args()
-    postgres = args.database.startswith("postgres")
-    if postgres:
-        year._ensure_postgres_database(args.database)
-    elif args.regenerate and args.database.startswith("sqlite:///"):
-        path = args.database.removeprefix("sqlite://")
-        for suffix in ("", "-wal", "-shm"):
-            Path(path + suffix).unlink(missing_ok=True)
-    year._env_for(args.database)
-    os.environ["REDIS_URL"] = ""
-    import django
-
-    django.setup()
-    warnings.filterwarnings("ignore", message="No directory at")
-    from django.core.management import call_command
+    postgres = analytics.database_ready(args.database, regenerate=args.regenerate)
     from django.db import connection
 
-    call_command("migrate", verbosity=0, interactive=False)
     over = run(weeks=args.weeks, runs=args.runs, regenerate=args.regenerate)
     connection.close()
     print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")

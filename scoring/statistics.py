@@ -15,7 +15,7 @@ continued fraction), so the project needs no scipy.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
@@ -437,6 +437,26 @@ def grouped_bootstrap_intervals(
     return results
 
 
+def _worlds(
+    c: NDArray[np.intp], m: NDArray[np.intp], *, resamples: int, seed: int
+) -> Iterator[tuple[NDArray[np.float32], NDArray[np.float32]]]:
+    """The pigeonhole bootstrap's resampled worlds, drawn from `seed` in chunks of up to 250:
+    each chunk's Poisson(1) weight of every week (rows of the first array) and every market
+    (of the second), one column per world. Worlds as columns: a cluster's weights are one
+    contiguous row, cheap to gather."""
+    generator = np.random.Generator(np.random.PCG64(seed))
+    chunk = 250
+    for start in range(0, resamples, chunk):
+        size = min(chunk, resamples - start)
+        week_weights = _POISSON_ONE[
+            generator.integers(0, 1 << 16, size=(_groups_of(c), size), dtype=np.uint16)
+        ]
+        market_weights = _POISSON_ONE[
+            generator.integers(0, 1 << 16, size=(_groups_of(m), size), dtype=np.uint16)
+        ]
+        yield week_weights, market_weights
+
+
 def _resampled_means(
     values: list[NDArray[np.float64]],
     members: dict[int, NDArray[np.intp]],
@@ -451,17 +471,7 @@ def _resampled_means(
     left out of that group's."""
     matrix = np.stack([*values, np.ones(len(c))], axis=0).astype(np.float32)  # columns+1 × bets
     resampled: dict[int, list[NDArray[np.float64]]] = {g: [] for g in members}
-    generator = np.random.Generator(np.random.PCG64(seed))
-    chunk = 250
-    for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
-        # Worlds as columns: a cluster's weights are one contiguous row, cheap to gather.
-        week_weights = _POISSON_ONE[
-            generator.integers(0, 1 << 16, size=(_groups_of(c), size), dtype=np.uint16)
-        ]
-        market_weights = _POISSON_ONE[
-            generator.integers(0, 1 << 16, size=(_groups_of(m), size), dtype=np.uint16)
-        ]
+    for week_weights, market_weights in _worlds(c, m, resamples=resamples, seed=seed):
         for g, index in members.items():
             weights = week_weights[c[index]] * market_weights[m[index]]  # bets × worlds
             # einsum, not BLAS: a threaded BLAS on matrices this small, on a busy machine, spends
@@ -542,17 +552,9 @@ def bootstrap_ranks(
         return {}
     members_of = [np.flatnonzero(group == g) for g in present.tolist()]
     v32 = v.astype(np.float32)
-    generator = np.random.Generator(np.random.PCG64(seed))
     ranks: list[NDArray[np.int64]] = []
-    chunk = 250
-    for start in range(0, resamples, chunk):
-        size = min(chunk, resamples - start)
-        week_weights = _POISSON_ONE[
-            generator.integers(0, 1 << 16, size=(_groups_of(c), size), dtype=np.uint16)
-        ]
-        market_weights = _POISSON_ONE[
-            generator.integers(0, 1 << 16, size=(_groups_of(m), size), dtype=np.uint16)
-        ]
+    for week_weights, market_weights in _worlds(c, m, resamples=resamples, seed=seed):
+        size = week_weights.shape[1]
         sums = np.zeros((len(present), size))
         counts = np.zeros((len(present), size))
         for index, members in enumerate(members_of):

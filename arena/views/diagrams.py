@@ -371,6 +371,31 @@ def _cumulative_legend(axis: str = "cohort") -> str:
     )
 
 
+def _alpha_points(
+    frame: Frame,
+    points: Sequence[tuple[int, float, float]],
+    *,
+    own: Callable[[int], str],
+    pooled: Callable[[int], str],
+) -> list[str]:
+    """The pooled line of (number, own Alpha, pooled Alpha) points, each number's own Alpha
+    as a hollow dot and its pooled Alpha as a small filled one, titled by `own(number)` and
+    `pooled(number)`."""
+    body = []
+    if len(points) > 1:
+        path = " ".join(f"{_n(frame.x(n))},{_n(frame.y(c))}" for n, _, c in points)
+        body.append(f'<polyline class="cumulative" points="{path}"/>')
+    for number, alpha, so_far in points:
+        x = frame.x(number)
+        body.append(
+            f'<circle class="pt cohort" cx="{_n(x)}" cy="{_n(frame.y(alpha))}" r="3.5">'
+            f"<title>{_e(f'{own(number)}: Alpha {signed(alpha)}')}</title></circle>"
+            f'<circle class="pt running" cx="{_n(x)}" cy="{_n(frame.y(so_far))}" r="2.5">'
+            f"<title>{_e(f'{pooled(number)}: Alpha {signed(so_far)}')}</title></circle>"
+        )
+    return body
+
+
 def cumulative_alpha_line(
     points: Sequence[tuple[int, float, float]], *, forecaster_label: str = "Model"
 ) -> SafeString:
@@ -380,17 +405,9 @@ def cumulative_alpha_line(
     nothing: no points draws the frame and the zero line only."""
     frame = alpha_frame(points)
     body = _cumulative_axes(frame, cohorts=bool(points))
-    if len(points) > 1:
-        path = " ".join(f"{_n(frame.x(n))},{_n(frame.y(c))}" for n, _, c in points)
-        body.append(f'<polyline class="cumulative" points="{path}"/>')
-    for number, alpha, cumulative in points:
-        x = frame.x(number)
-        body.append(
-            f'<circle class="pt cohort" cx="{_n(x)}" cy="{_n(frame.y(alpha))}" r="3.5">'
-            f"<title>{_e(f'Cohort {number}: Alpha {signed(alpha)}')}</title></circle>"
-            f'<circle class="pt running" cx="{_n(x)}" cy="{_n(frame.y(cumulative))}" r="2.5">'
-            f"<title>{_e(f'Through cohort {number}: Alpha {signed(cumulative)}')}</title></circle>"
-        )
+    body += _alpha_points(
+        frame, points, own=lambda n: f"Cohort {n}", pooled=lambda n: f"Through cohort {n}"
+    )
     body.append(_cumulative_legend())
     if points:
         last = points[-1]
@@ -429,18 +446,12 @@ def weekly_alpha_line(
     numbered = [(n, alpha, pooled) for n, (_, alpha, pooled) in enumerate(points, start=1)]
     frame = alpha_frame(numbered)
     body = _cumulative_axes(frame, cohorts=bool(points), axis="week", tick=_week_tick(weeks))
-    if len(numbered) > 1:
-        path = " ".join(f"{_n(frame.x(n))},{_n(frame.y(c))}" for n, _, c in numbered)
-        body.append(f'<polyline class="cumulative" points="{path}"/>')
-    for (number, alpha, pooled), week in zip(numbered, weeks, strict=True):
-        x = frame.x(number)
-        body.append(
-            f'<circle class="pt cohort" cx="{_n(x)}" cy="{_n(frame.y(alpha))}" r="3.5">'
-            f"<title>{_e(f'Week of {week:%Y-%m-%d}: Alpha {signed(alpha)}')}</title></circle>"
-            f'<circle class="pt running" cx="{_n(x)}" cy="{_n(frame.y(pooled))}" r="2.5">'
-            f"<title>{_e(f'Through the week of {week:%Y-%m-%d}: Alpha {signed(pooled)}')}"
-            "</title></circle>"
-        )
+    body += _alpha_points(
+        frame,
+        numbered,
+        own=lambda n: f"Week of {weeks[n - 1]:%Y-%m-%d}",
+        pooled=lambda n: f"Through the week of {weeks[n - 1]:%Y-%m-%d}",
+    )
     body.append(_cumulative_legend("week"))
     if points:
         count = f"{len(points)} week{'s' if len(points) != 1 else ''}"
