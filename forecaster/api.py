@@ -84,6 +84,11 @@ API_CHANGES = """
 
 ## Changes
 
+- **2026-11-28, the panel leads.** `/api/v1/forecasts/leaderboard` rows carry `rank`, each
+  row's place in its own table (real LLM rows, or offline stand-ins among themselves; null
+  when not ranked), and its comparisons `questions_needed` (the power analysis's shared
+  questions to separate the pair). The default leaderboard page leads with this table once
+  a panel question has resolved.
 - **2026-11-28, intervals by week.** Every interval and test of the analytics is clustered by
   the weekly run (every cohort active in a week decides in its one run, on one snapshot)
   and by market, no longer by cohort, and its variance never falls below either one-way

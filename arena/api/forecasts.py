@@ -24,6 +24,7 @@ from arena.api.params import (
 from arena.api.records_schemas import optional_decimal
 from arena.models import PanelForecast
 from arena.selectors import listings, panel
+from arena.selectors.analytics import cache as analytics_cache
 from scoring.statistics import Interval
 
 router = Router(tags=["forecasts"])
@@ -74,6 +75,9 @@ class PanelRowOut(Schema):
     kind: str  # llm, baseline, outside, or reference (the crowd)
     offline: bool
     ranked: bool  # coverage at least 80%
+    # Its place in its own table by panel Brier (the real LLM rows 1, 2, …; the offline
+    # stand-ins 1, 2, … among themselves); None when not ranked or not an LLM row.
+    rank: int | None
     questions: int
     stated: int
     coverage: float
@@ -101,6 +105,9 @@ class PanelComparisonOut(Schema):
     p_value: float | None
     holm_p: float | None
     verdict: str  # too early to tell, no difference shown, or "<row> forecast better"
+    # The shared questions a paired test needs to detect this difference (80% power,
+    # one-sided 5%), if it is the true one; None when the difference or its spread is 0.
+    questions_needed: float | None
 
 
 class PanelBoardOut(Schema):
@@ -188,6 +195,7 @@ def _row(row: panel.PanelRow) -> PanelRowOut:
         kind=kind,
         offline=row.offline,
         ranked=row.ranked,
+        rank=row.rank,
         questions=row.scores.questions,
         stated=row.scores.stated,
         coverage=row.scores.coverage,
@@ -212,7 +220,7 @@ def panel_leaderboard(request: HttpRequest) -> PanelBoardOut:
     with its 95% interval and n, and its coverage and consistency (docs/methodology.md,
     "Methodology v2"); the references (the baselines, the LLM crowd) on the same questions.
     LLM rows ranked first by Brier, then the rows under 80% coverage (not ranked)."""
-    board = panel.panel_board()
+    board = analytics_cache.panel_board()
     return PanelBoardOut(
         methodology_version="v2",
         questions=board.questions,
@@ -230,6 +238,7 @@ def panel_leaderboard(request: HttpRequest) -> PanelBoardOut:
                 p_value=c.p_value,
                 holm_p=c.holm_p,
                 verdict=c.verdict,
+                questions_needed=c.questions_needed,
             )
             for c in board.comparisons
         ],

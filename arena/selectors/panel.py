@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 from agents.models import BenchmarkModel
 from arena.models import PanelForecast, Trade
 from arena.selectors.standings import offline_agent_ids
+from scoring.alpha import bets_to_separate
 from scoring.murphy import Murphy, murphy_decomposition
 from scoring.panel import PanelScores, log_score, panel_scores, question_forecast
 from scoring.say_do import ReliabilityBin, SayDo, StatedBet, reliability, say_do
@@ -74,6 +75,9 @@ class PanelRow:
     question_brier: dict[Question, float] = field(default_factory=dict, repr=False, compare=False)
     # Its forecasts' Murphy decomposition, in the YES frame (every question a YES forecast).
     murphy: Murphy | None = None
+    # Its place in its own table (the real rows, or the offline stand-ins), by Brier; None
+    # when not ranked (under 80% coverage) or not an LLM row.
+    rank: int | None = None
 
     @property
     def ranked(self) -> bool:
@@ -96,6 +100,10 @@ class PanelComparison:
     difference: Interval
     p_value: float | None
     holm_p: float | None
+    # The shared questions the power analysis needs to tell the two apart, if the observed
+    # difference is the true one (`scoring.alpha.bets_to_separate` on the paired differences:
+    # 80% power, one-sided 5%); None when the difference or its spread is 0.
+    questions_needed: float | None = None
 
     @property
     def verdict(self) -> str:
@@ -156,6 +164,7 @@ def panel_board() -> PanelBoard:
         if crowd is not None:
             references.append(_row(CROWD, None, stand_in, crowd))
     llms.sort(key=lambda r: (not r.ranked, r.offline, r.scores.brier))
+    llms = _numbered(llms)
     questions = {q for row in answers.values() for q in row.outcomes}
     return PanelBoard(
         llms=llms,
@@ -164,6 +173,19 @@ def panel_board() -> PanelBoard:
         questions=len(questions),
         comparisons=_comparisons(llms),
     )
+
+
+def _numbered(rows: list[PanelRow]) -> list[PanelRow]:
+    """`rows` (in board order) with each ranked row's place in its own table: the real rows
+    1, 2, …, and the offline stand-ins 1, 2, … among themselves."""
+    places = {False: 0, True: 0}
+    numbered = []
+    for row in rows:
+        if row.ranked:
+            places[row.offline] += 1
+            row = replace(row, rank=places[row.offline])
+        numbered.append(row)
+    return numbered
 
 
 def _comparisons(rows: Sequence[PanelRow]) -> list[PanelComparison]:
@@ -193,9 +215,23 @@ def _comparisons(rows: Sequence[PanelRow]) -> list[PanelComparison]:
             difference=interval,
             p_value=test.p_value if test else None,
             holm_p=holm,
+            questions_needed=_needed(first, second, shared),
         )
         for (first, second, shared, interval, test), holm in zip(pairs, adjusted, strict=True)
     ]
+
+
+def _needed(first: PanelRow, second: PanelRow, shared: Sequence[Question]) -> float | None:
+    """The shared questions a paired one-sided 5% test with 80% power needs to detect the
+    observed mean difference, from the per-question differences' variance."""
+    differences = [first.question_brier[q] - second.question_brier[q] for q in shared]
+    if len(differences) < 2:
+        return None
+    variance = statistics.variance(differences)
+    mean = statistics.fmean(differences)
+    if variance == 0.0 or mean == 0.0:
+        return None
+    return bets_to_separate(difference=mean, variance_a=variance, variance_b=0.0)
 
 
 def _is_llm(model: BenchmarkModel) -> bool:

@@ -14,6 +14,7 @@ from arena.models import Agent, Cohort, Decision
 from arena.selectors import curves
 from arena.selectors import panel as panel_selectors
 from arena.selectors import standings as standings_selectors
+from arena.selectors.analytics import cache as analytics_cache
 from arena.views import analytics, charts
 
 
@@ -118,6 +119,16 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         context |= analytics.main_table_context(
             cohorts=cohorts, llms=llms, outside_rows=outside_rows
         )
+        if sort == "brier" and cohorts == "all":
+            # Once the panel has resolved questions, the default page leads with its table:
+            # every model scored on the same questions, by a proper rule.
+            board = analytics_cache.panel_board()
+            if board.llms:
+                context |= {
+                    "headline": board,
+                    "headline_says": analytics.panel_says(board),
+                    "panel_size": settings.PANEL_SIZE,
+                }
     if view == "analytics":
         # Read only when asked for: the v1 view stays exactly what it was, queries included.
         context |= analytics.leaderboard_context(
@@ -125,7 +136,7 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         )
     if view == "panel":
         context |= {
-            "panel": panel_selectors.panel_board(),
+            "panel": analytics_cache.panel_board(),
             "panel_size": settings.PANEL_SIZE,
             "panel_min_weeks": panel_selectors.MIN_WEEKS,
         }

@@ -11,6 +11,7 @@ import json
 import math
 from datetime import timedelta
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,15 +28,17 @@ from arena.models import (
     SnapshotMarket,
     Trade,
 )
-from arena.selectors.panel import model_say_do, panel_board
+from arena.selectors.panel import PanelComparison, model_say_do, panel_board
 from arena.selectors.releases import cohorts_final
 from arena.services.cohorts import cohort_start
 from arena.services.decisions.run import RunReport, decision_run, decisions_run_all
 from arena.services.forecasts import NO_VALID_ANSWER, forecasts_write, questions_asked
 from arena.services.frozen import FrozenMarkets, run_prepare
 from arena.services.settlement import market_settle, markets_to_check
+from arena.views.analytics import panel_says
 from markets.resolution import Verdict
 from markets.sources import RecordedSource
+from scoring.statistics import Interval
 from tests.arena.conftest import COHORT_AT, RUN_AT, WEEK
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply
 
@@ -354,6 +357,19 @@ def test_the_panel_leaderboard_recomputes_from_the_forecasts_export(
     assert "6 resolved questions" in page
     assert 'id="panel-comparisons"' in page
 
+    # The default page leads with the panel's table, then the v1 table in its v1 order; one
+    # week of questions: too early to call the two best apart.
+    home = client.get("/").content.decode()
+    assert home.index('id="headline-panel"') < home.index('id="bets-table"')
+    says = home[home.index('id="what-the-panel-shows"') :]
+    assert "Too early to tell" in says[: says.index("</p>")]
+    # `rank` is the table's own: the ranked real rows 1, 2, …, in the order of their Brier.
+    api_rows = client.get("/api/v1/forecasts/leaderboard").json()["llms"]
+    real = [r for r in api_rows if r["ranked"] and not r["offline"]]
+    assert [r["rank"] for r in real] == list(range(1, len(real) + 1))
+    assert [r["brier"]["estimate"] for r in real] == sorted(r["brier"]["estimate"] for r in real)
+    assert all(r["rank"] is None for r in api_rows if not r["ranked"])
+
 
 def test_the_api_lists_forecasts_by_run_agent_and_market_and_gives_the_panel_figures(
     cohort: Cohort, client: Client
@@ -435,3 +451,39 @@ def test_a_question_is_asked_in_one_week_only(cohort: Cohort, settings: Any) -> 
     assert first.panel
     assert next_week.panel
     assert not set(first.panel) & set(next_week.panel)
+
+
+def _board(comparison: PanelComparison) -> Any:
+    """A panel board of two ranked real rows, A ahead of B, compared as `comparison`."""
+    rows = [SimpleNamespace(label=label, ranked=True, offline=False) for label in ("A", "B")]
+    return SimpleNamespace(llms=rows, comparisons=[comparison])
+
+
+def _pair(*, weeks: int, holm_p: float, estimate: float, needed: float | None) -> PanelComparison:
+    return PanelComparison(
+        first="A",
+        second="B",
+        offline=False,
+        questions=20 * weeks,
+        weeks=weeks,
+        difference=Interval(estimate, None, None, None, clusters=weeks, count=20 * weeks),
+        p_value=holm_p,
+        holm_p=holm_p,
+        questions_needed=needed,
+    )
+
+
+def test_the_panel_headline_says_too_early_under_ten_weeks_however_small_the_p_value() -> None:
+    verdict, more = panel_says(_board(_pair(weeks=4, holm_p=0.001, estimate=-0.05, needed=200)))
+
+    assert verdict.startswith("Too early to tell")
+    # 200 questions at 20 a week: 10 weeks in all, 6 more than the 4 so far.
+    assert "about 6 more weeks" in more
+
+
+def test_the_panel_headline_names_the_better_model_only_when_holm_says_so() -> None:
+    shown, _ = panel_says(_board(_pair(weeks=12, holm_p=0.01, estimate=0.03, needed=100)))
+    not_shown, _ = panel_says(_board(_pair(weeks=12, holm_p=0.2, estimate=-0.03, needed=900)))
+
+    assert shown.startswith("B forecast better than A")
+    assert "not distinguishable yet" in not_shown

@@ -103,8 +103,10 @@ def test_leaderboard_ranks_the_llms_and_shows_the_baselines_apart(
     world: DemoReport, client: Client
 ) -> None:
     html = page(client, "/")
-    # The main board: its ranked models, then its provisional ones (too few bets or weeks).
-    ranked_table, provisional_table = tables(html)[:2]
+    # The forecast panel's table leads (the demo runs v2), then the v1 table: the main
+    # board's ranked models, then its provisional ones (too few bets or weeks).
+    assert html.index('id="headline-panel"') < html.index('id="bets-table"')
+    ranked_table, provisional_table = tables(html.partition('id="bets-table"')[2])[:2]
     assert "main-board" in ranked_table
     assert "main-board provisional" in provisional_table
     llm_table = ranked_table + provisional_table

@@ -148,7 +148,10 @@ def arrive(
         return
     # A page of hostile text can be many screens tall: past 20,000 px the first screen will do.
     full = wide[3] <= 20_000
-    page.screenshot(path=str(shots / f"{page.viewport_name}-{name}.png"), full_page=full)
+    # A tall page takes this slow machine past the default 15 s to draw.
+    page.screenshot(
+        path=str(shots / f"{page.viewport_name}-{name}.png"), full_page=full, timeout=60_000
+    )
 
 
 def expect_text(page: Any, selector: str, pattern: str) -> None:
@@ -176,6 +179,9 @@ def test_a_visitor_walks_the_site(
     arrive(page, screenshots, "01-leaderboard", base + "/")
     expect_text(page, "h1", "Leaderboard")
     expect_text(page, "main table tbody tr", r"\S")
+    # The forecast panel's table leads: every model on the same questions, then the bets'.
+    expect_text(page, "#headline-panel tbody tr", r"\d\.\d{4}")
+    expect_text(page, "#what-the-panel-shows", r"panel")
     # The main table leads with its uncertainty: each ranked Brier with its interval, a rank
     # range and a tier; the rows with too little data apart, marked provisional.
     expect_text(page, "table.main-board td.brier", r"^\d\.\d{4}\s+\[\d\.\d{4}, \d\.\d{4}\]$")

@@ -1,6 +1,7 @@
 """The analytics' entry points: `compute_analytics` reads the bets and computes every figure
 (a handful of queries, then one vectorised pass: bench/analytics.py); `analytics` keeps its
-answer until a bet is scored, a market resolves or a decision is made."""
+answer until a bet is scored, a market resolves or a decision is made, and `panel_board` the
+forecast panel's likewise."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from django.utils import timezone
 from agents.models import BenchmarkModel
 from arena.models import Cohort, Decision, DecisionAttempt, Trade
 from arena.seal import cache_part
+from arena.selectors import panel
 from arena.selectors.analytics import compute, read
 from arena.selectors.analytics.definitions import DEFAULT_BINS
 from arena.selectors.analytics.figures import Analytics, ModelAnalytics
+from arena.selectors.panel import PanelBoard
 from markets.models import Market
 
 CACHE_SECONDS = 3600  # the key moves with the data; this bounds what it does not track
@@ -79,6 +82,20 @@ def analytics(*, cohorts: str = "all", bins: int = DEFAULT_BINS) -> Analytics:
     if isinstance(found, Analytics):
         return found
     result = compute_analytics(cohorts=cohorts, bins=bins)
+    caches["default"].set(key, result, CACHE_SECONDS)
+    return result
+
+
+def panel_board() -> PanelBoard:
+    """Return the forecast panel's board (`arena.selectors.panel.panel_board`), kept until
+    `analytics_watermark` moves: a panel question's outcome is set when its market resolves,
+    and its forecasts are made by decisions, both of which move it."""
+    mark = hashlib.sha256(analytics_watermark().encode()).hexdigest()[:32]
+    key = f"panel-board:v1:{mark}"
+    found = caches["default"].get(key)
+    if isinstance(found, PanelBoard):
+        return found
+    result = panel.panel_board()
     caches["default"].set(key, result, CACHE_SECONDS)
     return result
 
