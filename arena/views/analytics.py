@@ -325,8 +325,9 @@ def ranking_says(split: BoardSplit, analytics: Analytics) -> tuple[str, str]:
 
 def panel_says(board: PanelBoard) -> tuple[str, str]:
     """The sentences under the panel's headline table: what its ranking lets be claimed of the
-    two best real rows (the two best offline stand-ins when no real row is ranked) (their Holm-corrected pairwise test), and the weeks more the power
-    analysis expects before they separate ("" each where there is nothing to say)."""
+    two best real rows (of the two best offline stand-ins when no real row is ranked), from
+    their Holm-corrected pairwise test, and the weeks more the power analysis expects before
+    they separate ("" each where there is nothing to say)."""
     ranked = [row for row in board.llms if row.ranked and not row.offline]
     # Without a real ranked row (offline, the demo), the stand-ins' own table is the one read.
     offline = not ranked
