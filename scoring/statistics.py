@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from statistics import NormalDist
 
@@ -269,6 +269,15 @@ def pooled_mean_interval(
     return Interval(
         estimate, estimate - half, estimate + half, error, week_count, len(v), market_count
     )
+
+
+def within_range(interval: Interval | None, lowest: float, highest: float) -> Interval | None:
+    """Return the interval with its ends kept inside the figure's range [lowest, highest] (a
+    Brier score is never below 0): a t interval is symmetric, and near an end of the range
+    with few weeks it passes it. The estimate and standard error are left as they are."""
+    if interval is None or interval.low is None or interval.high is None:
+        return interval
+    return replace(interval, low=max(interval.low, lowest), high=min(interval.high, highest))
 
 
 def cell_mean_interval(

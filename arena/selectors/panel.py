@@ -12,6 +12,7 @@ and by market (`scoring.statistics.pooled_mean_interval`).
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -33,6 +34,7 @@ from scoring.statistics import (
     holm_adjusted,
     pooled_mean_interval,
     pooled_mean_test,
+    within_range,
 )
 
 CROWD = "LLM crowd"
@@ -276,9 +278,9 @@ def _row(label: str, model: BenchmarkModel | None, offline: bool, row: _Answers)
         model=model,
         offline=offline,
         scores=scores,
-        brier=_interval(brier, weeks, markets),
-        log_score=_interval(log, weeks, markets),
-        alpha=_interval(alpha, weeks, markets),
+        brier=_interval(brier, weeks, markets, 0.0, 1.0),
+        log_score=_interval(log, weeks, markets, 0.0, math.inf),
+        alpha=_interval(alpha, weeks, markets, -1.0, 1.0),
         question_brier=dict(zip(questions, brier, strict=True)),
         murphy=murphy_decomposition(used, outcomes),
     )
@@ -289,8 +291,15 @@ def _inside(price: float) -> float:
     return min(max(price, 1e-6), 1 - 1e-6)
 
 
-def _interval(values: list[float], weeks: list[int], markets: list[Any]) -> Interval:
-    interval = pooled_mean_interval(values, weeks, markets)
+def _interval(
+    values: list[float],
+    weeks: list[int],
+    markets: list[Any],
+    lowest: float = -math.inf,
+    highest: float = math.inf,
+) -> Interval:
+    """The t interval of the values' mean, its ends kept inside the figure's range."""
+    interval = within_range(pooled_mean_interval(values, weeks, markets), lowest, highest)
     assert interval is not None  # never empty: a row has a question
     return interval
 

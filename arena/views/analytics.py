@@ -46,6 +46,8 @@ TIPS = {  # the same, under names a template can look up
     "power": DEFINED["Bets to detect an edge"],
 }
 NO_INTERVAL = "one week: no interval yet"
+# Past two years a count of weeks from a rough power analysis says no more than "a long time".
+WEEKS_SHOWN = 104
 SHOWN_RESIDUAL = 0.00005  # a residual that rounds to 0.0000 is not written out
 
 
@@ -315,10 +317,15 @@ def ranking_says(split: BoardSplit, analytics: Analytics) -> tuple[str, str]:
             "to have separated by now (80% power, one-sided 5%, bets treated as independent)."
         )
     else:
+        when = (
+            "in more than two years"
+            if weeks > WEEKS_SHOWN
+            else f"in about {weeks} more week{'s' if weeks != 1 else ''}"
+        )
         more = (
             f"If the gap between the two best is real, the power analysis expects them to "
-            f"separate in about {weeks} more week{'s' if weeks != 1 else ''}, at the rate "
-            "they bet (80% power, one-sided 5%, bets treated as independent: a rough figure)."
+            f"separate {when}, at the rate they bet (80% power, one-sided 5%, bets treated as "
+            "independent: a rough figure)."
         )
     return verdict, more
 
@@ -382,10 +389,14 @@ def _panel_weeks_more(pair: PanelComparison) -> str:
             "Had the gap between the two best been real, the power analysis expected it to show "
             "by now (80% power, one-sided 5%, questions treated as independent)."
         )
+    when = (
+        "in more than two years of questions"
+        if weeks > WEEKS_SHOWN
+        else f"in about {weeks} more week{'s' if weeks != 1 else ''} of questions"
+    )
     return (
         f"If the gap between the two best is real, the power analysis expects them to separate "
-        f"in about {weeks} more week{'s' if weeks != 1 else ''} of questions (80% power, "
-        "one-sided 5%, questions treated as independent: a rough figure)."
+        f"{when} (80% power, one-sided 5%, questions treated as independent: a rough figure)."
     )
 
 

@@ -487,3 +487,11 @@ def test_the_panel_headline_names_the_better_model_only_when_holm_says_so() -> N
 
     assert shown.startswith("B forecast better than A")
     assert "not distinguishable yet" in not_shown
+
+
+def test_the_panel_headline_says_a_long_time_rather_than_count_past_two_years() -> None:
+    _, soon = panel_says(_board(_pair(weeks=12, holm_p=0.2, estimate=-0.03, needed=900)))
+    _, late = panel_says(_board(_pair(weeks=12, holm_p=0.2, estimate=-0.001, needed=90_000)))
+
+    assert "in about 33 more weeks of questions" in soon  # 900 at 20 a week: 45, 12 so far
+    assert "in more than two years of questions" in late

@@ -27,6 +27,7 @@ from scoring.statistics import (
     student_t_cdf,
     student_t_quantile,
     two_way_variance,
+    within_range,
 )
 
 
@@ -395,3 +396,19 @@ def test_bootstrap_ranks_of_indistinguishable_forecasters_overlap() -> None:
     assert bootstrap_ranks([0.1, 0.2], [0, 0], [1, 2], [1, 2]) == {}
     with pytest.raises(ValueError, match="groups"):
         bootstrap_ranks([0.1, 0.2], [0, -1], [1, 2], [1, 2])
+
+
+def test_an_interval_near_the_end_of_its_range_is_kept_inside_it() -> None:
+    # Four weeks of Brier scores near 0: the symmetric t interval passes below 0.
+    interval = pooled_mean_interval([0.0, 0.0, 0.01, 0.3], [1, 2, 3, 4], ["a", "b", "c", "d"])
+    assert interval is not None
+    assert interval.low is not None
+    assert interval.low < 0.0
+
+    kept = within_range(interval, 0.0, 1.0)
+
+    assert kept is not None
+    assert kept.low == 0.0
+    assert kept.high == interval.high
+    assert (kept.estimate, kept.standard_error) == (interval.estimate, interval.standard_error)
+    assert within_range(None, 0.0, 1.0) is None

@@ -50,15 +50,8 @@ from scoring.statistics import (
     pooled_mean_test,
     ratio_interval,
     share_positive,
+    within_range,
 )
-
-
-def _within(interval: Interval | None, lowest: float, highest: float) -> Interval | None:
-    """The interval with its bounds kept to the figure's range (a Brier is never below 0): a
-    t interval is symmetric, and near a bound of the range it would pass it."""
-    if interval is None or interval.low is None or interval.high is None:
-        return interval
-    return replace(interval, low=max(interval.low, lowest), high=min(interval.high, highest))
 
 
 def _scaled(interval: Interval | None, factor: float) -> Interval | None:
@@ -124,8 +117,8 @@ def fill_rows(
         seed=BOOTSTRAP_SEED,
     )
     for number, (alpha_bootstrap, brier_bootstrap) in bootstraps.items():
-        rows[number].alpha_bootstrap = _within(alpha_bootstrap, -1.0, 1.0)
-        rows[number].brier_bootstrap = _within(brier_bootstrap, 0.0, 1.0)
+        rows[number].alpha_bootstrap = within_range(alpha_bootstrap, -1.0, 1.0)
+        rows[number].brier_bootstrap = within_range(brier_bootstrap, 0.0, 1.0)
     _coverage(bets, questions, rows)
     _difficulty(bets, rows)
 
@@ -148,8 +141,8 @@ def _fill_row(
     row.market_brier = float(market_brier.mean())
     row.alpha = float(delta.mean())
     week, market = bets.week[mask], bets.market[mask]
-    row.alpha_interval = _within(pooled_mean_interval(delta, week, market), -1.0, 1.0)
-    row.brier_interval = _within(pooled_mean_interval(brier, week, market), 0.0, 1.0)
+    row.alpha_interval = within_range(pooled_mean_interval(delta, week, market), -1.0, 1.0)
+    row.brier_interval = within_range(pooled_mean_interval(brier, week, market), 0.0, 1.0)
     row.alpha_test = pooled_mean_test(delta, week, market)
     _fill_cohorts(row, bets.cohort[mask], brier, market_brier, delta)
     # One frame for the Murphy terms, which change with it: a two-outcome market's bets as
@@ -311,7 +304,7 @@ def _coverage(bets: Bets, questions: Questions, rows: list[ModelAnalytics]) -> N
         sums = np.zeros(len(cells))
         np.add.at(sums, at[counted], weighted[mine[counted]])
         row.coverage_markets = int(counts.sum())
-        row.coverage_interval = _within(
+        row.coverage_interval = within_range(
             cell_mean_interval(sums, counts, cells // base, cells % base), -1.0, 1.0
         )
         if row.coverage_interval is not None:

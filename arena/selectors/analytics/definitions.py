@@ -87,7 +87,8 @@ DEFINITIONS: list[tuple[str, str, str]] = [
         "Interval (t)",
         "pooled figure ± t₀.₉₇₅,G−1 × SE; SE clustered two ways, by week (the weekly run "
         "every active cohort decides in, on one snapshot) and by market (whose outcome is "
-        "drawn once), never below the larger one-way SE; G the fewer of weeks and markets",
+        "drawn once), never below the larger one-way SE; G the fewer of weeks and markets; "
+        "its ends kept inside the figure's range (Brier [0, 1], Alpha [−1, 1])",
         "000 §5.2, with Student's t; Cameron, Gelbach & Miller (2011) two-way clustering",
     ),
     (
