@@ -12,13 +12,15 @@ class BenchmarkModelAdmin(admin.ModelAdmin[BenchmarkModel]):
         "display_name",
         "provider",
         "openrouter_id",
+        "release_date",
+        "reasoning_mode",
         "kind",
         "active",
         "display_order",
     )
     list_filter = ("kind", "active")
     list_editable = ("active", "display_order")
-    search_fields = ("internal_id", "display_name", "openrouter_id")
+    search_fields = ("internal_id", "display_name", "openrouter_id", "upstream_model_id")
 
     def get_readonly_fields(self, request, obj=None):  # type: ignore[no-untyped-def]
         return (

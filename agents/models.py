@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import models
 
 
@@ -22,6 +23,12 @@ class BenchmarkModel(models.Model):
         BASELINE = "baseline", "Baseline"
         OUTSIDE = "outside", "Outside agent"
 
+    class ReasoningMode(models.TextChoices):
+        NONE = "none", "no reasoning"
+        DEFAULT = "default", "reasons at the provider's default effort"
+        BUDGET = "budget", "reasons within the budget sent with each call"
+        ALWAYS = "always", "always reasons (a thinking model)"
+
     internal_id = models.SlugField(max_length=64, unique=True)
     display_name = models.CharField(max_length=100)
     provider = models.CharField(max_length=100, blank=True)
@@ -34,7 +41,29 @@ class BenchmarkModel(models.Model):
         blank=True,
         help_text="Pinned upstream providers, in order (sent to OpenRouter without fallbacks).",
     )
-    reasoning_max_tokens = models.PositiveIntegerField(null=True, blank=True)
+    reasoning_max_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="The reasoning budget sent with every call (OpenRouter's reasoning.max_tokens); "
+        "blank sends none.",
+    )
+    # What the provider says of the model, kept by staff: the replies' own model names are
+    # shown beside them on the model page.
+    upstream_model_id = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The provider's exact, dated version behind the OpenRouter id, as the "
+        "provider names it; blank when not known.",
+    )
+    release_date = models.DateField(
+        null=True, blank=True, help_text="When the provider released that version."
+    )
+    reasoning_mode = models.CharField(
+        max_length=16,
+        choices=ReasoningMode.choices,
+        blank=True,
+        help_text="How the model reasons before answering, as the provider runs it here.",
+    )
     # An outside agent's team: who answers for it and how it forecasts (shown on its pages).
     owner = models.CharField(max_length=200, blank=True, help_text="Outside agents: the team.")
     contact = models.CharField(
@@ -71,6 +100,19 @@ class BenchmarkModel(models.Model):
 
     def __str__(self) -> str:
         return self.display_name
+
+    def clean(self) -> None:
+        """The reasoning mode agrees with the budget sent: a budget mode has one, and a model
+        said not to reason is sent none."""
+        budget = self.reasoning_max_tokens is not None
+        if self.reasoning_mode == self.ReasoningMode.BUDGET and not budget:
+            raise ValidationError(
+                {"reasoning_max_tokens": "A budget reasoning mode needs the budget it sends."}
+            )
+        if self.reasoning_mode == self.ReasoningMode.NONE and budget:
+            raise ValidationError(
+                {"reasoning_mode": "A model sent a reasoning budget does not run without one."}
+            )
 
     @property
     def is_baseline(self) -> bool:

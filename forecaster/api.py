@@ -84,6 +84,12 @@ API_CHANGES = """
 
 ## Changes
 
+- **2026-11-28, `/models` is paginated.** A breaking change: `/api/v1/models` answers a page,
+  `{count, page, page_size, results}`, like every other list, with `page_size` 100 by default
+  (up to the usual maximum), so the whole lineup still fits in one page. `/models/{id}` adds
+  what the lineup admin keeps of the model (`openrouter_id`, `upstream_model_id`,
+  `release_date`, `reasoning_mode`, `reasoning_max_tokens`) and `versions_answering`, the
+  model versions its calls' replies named.
 - **2026-11-28, the panel leads.** `/api/v1/forecasts/leaderboard` rows carry `rank`, each
   row's place in its own table (real LLM rows, or offline stand-ins among themselves; null
   when not ranked), and its comparisons `questions_needed` (the power analysis's shared

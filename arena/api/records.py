@@ -50,7 +50,9 @@ from arena.api.records_schemas import (
     MarketOut,
     MarketPage,
     ModelDetailOut,
+    ModelPage,
     ModelRowOut,
+    ModelVersionOut,
     OutcomePriceOut,
     PositionOut,
     PositionPage,
@@ -383,12 +385,23 @@ def leaderboard(
 
 @router.get(
     "/models",
-    response=list[ModelRowOut],
-    summary="Every model of the lineup",
+    response=ModelPage,
+    summary="Every model of the lineup, a page at a time",
     operation_id="arena_api_model_list",
 )
-def model_list(request: HttpRequest) -> list[ModelRowOut]:
-    return [_model_row(row) for row in standings.model_rows()]
+def model_list(
+    request: HttpRequest,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 100,
+) -> ModelPage:
+    rows = standings.model_rows()
+    start = (page - 1) * page_size
+    return ModelPage(
+        count=len(rows),
+        page=page,
+        page_size=page_size,
+        results=[_model_row(row) for row in rows[start : start + page_size]],
+    )
 
 
 # Stable ids may hold "/" or ":" (a provider-style id): the path converter keeps them.
@@ -413,6 +426,17 @@ def model_detail(request: HttpRequest, internal_id: str) -> ModelDetailOut:
         baseline=model.is_baseline,
         outside=model.is_outside,
         active=model.active,
+        openrouter_id=model.openrouter_id,
+        upstream_model_id=model.upstream_model_id,
+        release_date=model.release_date,
+        reasoning_mode=model.reasoning_mode,
+        reasoning_max_tokens=model.reasoning_max_tokens,
+        versions_answering=[
+            ModelVersionOut(name=name, calls=calls)
+            for row in rows
+            if not row.offline
+            for name, calls in row.usage.models_seen
+        ],
         rows=[_model_row(row) for row in rows],
         agents=[_standing(s) for row in rows for s in row.agents],
     )

@@ -103,6 +103,23 @@ class StandingOut(Schema):
     status: str
 
 
+class ModelPage(Schema):
+    """The lineup's rows, a page at a time like every list: each model's real row, then its
+    offline row if it has offline agents."""
+
+    count: int
+    page: int
+    page_size: int
+    results: list[ModelRowOut]
+
+
+class ModelVersionOut(Schema):
+    """A model version the replies of the model's calls named, and how many calls did."""
+
+    name: str
+    calls: int
+
+
 class ModelDetailOut(Schema):
     model: str
     display_name: str
@@ -110,6 +127,16 @@ class ModelDetailOut(Schema):
     baseline: bool
     outside: bool
     active: bool
+    # What the lineup admin keeps of the model: the OpenRouter id called, the provider's
+    # exact version behind it and its release date (null when not recorded), and how it
+    # reasons: none, default, budget or always ("" when not recorded), with the budget sent.
+    openrouter_id: str
+    upstream_model_id: str
+    release_date: date | None
+    reasoning_mode: str
+    reasoning_max_tokens: int | None
+    # What its calls' replies say: the versions that answered (real calls only), most first.
+    versions_answering: list[ModelVersionOut]
     rows: list[ModelRowOut]  # the real row, then an offline row if it has offline agents
     agents: list[StandingOut]  # newest cohort first, real agents before offline ones
 

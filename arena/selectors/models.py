@@ -23,6 +23,10 @@ an offline agent with a real one. Definitions (shown on the pages as USAGE_DEFIN
 - **p95 latency** = the nearest-rank 95th percentile of every call's latency (ms) with a
   known latency: the smallest latency at least 95% of calls did not exceed.
 - **Upstream providers** = the providers OpenRouter reported serving the calls, with counts.
+- **Model versions answering** = the model names the replies of the calls carried (OpenRouter's
+  `model`: the exact version that answered, which a lineup id may move across), with counts.
+- **Reasoning** = of the calls whose reply reports reasoning tokens, the share that spent any,
+  and their median.
 
 Each reader runs a fixed number of queries, whatever the number of cohorts and decisions.
 """
@@ -30,6 +34,7 @@ Each reader runs a fixed number of queries, whatever the number of cohorts and d
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass, field
@@ -115,6 +120,10 @@ class Usage:
     unknown_cost: int = 0  # decisions that made a call of unknown cost
     latencies: list[int] = field(default_factory=list)  # of the calls, in ms
     providers: Counter[str] = field(default_factory=Counter)
+    # The model version each answered call says it ran (OpenRouter's `model` in the reply),
+    # and the reasoning tokens of the calls that report them.
+    response_models: Counter[str] = field(default_factory=Counter)
+    reasoning_tokens: list[int] = field(default_factory=list)
 
     @property
     def hold_share(self) -> float | None:
@@ -140,6 +149,22 @@ class Usage:
     def providers_seen(self) -> list[tuple[str, int]]:
         """(provider, attempts), most used first, ties by name."""
         return sorted(self.providers.items(), key=lambda item: (-item[1], item[0]))
+
+    @property
+    def models_seen(self) -> list[tuple[str, int]]:
+        """(model version a reply named, calls), most used first, ties by name."""
+        return sorted(self.response_models.items(), key=lambda item: (-item[1], item[0]))
+
+    @property
+    def reasoning_share(self) -> float | None:
+        """The share of the calls reporting reasoning tokens that spent any."""
+        if not self.reasoning_tokens:
+            return None
+        return sum(1 for tokens in self.reasoning_tokens if tokens > 0) / len(self.reasoning_tokens)
+
+    @property
+    def median_reasoning_tokens(self) -> float | None:
+        return statistics.median(self.reasoning_tokens) if self.reasoning_tokens else None
 
 
 def usage_by_key(
@@ -194,7 +219,8 @@ def _add_counts(
 
 def _attempt_rows(ids: Collection[int] | QuerySet[Any]) -> QuerySet[Any]:
     """The agents' attempts as small tuples, each decision's in order: (decision id, agent id,
-    answered, malformed, called, failed call, cost, latency, upstream provider)."""
+    answered, malformed, called, failed call, cost, latency, upstream provider, the model
+    version the reply named, reasoning tokens)."""
     return (
         DecisionAttempt.objects.filter(decision__agent_id__in=ids)
         .annotate(
@@ -220,6 +246,8 @@ def _attempt_rows(ids: Collection[int] | QuerySet[Any]) -> QuerySet[Any]:
             "cost_usd",
             "latency_ms",
             "upstream_provider",
+            "response_model",
+            "reasoning_tokens",
         )
     )
 
@@ -241,6 +269,8 @@ def _add_attempts(
         cost,
         latency,
         provider,
+        response_model,
+        reasoning_tokens,
     ) in attempts:
         row = usage[agent_keys[agent_id]]
         if answered and decision_id not in first_answer_seen:
@@ -257,6 +287,10 @@ def _add_attempts(
             row.latencies.append(latency)
         if provider:
             row.providers[provider] += 1
+        if response_model:
+            row.response_models[response_model] += 1
+        if reasoning_tokens is not None:
+            row.reasoning_tokens.append(reasoning_tokens)
     for row, total in decisions.values():
         if total is None:
             row.unknown_cost += 1

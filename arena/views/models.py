@@ -44,6 +44,7 @@ def model_detail(request: HttpRequest, internal_id: str) -> HttpResponse:
     rows = standings.model_rows(model=model)
     agents = sorted((s for row in rows for s in row.agents), key=lambda s: -s.agent.cohort.number)
     bets = model_stats.model_bets(model=model)
+    real = next((row for row in rows if not row.offline), None)  # its calls, if any
     range_key = curves.range_from(request.GET.get("range"))
     chart = charts.value_chart(
         curves.value_series(
@@ -64,6 +65,12 @@ def model_detail(request: HttpRequest, internal_id: str) -> HttpResponse:
             "max_bets": MAX_BETS,
             "baseline_rule": model_stats.baseline_rule(model) if model.is_baseline else "",
             "chart": chart,
+            "versions_seen": real.usage.models_seen if real else [],
+            "reasoning_seen": {
+                "share": real.usage.reasoning_share if real else None,
+                "calls": len(real.usage.reasoning_tokens) if real else 0,
+                "median": real.usage.median_reasoning_tokens if real else None,
+            },
             "definitions": standings.MODEL_DEFINITIONS,
             "say_do": analytics.say_do_panels(
                 panel_selectors.model_say_do(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from agents.models import BenchmarkModel
 
@@ -54,3 +55,15 @@ def test_a_new_release_changes_the_display_name_and_route_but_not_the_internal_i
         "GPT-5.3",
         "openai/gpt-5.3",
     )
+
+
+def test_the_reasoning_mode_agrees_with_the_budget_sent() -> None:
+    model = BenchmarkModel.objects.get(internal_id="gpt-5.1")
+    model.reasoning_mode = BenchmarkModel.ReasoningMode.BUDGET
+    with pytest.raises(ValidationError, match="needs the budget"):
+        model.clean()
+    model.reasoning_max_tokens = 4000
+    model.clean()
+    model.reasoning_mode = BenchmarkModel.ReasoningMode.NONE
+    with pytest.raises(ValidationError, match="does not run without one"):
+        model.clean()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -17,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 
 from agents.models import BenchmarkModel
 from arena.api.records_schemas import RETURN_PLACES
-from arena.models import Agent, Cohort
+from arena.models import Agent, Cohort, DecisionAttempt
 from arena.selectors import curves, standings
 from tests.api.helpers import API, assert_envelope, get_json
 from tests.page_world import World, build_world
@@ -71,11 +72,53 @@ def test_the_leaderboard_defaults_to_brier(world: World, client: Client) -> None
 def test_models_list_every_row_of_the_models_page(world: World, client: Client) -> None:
     body = get_json(client, f"{API}/models")
     rows = standings.model_rows()
-    assert [(r["model"], r["offline"]) for r in body] == [
+    assert (body["count"], body["page"], body["page_size"]) == (len(rows), 1, 100)
+    assert [(r["model"], r["offline"]) for r in body["results"]] == [
         (r.model.internal_id, r.offline) for r in rows
     ]
-    for got, row in zip(body, rows, strict=True):
+    for got, row in zip(body["results"], rows, strict=True):
         assert {key: got[key] for key in row_figures(row)} == row_figures(row)
+
+
+def test_models_are_paginated_like_every_list(world: World, client: Client) -> None:
+    rows = standings.model_rows()
+    first = get_json(client, f"{API}/models?page_size=2")
+    second = get_json(client, f"{API}/models?page_size=2&page=2")
+
+    assert first["count"] == second["count"] == len(rows)
+    assert [r["model"] for r in first["results"] + second["results"]] == [
+        r.model.internal_id for r in rows[:4]
+    ]
+    assert_envelope(get_json(client, f"{API}/models?page=0", 422), 422)
+
+
+def test_a_model_says_what_the_lineup_keeps_of_it(world: World, client: Client) -> None:
+    BenchmarkModel.objects.filter(pk=world.model.pk).update(
+        upstream_model_id="provider/model-2026-01-15",
+        release_date=date(2026, 1, 15),
+        reasoning_mode=BenchmarkModel.ReasoningMode.BUDGET,
+        reasoning_max_tokens=2000,
+    )
+    # What the replies said: every call of the model's agents answered as one version.
+    calls = DecisionAttempt.objects.filter(decision__agent__model=world.model)
+    calls.update(response_model="provider/model-2026-01-15-b")
+    body = get_json(client, f"{API}/models/{world.model.internal_id}")
+    page = client.get(f"/models/{world.model.internal_id}/").content.decode()
+
+    assert body["versions_answering"] == [
+        {
+            "name": "provider/model-2026-01-15-b",
+            "calls": calls.filter(responder="openrouter").count(),
+        }
+    ]
+    assert "provider/model-2026-01-15-b" in page
+    assert body["upstream_model_id"] == "provider/model-2026-01-15"
+    assert body["release_date"] == "2026-01-15"
+    assert (body["reasoning_mode"], body["reasoning_max_tokens"]) == ("budget", 2000)
+    assert body["openrouter_id"] == world.model.openrouter_id
+    assert "provider/model-2026-01-15" in page
+    assert "2026-01-15" in page
+    assert "reasons within the budget sent with each call (2,000 tokens)" in page
 
 
 def test_a_model_with_its_agents(world: World, client: Client) -> None:
