@@ -11,7 +11,6 @@ from typing import Any
 
 from django.utils.safestring import SafeString
 
-from agents.models import BenchmarkModel
 from arena.selectors import standings
 from arena.selectors.analytics import cache
 from arena.selectors.analytics.definitions import DEFINITIONS, MIN_RANKED_BETS, MIN_RANKED_WEEKS
@@ -666,17 +665,18 @@ def _panel(row: ModelAnalytics) -> AnalyticsPanel:
     return panel
 
 
-def analytics_panels(model: BenchmarkModel) -> list[AnalyticsPanel]:
-    """Return a panel per analytics row of `model`: the real row first, then the offline
-    stand-in's; a row without resolved bets has no diagrams and no figures."""
-    return [_panel(row) for row in cache.model_analytics(model=model)]
+def analytics_panels(rows: Sequence[ModelAnalytics]) -> list[AnalyticsPanel]:
+    """Return a panel per analytics row of a model (`cache.model_analytics`): the real row
+    first, then the offline stand-in's; a row without resolved bets has no diagrams and no
+    figures."""
+    return [_panel(row) for row in rows]
 
 
-def model_context(model: BenchmarkModel) -> dict[str, Any]:
-    """Return what the model page adds to its context for the analytics: a panel per row, the
-    definitions and the headings' tooltips."""
+def model_context(rows: Sequence[ModelAnalytics]) -> dict[str, Any]:
+    """Return what the model page adds to its context for the analytics of its rows
+    (`cache.model_analytics`): a panel per row, the definitions and the headings' tooltips."""
     return {
-        "analytics": analytics_panels(model),
+        "analytics": analytics_panels(rows),
         "analytics_definitions": DEFINITIONS,
         "tips": TIPS,
     }

@@ -561,3 +561,116 @@ def weekly_brier_lines(
         css_class="weekly-brier",
         body=body,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# A model's figures cohort by cohort
+
+STRIPS_WIDTH, STRIP_HEIGHT, STRIP_GAP = 640, 78, 26
+STRIPS_LEFT, STRIPS_RIGHT, STRIPS_TOP = 64.0, 624.0, 20.0
+
+
+@dataclass(frozen=True)
+class CohortPoint:
+    """One cohort's figures for a model: its resolved bets' Brier and Alpha (None without a
+    resolved bet) and its agent's return in percent (None before it has a value)."""
+
+    cohort: int
+    brier: float | None
+    alpha: float | None
+    return_percent: float | None
+
+
+# Each strip: its title, how a value reads, its reference line (None: none) and the point.
+_STRIPS: tuple[
+    tuple[str, Callable[[float], str], float | None, Callable[[CohortPoint], float | None]], ...
+] = (
+    (
+        "Brier of its resolved bets (lower is better)",
+        lambda v: fixed(v, 3),
+        0.25,
+        lambda p: p.brier,
+    ),
+    ("Alpha against the market (above 0 beats it)", lambda v: signed(v, 3), 0.0, lambda p: p.alpha),
+    ("Return on $10,000 (%)", lambda v: signed(v, 1), 0.0, lambda p: p.return_percent),
+)
+
+
+def _strip(
+    top: float,
+    x: Callable[[int], float],
+    points: Sequence[CohortPoint],
+    strip: tuple[str, Callable[[float], str], float | None, Callable[[CohortPoint], float | None]],
+) -> list[str]:
+    """One strip: its title, its range's ticks, its reference line, and a dot per cohort that
+    has the figure, joined by a line, each titled with its cohort and value."""
+    title, write, reference, value_of = strip
+    shown = [(p.cohort, v) for p in points if (v := value_of(p)) is not None]
+    body = [_text(STRIPS_LEFT, top - 6, title, css="strip-title")]
+    values = [v for _, v in shown] + ([reference] if reference is not None else [])
+    if not values:
+        return body
+    low, high = min(values), max(values)
+    pad = max((high - low) * 0.1, 0.01 if high == low else 0.0)
+    low, high = low - pad, high + pad
+
+    def y(value: float) -> float:
+        return top + (high - value) / (high - low) * STRIP_HEIGHT
+
+    for value in (high, low):
+        body.append(
+            f'<line class="grid" x1="{_n(STRIPS_LEFT)}" y1="{_n(y(value))}" '
+            f'x2="{_n(STRIPS_RIGHT)}" y2="{_n(y(value))}"/>'
+            + _text(STRIPS_LEFT - 6, y(value) + 4, write(value), anchor="end", css="tick")
+        )
+    if reference is not None:
+        body.append(
+            f'<line class="zero" x1="{_n(STRIPS_LEFT)}" y1="{_n(y(reference))}" '
+            f'x2="{_n(STRIPS_RIGHT)}" y2="{_n(y(reference))}"/>'
+            + _text(STRIPS_LEFT - 6, y(reference) + 4, write(reference), anchor="end", css="tick")
+        )
+    if len(shown) > 1:
+        path = " ".join(f"{_n(x(n))},{_n(y(v))}" for n, v in shown)
+        body.append(f'<polyline class="line model" points="{path}"/>')
+    for number, value in shown:
+        body.append(
+            f'<circle class="pt model" cx="{_n(x(number))}" cy="{_n(y(value))}" r="3.5">'
+            f"<title>{_e(f'Cohort {number}: {write(value)}')}</title></circle>"
+        )
+    return body
+
+
+def cohort_strips(points: Sequence[CohortPoint], *, forecaster_label: str = "Model") -> SafeString:
+    """Return a model's Brier, Alpha and return cohort by cohort as three strips over one cohort
+    axis, each with its reference (Brier 0.25, the coin's at 50%; Alpha 0, the market; return
+    0). `points` are cohorts ascending. A cohort without the figure leaves a gap in its strip.
+    Raises nothing."""
+    numbers = [p.cohort for p in points] or [0]
+    first, last = min(numbers), max(numbers)
+
+    def x(number: int) -> float:
+        if last == first:
+            return (STRIPS_LEFT + STRIPS_RIGHT) / 2
+        return STRIPS_LEFT + (number - first) / (last - first) * (STRIPS_RIGHT - STRIPS_LEFT)
+
+    body: list[str] = []
+    for index, strip in enumerate(_STRIPS):
+        body += _strip(STRIPS_TOP + index * (STRIP_HEIGHT + STRIP_GAP), x, points, strip)
+    bottom = STRIPS_TOP + 3 * STRIP_HEIGHT + 2 * STRIP_GAP
+    if points:
+        for number in _cohort_ticks(first, last):
+            body.append(_text(x(number), bottom + 16, str(number), anchor="middle", css="tick"))
+    body.append(_text((STRIPS_LEFT + STRIPS_RIGHT) / 2, bottom + 34, "cohort", anchor="middle"))
+    count = f"{len(points)} cohort{'s' if len(points) != 1 else ''}"
+    label = (
+        f"Brier, Alpha and return of {forecaster_label} cohort by cohort over {count}"
+        if points
+        else f"{forecaster_label} cohort by cohort: no cohort yet"
+    )
+    return _svg(
+        width=STRIPS_WIDTH,
+        height=int(bottom + 44),
+        label=label,
+        css_class="cohort-strips",
+        body=body,
+    )

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.safestring import SafeString
 
 from agents.models import BenchmarkModel
 from arena.selectors import curves, standings
 from arena.selectors import models as model_stats
 from arena.selectors import panel as panel_selectors
-from arena.views import analytics, charts
+from arena.selectors.analytics import cache as analytics_cache
+from arena.selectors.analytics.figures import ModelAnalytics
+from arena.views import analytics, charts, diagrams
 
 # The most bets listed on a model's page (newest first); the count says how many there are.
 MAX_BETS = 100  # the latest; every bet of a year renders slower than the page's budget
@@ -39,12 +44,44 @@ def model_list(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _cohort_alphas(rows: Sequence[ModelAnalytics]) -> dict[tuple[int, bool], float]:
+    """Each (cohort number, offline) of the model's analytics rows: its cohort's Alpha."""
+    return {
+        (figures.cohort, row.offline): figures.alpha for row in rows for figures in row.per_cohort
+    }
+
+
+def _cohort_strips(
+    model: BenchmarkModel, rows: list[standings.ModelRow], alphas: dict[tuple[int, bool], float]
+) -> list[tuple[standings.ModelRow, SafeString]]:
+    """Each row's Brier, Alpha and return cohort by cohort, drawn (rows without an agent
+    left out)."""
+    drawn = []
+    for row in rows:
+        if not row.agents:
+            continue
+        points = [
+            diagrams.CohortPoint(
+                cohort=s.agent.cohort.number,
+                brier=s.brier,
+                alpha=alphas.get((s.agent.cohort.number, row.offline)),
+                return_percent=float(s.return_percent),
+            )
+            for s in sorted(row.agents, key=lambda s: s.agent.cohort.number)
+        ]
+        label = f"{model.display_name}{' (offline stand-in)' if row.offline else ''}"
+        drawn.append((row, diagrams.cohort_strips(points, forecaster_label=label)))
+    return drawn
+
+
 def model_detail(request: HttpRequest, internal_id: str) -> HttpResponse:
     model = _get_model(internal_id)
     rows = standings.model_rows(model=model)
     agents = sorted((s for row in rows for s in row.agents), key=lambda s: -s.agent.cohort.number)
     bets = model_stats.model_bets(model=model)
     real = next((row for row in rows if not row.offline), None)  # its calls, if any
+    figures = analytics_cache.model_analytics(model=model)
+    alphas = _cohort_alphas(figures)
     range_key = curves.range_from(request.GET.get("range"))
     chart = charts.value_chart(
         curves.value_series(
@@ -58,7 +95,8 @@ def model_detail(request: HttpRequest, internal_id: str) -> HttpResponse:
         {
             "model": model,
             "rows": rows,
-            "agents": agents,
+            "agents": [(s, alphas.get((s.agent.cohort.number, s.offline))) for s in agents],
+            "cohort_strips": _cohort_strips(model, rows, alphas),
             "offline_agent_ids": {s.agent.pk for s in agents if s.offline},
             "bets": bets[:MAX_BETS],
             "bet_count": bets.count(),
@@ -79,5 +117,5 @@ def model_detail(request: HttpRequest, internal_id: str) -> HttpResponse:
                 baseline=model.is_baseline,
             ),
         }
-        | analytics.model_context(model),
+        | analytics.model_context(figures),
     )

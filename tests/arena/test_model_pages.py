@@ -39,6 +39,8 @@ from agents.models import BenchmarkModel
 from arena.models import Agent, Cohort, Decision, DecisionAttempt, PortfolioSnapshot, Trade
 from arena.selectors import models as model_stats
 from arena.selectors import standings
+from arena.selectors.analytics.cache import model_analytics
+from arena.views.diagrams import signed
 from markets.models import Market
 from tests.arena.factories import CohortFactory
 
@@ -572,3 +574,26 @@ def test_model_pages_and_leaderboard_keep_a_constant_number_of_queries(
     # 15 for the page's own figures and curve, 1 for the analytics' watermark, 7 to compute
     # the analytics when they are not kept.
     assert max(after.values()) <= 25
+
+
+def test_the_model_page_draws_brier_alpha_and_return_cohort_by_cohort(
+    lineup: Lineup, client: Client
+) -> None:
+    html = page(client, "/models/gpt-5.1/")
+    strips = re.findall(r'<svg class="diagram cohort-strips".*?</svg>', html, flags=re.S)
+    assert len(strips) == 2  # the model's, then its offline stand-in's
+    (real_row, _) = model_analytics(model=lineup.model)
+    alpha = {f.cohort: f.alpha for f in real_row.per_cohort}
+    c1, c2 = lineup.first.cohort.number, lineup.second.cohort.number
+    # Brier over cohort 1's two resolved bets, its Alpha, then both cohorts' returns: cohort
+    # 2 has no resolved bet, so it leaves a gap in the Brier and Alpha strips.
+    assert re.findall(r"<title>(Cohort \d+: [^<]*)</title>", strips[0]) == [
+        f"Cohort {c1}: 0.290",
+        f"Cohort {c1}: {signed(alpha[c1], 3)}",
+        f"Cohort {c1}: +5.0",
+        f"Cohort {c2}: −10.0",
+    ]
+    # The Agents table gives each cohort's Alpha beside its Brier.
+    agents = html.split("<h2>Agents</h2>", 1)[1]
+    first_row = next(r for r in re.findall(r"<tr>.*?</tr>", agents, re.S) if f">Cohort {c1}<" in r)
+    assert f">{signed(alpha[c1])}<" in first_row
