@@ -581,38 +581,44 @@ class CohortPoint:
     return_percent: float | None
 
 
-# Each strip: its title, how a value reads, its reference line (None: none) and the point.
-_STRIPS: tuple[
-    tuple[str, Callable[[float], str], float | None, Callable[[CohortPoint], float | None]], ...
-] = (
-    (
-        "Brier of its resolved bets (lower is better)",
-        lambda v: fixed(v, 3),
-        0.25,
-        lambda p: p.brier,
-    ),
-    ("Alpha against the market (above 0 beats it)", lambda v: signed(v, 3), 0.0, lambda p: p.alpha),
-    ("Return on $10,000 (%)", lambda v: signed(v, 1), 0.0, lambda p: p.return_percent),
-)
+@dataclass(frozen=True)
+class Strip:
+    """One strip of `cohort_strips`: its title, how a value reads, its reference line, the
+    lowest value its range may show (a Brier is never below 0), and the figure it draws."""
+
+    title: str
+    write: Callable[[float], str]
+    reference: float
+    floor: float | None
+    value_of: Callable[[CohortPoint], float | None]
+
+
+_STRIPS = (
+    Strip("Brier of its resolved bets (lower is better)", lambda v: fixed(v, 3), 0.25, 0.0,
+          lambda p: p.brier),
+    Strip("Alpha against the market (above 0 beats it)", lambda v: signed(v, 3), 0.0, None,
+          lambda p: p.alpha),
+    Strip("Return on $10,000 (%)", lambda v: signed(v, 1), 0.0, -100.0,
+          lambda p: p.return_percent),
+)  # fmt: skip
 
 
 def _strip(
-    top: float,
-    x: Callable[[int], float],
-    points: Sequence[CohortPoint],
-    strip: tuple[str, Callable[[float], str], float | None, Callable[[CohortPoint], float | None]],
+    top: float, x: Callable[[int], float], points: Sequence[CohortPoint], strip: Strip
 ) -> list[str]:
     """One strip: its title, its range's ticks, its reference line, and a dot per cohort that
     has the figure, joined by a line, each titled with its cohort and value."""
-    title, write, reference, value_of = strip
-    shown = [(p.cohort, v) for p in points if (v := value_of(p)) is not None]
-    body = [_text(STRIPS_LEFT, top - 6, title, css="strip-title")]
-    values = [v for _, v in shown] + ([reference] if reference is not None else [])
-    if not values:
+    write, reference = strip.write, strip.reference
+    shown = [(p.cohort, v) for p in points if (v := strip.value_of(p)) is not None]
+    body = [_text(STRIPS_LEFT, top - 6, strip.title, css="strip-title")]
+    if not shown:
         return body
+    values = [v for _, v in shown] + [reference]
     low, high = min(values), max(values)
     pad = max((high - low) * 0.1, 0.01 if high == low else 0.0)
     low, high = low - pad, high + pad
+    if strip.floor is not None:
+        low = max(low, strip.floor)
 
     def y(value: float) -> float:
         return top + (high - value) / (high - low) * STRIP_HEIGHT
@@ -623,12 +629,11 @@ def _strip(
             f'x2="{_n(STRIPS_RIGHT)}" y2="{_n(y(value))}"/>'
             + _text(STRIPS_LEFT - 6, y(value) + 4, write(value), anchor="end", css="tick")
         )
-    if reference is not None:
-        body.append(
-            f'<line class="zero" x1="{_n(STRIPS_LEFT)}" y1="{_n(y(reference))}" '
-            f'x2="{_n(STRIPS_RIGHT)}" y2="{_n(y(reference))}"/>'
-            + _text(STRIPS_LEFT - 6, y(reference) + 4, write(reference), anchor="end", css="tick")
-        )
+    body.append(
+        f'<line class="zero" x1="{_n(STRIPS_LEFT)}" y1="{_n(y(reference))}" '
+        f'x2="{_n(STRIPS_RIGHT)}" y2="{_n(y(reference))}"/>'
+        + _text(STRIPS_LEFT - 6, y(reference) + 4, write(reference), anchor="end", css="tick")
+    )
     if len(shown) > 1:
         path = " ".join(f"{_n(x(n))},{_n(y(v))}" for n, v in shown)
         body.append(f'<polyline class="line model" points="{path}"/>')
@@ -674,3 +679,95 @@ def cohort_strips(points: Sequence[CohortPoint], *, forecaster_label: str = "Mod
         css_class="cohort-strips",
         body=body,
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Accuracy against cost, with the Pareto set
+
+COST_WIDTH, COST_HEIGHT = 640, 300
+COST_LEFT, COST_RIGHT, COST_TOP, COST_BOTTOM = 64.0, 600.0, 14.0, 236.0
+
+
+@dataclass(frozen=True)
+class CostPoint:
+    """A row's USD per decision and Brier (with its 95% interval, when it has one), and
+    whether it is on the Pareto set (nobody both cheaper and more accurate)."""
+
+    label: str
+    usd: float
+    brier: float
+    low: float | None
+    high: float | None
+    on_front: bool
+
+
+def cost_accuracy(points: Sequence[CostPoint]) -> SafeString:
+    """Return Brier (lower is better, up the page is worse) against USD per decision on a
+    log scale: each row a dot labelled by name with its interval as a whisker, the Pareto set
+    filled and joined by a step line, the rest hollow. Raises nothing; no points draws the
+    frame only."""
+    costs = [p.usd for p in points if p.usd > 0] or [0.001, 0.01]
+    lo_x, hi_x = math.log10(min(costs)) - 0.15, math.log10(max(costs)) + 0.15
+    briers = [v for p in points for v in (p.brier, p.low, p.high) if v is not None] or [0.25]
+    hi_y = max(0.25, *briers) * 1.05
+
+    def x(usd: float) -> float:
+        share = (math.log10(max(usd, 10**lo_x)) - lo_x) / (hi_x - lo_x)
+        return COST_LEFT + share * (COST_RIGHT - COST_LEFT)
+
+    def y(brier: float) -> float:
+        return COST_BOTTOM - brier / hi_y * (COST_BOTTOM - COST_TOP)
+
+    body: list[str] = []
+    for value in (0.0, 0.125, 0.25) + ((hi_y / 1.05,) if hi_y / 1.05 > 0.25 else ()):
+        body.append(
+            f'<line class="grid" x1="{_n(COST_LEFT)}" y1="{_n(y(value))}" x2="{_n(COST_RIGHT)}" '
+            f'y2="{_n(y(value))}"/>'
+            + _text(COST_LEFT - 6, y(value) + 4, fixed(value, 3), anchor="end", css="tick")
+        )
+    for power in range(math.ceil(lo_x), math.floor(hi_x) + 1):
+        usd = 10.0**power
+        body.append(_text(x(usd), COST_BOTTOM + 16, f"${usd:g}", anchor="middle", css="tick"))
+    body.append(
+        _text((COST_LEFT + COST_RIGHT) / 2, COST_BOTTOM + 34, "USD per decision (log scale)",
+              anchor="middle")
+    )  # fmt: skip
+    body.append(_text(8, COST_TOP + 4, "Brier", css="tick"))
+    front = sorted((p for p in points if p.on_front), key=lambda p: p.usd)
+    if len(front) > 1:
+        steps = [f"{_n(x(front[0].usd))},{_n(y(front[0].brier))}"]
+        for before, after in zip(front, front[1:], strict=False):
+            steps += [f"{_n(x(after.usd))},{_n(y(before.brier))}",
+                      f"{_n(x(after.usd))},{_n(y(after.brier))}"]  # fmt: skip
+        body.append(f'<polyline class="line front" points="{" ".join(steps)}"/>')
+    for p in points:
+        cx, cy = x(p.usd), y(p.brier)
+        if p.low is not None and p.high is not None:
+            body.append(
+                f'<line class="whisker" x1="{_n(cx)}" y1="{_n(y(p.low))}" x2="{_n(cx)}" '
+                f'y2="{_n(y(p.high))}"/>'
+            )
+        where = "on the Pareto set" if p.on_front else "beaten on both by another"
+        title = f"{p.label}: Brier {p.brier:.4f} at ${p.usd:.4f} per decision, {where}"
+        body.append(
+            f'<circle class="pt {"front" if p.on_front else "off"}" cx="{_n(cx)}" cy="{_n(cy)}" '
+            f'r="4.5"><title>{_e(title)}</title></circle>'
+            + _text(cx + 7, cy - 6, p.label, css="point-label")
+        )
+    legend = COST_HEIGHT - 10
+    body.append(
+        f'<g class="legend"><circle class="front" cx="10" cy="{legend - 4}" r="4.5"/>'
+        f"{_text(19, legend, 'on the Pareto set: none both cheaper and more accurate')}"
+        f'<circle class="off" cx="360" cy="{legend - 4}" r="4.5"/>'
+        f"{_text(369, legend, 'beaten on both')}"
+        f'<line class="whisker" x1="470" y1="{legend - 10}" x2="470" y2="{legend + 2}"/>'
+        f"{_text(477, legend, '95% interval')}</g>"
+    )
+    label = (
+        f"Brier against USD per decision of {len(points)} models; on the Pareto set: "
+        + ", ".join(p.label for p in front)
+        if points
+        else "Brier against USD per decision: no model with a known cost and a Brier yet"
+    )
+    return _svg(width=COST_WIDTH, height=COST_HEIGHT, label=label, css_class="cost-accuracy",
+                body=body)  # fmt: skip

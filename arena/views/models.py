@@ -15,6 +15,7 @@ from arena.selectors import panel as panel_selectors
 from arena.selectors.analytics import cache as analytics_cache
 from arena.selectors.analytics.figures import ModelAnalytics
 from arena.views import analytics, charts, diagrams
+from scoring.pareto import pareto_set
 
 # The most bets listed on a model's page (newest first); the count says how many there are.
 MAX_BETS = 100  # the latest; every bet of a year renders slower than the page's budget
@@ -31,12 +32,47 @@ def _get_model(internal_id: str) -> BenchmarkModel:
         raise Http404("No such model.") from exc
 
 
+def _cost_points(rows: Sequence[standings.ModelRow]) -> list[diagrams.CostPoint]:
+    """The LLM rows with both a known USD per decision and a Brier (offline stand-ins make no
+    call, so have no cost), with their Brier interval and whether each is on the Pareto set
+    of cost and Brier."""
+    costed = [
+        row
+        for row in rows
+        if not row.model.is_baseline
+        and row.brier is not None
+        and row.usage.usd_per_decision is not None
+    ]
+    if not costed:
+        return []
+    figures = analytics_cache.analytics()
+    front = pareto_set([(float(r.usage.usd_per_decision or 0), r.brier or 0.0) for r in costed])
+    points = []
+    for row, on_front in zip(costed, front, strict=True):
+        analytics_row = figures.row(row.model.pk, row.offline)
+        interval = analytics_row.brier_interval if analytics_row is not None else None
+        points.append(
+            diagrams.CostPoint(
+                label=row.model.display_name,
+                usd=float(row.usage.usd_per_decision or 0),
+                brier=row.brier or 0.0,
+                low=interval.low if interval is not None else None,
+                high=interval.high if interval is not None else None,
+                on_front=on_front,
+            )
+        )
+    return points
+
+
 def model_list(request: HttpRequest) -> HttpResponse:
     rows = standings.model_rows()
+    points = _cost_points(rows)
     return render(
         request,
         "arena/model_list.html",
         {
+            "cost_chart": diagrams.cost_accuracy(points) if points else None,
+            "cost_points": points,
             "llms": [row for row in rows if not row.model.is_baseline],
             "baselines": [row for row in rows if row.model.is_baseline],
             "definitions": standings.MODEL_DEFINITIONS,

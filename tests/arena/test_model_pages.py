@@ -597,3 +597,35 @@ def test_the_model_page_draws_brier_alpha_and_return_cohort_by_cohort(
     agents = html.split("<h2>Agents</h2>", 1)[1]
     first_row = next(r for r in re.findall(r"<tr>.*?</tr>", agents, re.S) if f">Cohort {c1}<" in r)
     assert f">{signed(alpha[c1])}<" in first_row
+
+
+def test_the_models_page_draws_brier_against_cost_with_the_pareto_set(
+    lineup: Lineup, client: Client
+) -> None:
+    # gpt-5.1: $0.0047 a decision at Brier 0.29. A dearer but more accurate model shares the
+    # Pareto set with it; one dearer and less accurate than both is beaten on both.
+    for internal_id, cost, brier in (("claude-opus-4.5", "0.02", 0.04), ("grok-4", "0.03", 0.49)):
+        model = BenchmarkModel.objects.get(internal_id=internal_id)
+        bet = decision(
+            agent_of(model, lineup.first.cohort, "10000"),
+            week=0,
+            action="BET",
+            responder=OPENROUTER,
+        )
+        attempt(bet, 1, cost=cost, latency=1000, provider="X")
+        trade(bet, 0, brier=brier, won=brier < 0.25)
+
+    html = page(client, "/models/")
+    (chart,) = re.findall(r'<svg class="diagram cost-accuracy".*?</svg>', html, flags=re.S)
+    marks = {name: kind for kind, name in re.findall(
+        r'<circle class="pt (front|off)"[^>]*><title>([^:]+):', chart
+    )}  # fmt: skip
+    assert marks == {"GPT-5.2": "front", "Claude Opus 4.5": "front", "Grok 4.1": "off"}
+    # The offline stand-in made no call: it has no cost, so no point.
+    assert chart.count('<circle class="pt ') == 3
+
+
+def test_the_models_page_says_why_there_is_no_cost_chart(db: None, client: Client) -> None:
+    html = page(client, "/models/")
+    assert "cost-accuracy" not in html
+    assert "No model has both a known cost and a resolved bet yet" in html
