@@ -752,7 +752,12 @@ def cost_accuracy(points: Sequence[CostPoint]) -> SafeString:
         body.append(
             f'<circle class="pt {"front" if p.on_front else "off"}" cx="{_n(cx)}" cy="{_n(cy)}" '
             f'r="4.5"><title>{_e(title)}</title></circle>'
-            + _text(cx + 7, cy - 6, p.label, css="point-label")
+            # Near the right edge a label reads leftwards, inside the frame.
+            + (
+                _text(cx - 7, cy - 6, p.label, anchor="end", css="point-label")
+                if cx > COST_RIGHT - 90
+                else _text(cx + 7, cy - 6, p.label, css="point-label")
+            )
         )
     legend = COST_HEIGHT - 10
     body.append(
