@@ -90,6 +90,9 @@ API_CHANGES = """
   what the lineup admin keeps of the model (`openrouter_id`, `upstream_model_id`,
   `release_date`, `reasoning_mode`, `reasoning_max_tokens`) and `versions_answering`, the
   model versions its calls' replies named.
+- **2026-11-28, bootstrap precision.** Intervals carry `monte_carlo_error`: for a bootstrap
+  interval, the 95% half-width of its bounds over fresh resamples (null for a t interval).
+  The pages write a bootstrap bound to the places it supports.
 - **2026-11-28, the panel leads.** `/api/v1/forecasts/leaderboard` rows carry `rank`, each
   row's place in its own table (real LLM rows, or offline stand-ins among themselves; null
   when not ranked), and its comparisons `questions_needed` (the power analysis's shared

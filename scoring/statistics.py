@@ -148,6 +148,26 @@ class Interval:
     clusters: int
     count: int
     markets: int = 0
+    # A bootstrap interval's Monte-Carlo error: the larger of its two ends' 95% half-widths
+    # over fresh sets of resamples (`quantile_mc_error`); None for a t interval (exact).
+    mc_error: float | None = None
+
+
+def quantile_mc_error(draws: ArrayLike, p: float, *, z: float = 1.959963984540054) -> float:
+    """Return the 95% Monte-Carlo half-width of the empirical p-quantile of R resampled draws:
+    the number of draws at or below the true quantile is Binomial(R, p), so the quantile lies
+    between the order statistics of ranks Rp ∓ z√(Rp(1 − p)) with 95% probability; half their
+    distance is the half-width. A bound shown to more places than this is noise of the
+    resampling, not of the data. Raise ValueError for fewer than two draws or p outside
+    (0, 1)."""
+    x = np.sort(_finite_values("draws", draws))
+    if len(x) < 2:
+        raise ValueError("quantile_mc_error needs at least two draws")
+    _check_level(p)
+    spread = z * math.sqrt(len(x) * p * (1.0 - p))
+    below = max(0, math.floor(len(x) * p - spread) - 1)
+    above = min(len(x) - 1, math.ceil(len(x) * p + spread) - 1)
+    return float(x[above] - x[below]) / 2.0
 
 
 def _check_level(level: float) -> None:
@@ -507,10 +527,14 @@ def _percentile_intervals(
     intervals: list[Interval | None] = []
     for column, v in enumerate(values):
         estimate = math.fsum(v[index].tolist()) / len(index)
-        low, high = np.quantile(means[column], [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+        tails = ((1.0 - level) / 2.0, (1.0 + level) / 2.0)
+        low, high = np.quantile(means[column], tails)
         error = float(np.std(means[column], ddof=1))
+        mc = max(quantile_mc_error(means[column], p) for p in tails)
         intervals.append(
-            Interval(estimate, float(low), float(high), error, week_count, len(index), market_count)
+            Interval(
+                estimate, float(low), float(high), error, week_count, len(index), market_count, mc
+            )
         )
     return intervals
 

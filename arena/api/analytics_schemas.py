@@ -126,6 +126,9 @@ class IntervalOut(Schema):
     markets: int
     cohorts: int  # deprecated (2026-11-28): the same count as `weeks`; read `weeks`
     bets: int
+    # A bootstrap interval's Monte-Carlo error: the 95% half-width of its ends over fresh
+    # resamples (a bound is worth no more places than this); null for a t interval.
+    monte_carlo_error: float | None = None
 
 
 def interval_out(interval: Interval | None) -> IntervalOut | None:
@@ -140,6 +143,7 @@ def interval_out(interval: Interval | None) -> IntervalOut | None:
         markets=interval.markets,
         cohorts=interval.clusters,
         bets=interval.count,
+        monte_carlo_error=finite(interval.mc_error),
     )
 
 

@@ -466,7 +466,21 @@ def _intervals(t: Interval | None, bootstrap: Interval | None, *, signs: bool) -
         return NO_INTERVAL
     if bootstrap is None or bootstrap.low is None:
         return f"95% t {_interval(t, write)}; bootstrap from {MIN_BOOTSTRAP_WEEKS} weeks"
-    return f"95% t {_interval(t, write)}; bootstrap {_interval(bootstrap, write)}"
+    places = shown_places(bootstrap.mc_error)
+
+    def rounded(value: float) -> str:
+        return signed(value, places) if signs else fixed(value, places)
+
+    return f"95% t {_interval(t, write)}; bootstrap {_interval(bootstrap, rounded)}"
+
+
+def shown_places(mc_error: float | None, most: int = 4) -> int:
+    """The decimal places a bootstrap bound's Monte-Carlo error supports: the last shown digit
+    no finer than the error (an error of 0.02 shows 0.4, of 0.004 shows 0.40), `most` at best
+    and one at least."""
+    if not mc_error or mc_error <= 0.0:
+        return most
+    return max(1, min(most, math.floor(-math.log10(mc_error))))
 
 
 def _edge_interval(interval: Interval | None) -> str:

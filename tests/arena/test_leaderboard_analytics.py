@@ -33,7 +33,7 @@ from arena.selectors import standings
 from arena.selectors.analytics.cache import analytics
 from arena.selectors.analytics.definitions import DEFINITIONS
 from arena.selectors.analytics.figures import ModelAnalytics
-from arena.views.analytics import analytics_columns
+from arena.views.analytics import analytics_columns, shown_places
 from forecaster.templatetags.figures import brier as brier_text
 from markets.models import Market
 from tests.arena.factories import CohortFactory
@@ -829,3 +829,13 @@ def test_the_analytics_view_says_its_alpha_is_not_a_proper_score(
     assert "Not a proper score" in alpha[1]
     methodology = page(client, "/methodology/")
     assert "This Alpha is not a proper score." in methodology
+
+
+@pytest.mark.parametrize(
+    ("error", "places"),
+    [(None, 4), (0.0, 4), (0.00004, 4), (0.0004, 3), (0.004, 2), (0.02, 1), (0.3, 1)],
+)
+def test_a_bootstrap_bound_is_written_to_the_places_its_monte_carlo_error_supports(
+    error: float | None, places: int
+) -> None:
+    assert shown_places(error) == places

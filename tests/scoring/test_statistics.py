@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist, mean, stdev
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ from scoring.statistics import (
     paired_difference_test,
     pooled_mean_interval,
     pooled_mean_test,
+    quantile_mc_error,
     ratio_interval,
     regularized_incomplete_beta,
     share_positive,
@@ -412,3 +414,23 @@ def test_an_interval_near_the_end_of_its_range_is_kept_inside_it() -> None:
     assert kept.high == interval.high
     assert (kept.estimate, kept.standard_error) == (interval.estimate, interval.standard_error)
     assert within_range(None, 0.0, 1.0) is None
+
+
+def test_a_quantiles_monte_carlo_error_is_the_binomial_spread_of_its_rank() -> None:
+    # 1,000 evenly spread draws on [0, 1): the median's rank moves by 1.96·√250 ≈ 31 draws
+    # either way, so its half-width is about 31/1000.
+    draws = np.arange(1000) / 1000
+    assert quantile_mc_error(draws, 0.5) == pytest.approx(1.96 * math.sqrt(250) / 1000, abs=0.002)
+    with pytest.raises(ValueError, match="two draws"):
+        quantile_mc_error([0.3], 0.5)
+
+
+def test_the_monte_carlo_error_covers_the_bounds_spread_over_fresh_resamples() -> None:
+    # 300 independent sets of 1,000 normal draws: their 97.5th percentiles spread as the
+    # error from one set says (95% of them within it of the true quantile, 1.96).
+    rng = np.random.default_rng(5)
+    sets = rng.standard_normal((300, 1000))
+    quantiles = np.quantile(sets, 0.975, axis=1)
+    errors = [quantile_mc_error(draws, 0.975) for draws in sets[:20]]
+    within = np.mean(np.abs(quantiles - 1.959963984540054) <= np.median(errors))
+    assert 0.88 <= within <= 0.99

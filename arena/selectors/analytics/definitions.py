@@ -97,7 +97,9 @@ DEFINITIONS: list[tuple[str, str, str]] = [
         "resampled worlds weighting every week and every market by a Poisson(1) draw "
         "(pigeonhole bootstrap, "
         "conservative: about twice the variance where bets are independent); "
-        f"shown from {MIN_BOOTSTRAP_WEEKS} weeks",
+        f"shown from {MIN_BOOTSTRAP_WEEKS} weeks; each bound written to the places its "
+        "Monte-Carlo error supports (the 95% half-width of the quantile over fresh resamples, "
+        "from the binomial count of draws below it: `monte_carlo_error`)",
         "004 (bootstrapped intervals); Owen (2007)",
     ),
     (
