@@ -90,6 +90,10 @@ API_CHANGES = """
   what the lineup admin keeps of the model (`openrouter_id`, `upstream_model_id`,
   `release_date`, `reasoning_mode`, `reasoning_max_tokens`) and `versions_answering`, the
   model versions its calls' replies named.
+- **2026-11-28, difficulty interval.** Analytics rows carry
+  `difficulty_adjusted_brier_interval` (leaderboard rows `difficulty_adjusted_brier_ci_low`
+  and `…_ci_high`): a t interval from each bet's influence on the figure, clustered by week
+  and market. The figure is now fitted over the bets of the linked part it is shown for.
 - **2026-11-28, bootstrap precision.** Intervals carry `monte_carlo_error`: for a bootstrap
   interval, the 95% half-width of its bounds over fresh resamples (null for a t interval).
   The pages write a bootstrap bound to the places it supports.

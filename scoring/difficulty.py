@@ -58,6 +58,28 @@ def difficulty_adjusted_brier(
     lengths, non-finite scores, negative or non-integer codes, a forecaster_count not above
     every code, max_iterations < 1 or a negative tolerance.
     """
+    adjusted, _ = difficulty_fit(
+        scores,
+        forecasters,
+        questions,
+        max_iterations=max_iterations,
+        tolerance=tolerance,
+        forecaster_count=forecaster_count,
+    )
+    return adjusted
+
+
+def difficulty_fit(
+    scores: ArrayLike,
+    forecasters: ArrayLike,
+    questions: ArrayLike,
+    *,
+    max_iterations: int = 500,
+    tolerance: float = 1e-12,
+    forecaster_count: int | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Return `difficulty_adjusted_brier`'s figures and each bet's residual: its score less
+    its forecaster's and its question's fitted effects. Arguments and errors as there."""
     y = np.asarray(scores, dtype=np.float64)
     if y.ndim != 1 or not bool(np.all(np.isfinite(y))):
         raise ValueError("scores must be 1-d and finite")
@@ -76,7 +98,7 @@ def difficulty_adjusted_brier(
     if count < needed:
         raise ValueError(f"forecaster_count {count} is not above every code (max {needed - 1})")
     if len(y) == 0:
-        return np.full(count, np.nan)
+        return np.full(count, np.nan), y
 
     question_count = int(q.max()) + 1
     bets_f = np.bincount(f, minlength=count).astype(np.float64)
@@ -104,7 +126,8 @@ def difficulty_adjusted_brier(
     d = d - float(np.mean(d[q]))
     adjusted = group_mean(f, y - d[q], bets_f)
     adjusted[~has_f] = np.nan
-    return adjusted
+    # The residuals: with d centred, a forecaster's effect is its adjusted figure.
+    return adjusted, y - np.nan_to_num(adjusted)[f] - d[q]
 
 
 def design_support(
@@ -147,3 +170,57 @@ def design_support(
     has[pairs[:, 0]] = True
     component = np.array([root(i) if has[i] else -1 for i in range(count)], dtype=np.int64)
     return shared, component
+
+
+def difficulty_influence(
+    forecasters: ArrayLike,
+    questions: ArrayLike,
+    *,
+    forecaster_count: int | None = None,
+    max_iterations: int = 2000,
+    tolerance: float = 1e-11,
+) -> NDArray[np.float64]:
+    """Return the F × N matrix B with `difficulty_adjusted_brier(scores, …)` = B @ scores for
+    every score vector, on a design whose forecasters are all linked by shared questions (one
+    connected part): each adjusted Brier is linear in the scores, and row f of B is how much
+    each bet moves forecaster f's figure. With the fit's residuals e, the bets' influences on
+    f are B[f] · e, which a clustered variance takes (the sandwich of a linear estimator).
+
+    Why it has this form: the fit's normal equations make forecaster f's mean of score − d_q
+    equal its effect a_f, and centring d adds the mean score less the bet-weighted mean of a;
+    so the figure is w · (a, d) + mean score, w = e_f − n/N on the a's (n the forecasters'
+    bets) and 0 on the d's. w sums to zero over a connected design, the one direction the
+    effects are not identified in, so u = (XᵀX)⁺w solves the normal equations and the row is
+    B[f] = X u + 1/N, X the design (bet i's row picks a_f and d_q). Each u is found by
+    Gauss–Seidel on the normal equations, as the fit is. Rows of forecasters without bets are
+    0. Raise ValueError as `design_support` does, or when the forecasters with bets are not
+    one connected part."""
+    f = _codes("forecasters", forecasters)
+    q = _codes("questions", questions)
+    if len(f) != len(q):
+        raise ValueError(f"forecasters and questions differ in length: {len(f)}, {len(q)}")
+    _, component = design_support(f, q, forecaster_count=forecaster_count)
+    count = len(component)
+    if len(set(component[component >= 0].tolist())) > 1:
+        raise ValueError("the forecasters must be linked by shared questions into one part")
+    influence = np.zeros((count, len(f)))
+    if len(f) == 0:
+        return influence
+    n = len(f)
+    question_count = int(q.max()) + 1
+    bets_f = np.bincount(f, minlength=count).astype(np.float64)
+    bets_q = np.bincount(q, minlength=question_count).astype(np.float64)
+    safe_f, safe_q = np.where(bets_f > 0, bets_f, 1.0), np.where(bets_q > 0, bets_q, 1.0)
+    for forecaster in np.flatnonzero(bets_f > 0).tolist():
+        w = -bets_f / n
+        w[forecaster] += 1.0
+        a, d = np.zeros(count), np.zeros(question_count)
+        for _ in range(max_iterations):
+            new_a = (w - np.bincount(f, weights=d[q], minlength=count)) / safe_f
+            new_d = -np.bincount(q, weights=new_a[f], minlength=question_count) / safe_q
+            change = max(float(np.max(np.abs(new_a - a))), float(np.max(np.abs(new_d - d))))
+            a, d = new_a, new_d
+            if change < tolerance:
+                break
+        influence[forecaster] = a[f] + d[q] + 1.0 / n
+    return influence

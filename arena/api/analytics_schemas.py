@@ -66,6 +66,8 @@ class LeaderboardAnalyticsFields(Schema):
     brier_skill_vs_market_ci_low: float | None
     brier_skill_vs_market_ci_high: float | None
     difficulty_adjusted_brier: float | None
+    difficulty_adjusted_brier_ci_low: float | None
+    difficulty_adjusted_brier_ci_high: float | None
     beat_share: float | None  # share of cohorts with Alpha above 0
     reliability: float | None  # Murphy REL (lower is better calibrated)
     resolution: float | None  # Murphy RES (higher discriminates better)
@@ -107,6 +109,8 @@ def leaderboard_fields(row: ModelAnalytics | None) -> dict[str, Any]:
         "brier_skill_vs_market_ci_low": _bound(row.skill_vs_market_interval, "low"),
         "brier_skill_vs_market_ci_high": _bound(row.skill_vs_market_interval, "high"),
         "difficulty_adjusted_brier": finite(row.difficulty_adjusted_brier),
+        "difficulty_adjusted_brier_ci_low": _bound(row.difficulty_interval, "low"),
+        "difficulty_adjusted_brier_ci_high": _bound(row.difficulty_interval, "high"),
         "beat_share": finite(row.beat_share),
         "reliability": finite(murphy.reliability) if murphy else None,
         "resolution": finite(murphy.resolution) if murphy else None,
@@ -277,6 +281,8 @@ class ModelAnalyticsOut(Schema):
     coverage_alpha_interval: IntervalOut | None
     coverage_markets: int  # questions: each agent × the resolved markets of its runs
     difficulty_adjusted_brier: float | None
+    # Its 95% t interval from each bet's influence, clustered by week and market.
+    difficulty_adjusted_brier_interval: IntervalOut | None
     # Over its two-outcome bets as forecasts of YES (the references' frame)...
     murphy: MurphyOut | None
     market_murphy: MurphyOut | None
@@ -425,6 +431,7 @@ def _row_fields(row: ModelAnalytics) -> dict[str, Any]:
         "coverage_alpha_interval": interval_out(row.coverage_interval),
         "coverage_markets": row.coverage_markets,
         "difficulty_adjusted_brier": finite(row.difficulty_adjusted_brier),
+        "difficulty_adjusted_brier_interval": interval_out(row.difficulty_interval),
         "murphy": murphy_out(row.murphy),
         "market_murphy": murphy_out(row.market_murphy),
         "multi_murphy": murphy_out(row.multi_anatomy.agent if row.multi_anatomy else None),

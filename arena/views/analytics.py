@@ -489,6 +489,12 @@ def _edge_interval(interval: Interval | None) -> str:
     return f"; 95% t [{signed_precise(interval.low)}, {signed_precise(interval.high)}]"
 
 
+def _edge_interval_plain(interval: Interval | None) -> str:
+    if interval is None or interval.low is None or interval.high is None:
+        return ""
+    return f"; 95% t [{fixed(interval.low)}, {fixed(interval.high)}]"
+
+
 def _skill_interval(interval: Interval | None) -> str:
     if interval is None or interval.low is None or interval.high is None:
         return ""
@@ -578,7 +584,8 @@ def _figures(row: ModelAnalytics) -> list[Figure]:
             fixed(row.difficulty_adjusted_brier)
             if row.difficulty_adjusted_brier is not None
             else "—",
-            "market effects estimated over every agent's bets",
+            "question effects estimated over every agent's bets"
+            + _edge_interval_plain(row.difficulty_interval),
             DEFINED["Difficulty-adjusted Brier"],
         ),
     ]

@@ -20,6 +20,7 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
 import pytest
 from django.core.cache import cache
 from django.db import connection, transaction
@@ -44,7 +45,15 @@ from arena.selectors.analytics.cache import analytics, analytics_watermark, comp
 from arena.selectors.analytics.figures import Analytics, claim
 from arena.selectors.exports import bet_rows
 from markets.models import Market
-from scoring.statistics import Interval, holm_adjusted, pooled_mean_interval, ratio_interval
+from scoring.difficulty import difficulty_adjusted_brier
+from scoring.statistics import (
+    Interval,
+    holm_adjusted,
+    pooled_mean_interval,
+    ratio_interval,
+    student_t_quantile,
+    two_way_variance,
+)
 from tests.arena.factories import CohortFactory
 from tests.profiles import example_count
 
@@ -590,6 +599,61 @@ def test_difficulty_adjustment_ranks_the_easy_picker_below_the_better_forecaster
     assert len(fitted) == 3
     adjusted = sum(r.bets * (r.difficulty_adjusted_brier or 0.0) for r in fitted)
     assert adjusted == pytest.approx(sum(r.bets * (r.brier or 0.0) for r in fitted))
+
+
+def test_the_difficulty_adjusted_brier_has_an_interval_from_each_bets_influence(
+    db: None,
+) -> None:
+    # Three weeks, six markets a week, every one bet by all three models at varied
+    # confidence: every question shared, one linked part, three weeks to cluster over.
+    rng = np.random.default_rng(4)
+    names = ("gpt-5.1", "claude-opus-4.5", "grok-4")
+    for _ in range(3):
+        cohort = CohortFactory.create()
+        markets = [market(won=bool(rng.random() < 0.5)) for _ in range(6)]
+        run = run_of(cohort, markets)
+        for name in names:
+            decision = decision_of(agent_of(model(name), cohort), run)
+            for m in markets:
+                bet(decision, m, price=0.5, confidence=round(float(rng.uniform(0.3, 0.95)), 2))
+
+    result = compute_analytics()
+
+    # The long way, from the bets alone: the fit by least squares on the design's dummies,
+    # each bet's influence on a row's figure as the figure of that bet's unit score.
+    trades = list(
+        Trade.objects.order_by("pk").values_list(
+            "agent__model__internal_id", "market_id", "decision__run_id", "brier_score",
+            "decision__week_start", "market_id",
+        )
+    )  # fmt: skip
+    forecasters = [names.index(t[0]) for t in trades]
+    question_keys = sorted({(t[1], t[2]) for t in trades})
+    questions = [question_keys.index((t[1], t[2])) for t in trades]
+    scores = np.array([t[3] for t in trades])
+    design = np.zeros((len(trades), 3 + len(question_keys)))
+    for i, (f, q) in enumerate(zip(forecasters, questions, strict=True)):
+        design[i, f] = design[i, 3 + q] = 1.0
+    fitted = design @ np.linalg.lstsq(design, scores, rcond=None)[0]
+    unit = np.eye(len(trades))
+    weeks = [t[4].toordinal() for t in trades]
+    for index, name in enumerate(names):
+        figures = row(result, name)
+        assert figures.difficulty_interval is not None
+        influence = [
+            difficulty_adjusted_brier(unit[i], forecasters, questions)[index]
+            for i in range(len(trades))
+        ]
+        error = math.sqrt(
+            two_way_variance(np.array(influence) * (scores - fitted), weeks, [t[5] for t in trades])
+        )
+        shown = figures.difficulty_interval
+        assert shown.estimate == pytest.approx(figures.difficulty_adjusted_brier)
+        assert shown.standard_error == pytest.approx(error, rel=1e-6)
+        half = student_t_quantile(0.975, 2) * error  # three weeks: 2 df
+        assert shown.low == pytest.approx(shown.estimate - half, rel=1e-6)
+        assert shown.high == pytest.approx(shown.estimate + half, rel=1e-6)
+        assert (shown.count, shown.clusters) == (18, 3)
 
 
 # ------------------------------------------------------------------------------ references

@@ -7,7 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from scoring.difficulty import design_support, difficulty_adjusted_brier
+from scoring.difficulty import (
+    design_support,
+    difficulty_adjusted_brier,
+    difficulty_fit,
+    difficulty_influence,
+)
 
 
 def test_exact_additive_scores_recover_the_forecaster_effects() -> None:
@@ -96,3 +101,43 @@ def test_design_support_counts_shared_questions_and_links_forecasters() -> None:
     assert component[4] == -1
     with pytest.raises(ValueError, match="differ in length"):
         design_support([0, 1], [0])
+
+
+def _by_unit_scores(forecasters: list[int], questions: list[int]) -> np.ndarray:
+    """The adjusted figures' matrix found the long way: the fit of each bet's unit score."""
+    n = len(forecasters)
+    columns = [difficulty_adjusted_brier(np.eye(n)[i], forecasters, questions) for i in range(n)]
+    return np.stack(columns, axis=1)
+
+
+def test_each_bets_influence_is_the_fit_of_its_unit_score() -> None:
+    rng = np.random.default_rng(7)
+    forecasters = rng.integers(0, 4, 60).tolist()
+    questions = rng.integers(0, 12, 60).tolist()
+
+    influence = difficulty_influence(forecasters, questions)
+
+    assert influence == pytest.approx(_by_unit_scores(forecasters, questions), abs=1e-9)
+    # so every score vector's figures are the influences' weighted sums
+    scores = rng.random(60)
+    assert influence @ scores == pytest.approx(
+        difficulty_adjusted_brier(scores, forecasters, questions), abs=1e-9
+    )
+
+
+def test_the_fits_residuals_sum_to_zero_over_each_forecaster_and_question() -> None:
+    rng = np.random.default_rng(8)
+    forecasters, questions = rng.integers(0, 3, 40), rng.integers(0, 9, 40)
+    scores = rng.random(40)
+
+    adjusted, residuals = difficulty_fit(scores, forecasters, questions)
+
+    assert adjusted == pytest.approx(difficulty_adjusted_brier(scores, forecasters, questions))
+    assert np.bincount(forecasters, weights=residuals) == pytest.approx(0.0, abs=1e-9)
+    assert np.bincount(questions, weights=residuals) == pytest.approx(0.0, abs=1e-9)
+
+
+def test_influence_needs_one_linked_part() -> None:
+    # forecasters 0 and 1 share question 0; forecaster 2 answers question 1 alone
+    with pytest.raises(ValueError, match="one part"):
+        difficulty_influence([0, 1, 2], [0, 0, 1])

@@ -37,7 +37,7 @@ from arena.selectors.analytics.read import Bets, Questions
 from scoring.aggregates import RANDOM_BRIER
 from scoring.alpha import RANDOM_UNIFORM_BRIER, bet_alphas, predictions_needed
 from scoring.crowd import grouped_geometric_mean_odds, grouped_median
-from scoring.difficulty import design_support, difficulty_adjusted_brier
+from scoring.difficulty import design_support, difficulty_fit, difficulty_influence
 from scoring.murphy import alpha_anatomy, murphy_decomposition
 from scoring.statistics import (
     Interval,
@@ -50,6 +50,8 @@ from scoring.statistics import (
     pooled_mean_test,
     ratio_interval,
     share_positive,
+    student_t_quantile,
+    two_way_variance,
     within_range,
 )
 
@@ -318,37 +320,88 @@ def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
     offline answer never moves a real row's figure. A row's figure is shown only where the
     fit rests on enough: the row has at least DIFFICULTY_MIN_SHARED of its questions
     answered by another row too, and at least DIFFICULTY_MIN_ROWS such rows are linked
-    through shared questions into one part of the design (the part with the most)."""
+    through shared questions into one part of the design (the part with the most). The
+    figures shown are fitted over that part's bets alone, with a t interval clustered by
+    week and market from each bet's influence on the figure (`difficulty_influence`)."""
     offline_rows = np.array([r.offline for r in rows], dtype=np.bool_)
     for offline in (False, True):
         mask = offline_rows[bets.row] == offline
         if len(np.unique(bets.row[mask])) < DIFFICULTY_MIN_ROWS:
             continue
-        _, question_codes = np.unique(
-            np.stack([bets.market[mask], bets.run[mask]], axis=1), axis=0, return_inverse=True
-        )
-        questions = question_codes.reshape(-1)
-        adjusted = difficulty_adjusted_brier(
-            bets.brier[mask], bets.row[mask], questions, forecaster_count=len(rows)
-        )
-        shared, component = design_support(bets.row[mask], questions, forecaster_count=len(rows))
-        # The rows that share enough, grouped by the linked part they are in; the part with
-        # the most of them (the lowest label on a tie) is shown when it has enough.
-        parts: dict[int, list[int]] = {}
-        for index, row in enumerate(rows):
-            if (
-                row.offline == offline
-                and not math.isnan(adjusted[index])
-                and shared[index] >= DIFFICULTY_MIN_SHARED
-            ):
-                parts.setdefault(int(component[index]), []).append(index)
-        if not parts:
-            continue
-        shown = max(sorted(parts.items()), key=lambda part: len(part[1]))[1]
+        shown, part = _difficulty_part(bets, rows, mask, offline)
         if len(shown) < DIFFICULTY_MIN_ROWS:
             continue
+        in_part = mask & np.isin(bets.row, part)
+        _, questions = np.unique(
+            np.stack([bets.market[in_part], bets.run[in_part]], axis=1),
+            axis=0,
+            return_inverse=True,
+        )
+        questions = questions.reshape(-1)
+        forecasters = bets.row[in_part]
+        adjusted, residuals = difficulty_fit(
+            bets.brier[in_part], forecasters, questions, forecaster_count=len(rows)
+        )
+        influence = difficulty_influence(forecasters, questions, forecaster_count=len(rows))
+        weeks, markets = bets.week[in_part], bets.market[in_part]
+        groups = min(len(np.unique(weeks)), len(np.unique(markets)))
         for index in shown:
+            own = forecasters == index
             rows[index].difficulty_adjusted_brier = float(adjusted[index])
+            rows[index].difficulty_interval = _difficulty_interval(
+                float(adjusted[index]),
+                influence[index] * residuals,
+                weeks,
+                markets,
+                groups=groups,
+                bets=int(own.sum()),
+                own_weeks=len(np.unique(weeks[own])),
+                own_markets=len(np.unique(markets[own])),
+            )
+
+
+def _difficulty_part(
+    bets: Bets, rows: list[ModelAnalytics], mask: NDArray[np.bool_], offline: bool
+) -> tuple[list[int], list[int]]:
+    """The rows shown (those sharing at least DIFFICULTY_MIN_SHARED questions, in the linked
+    part of the design holding the most of them, the lowest label on a tie) and every row of
+    that part."""
+    _, codes = np.unique(
+        np.stack([bets.market[mask], bets.run[mask]], axis=1), axis=0, return_inverse=True
+    )
+    shared, component = design_support(
+        bets.row[mask], codes.reshape(-1), forecaster_count=len(rows)
+    )
+    parts: dict[int, list[int]] = {}
+    for index, row in enumerate(rows):
+        if row.offline == offline and component[index] >= 0:
+            if shared[index] >= DIFFICULTY_MIN_SHARED:
+                parts.setdefault(int(component[index]), []).append(index)
+    if not parts:
+        return [], []
+    label, shown = max(sorted(parts.items()), key=lambda part: len(part[1]))
+    return shown, [i for i in range(len(rows)) if component[i] == label]
+
+
+def _difficulty_interval(
+    estimate: float,
+    influence: NDArray[np.float64],
+    weeks: NDArray[np.int64],
+    markets: NDArray[np.int64],
+    *,
+    groups: int,
+    bets: int,
+    own_weeks: int,
+    own_markets: int,
+) -> Interval:
+    """The figure's 95% t interval: its influences' variance clustered by week and market,
+    df the fewer of the fit's weeks and markets less one. Not kept inside [0, 1]: the figure
+    is a contrast between rows, which can leave it."""
+    if groups < 2:
+        return Interval(estimate, None, None, None, own_weeks, bets, own_markets)
+    error = math.sqrt(two_way_variance(influence, weeks, markets))
+    half = student_t_quantile(0.975, groups - 1) * error
+    return Interval(estimate, estimate - half, estimate + half, error, own_weeks, bets, own_markets)
 
 
 @dataclass(frozen=True)

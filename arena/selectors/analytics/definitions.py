@@ -138,7 +138,10 @@ DEFINITIONS: list[tuple[str, str, str]] = [
         "a contrast between rows on the Brier scale that can leave [0, 1]; shown only where "
         f"a row has at least {DIFFICULTY_MIN_SHARED} of its questions answered by another "
         f"row too and at least {DIFFICULTY_MIN_ROWS} such rows are linked through shared "
-        "questions (the linked part with the most of them); no interval yet",
+        "questions (the linked part with the most of them), fitted over that part's bets; "
+        "95% t interval from each bet's influence on the figure (B·residual, B the fit's "
+        "linear map), clustered by week and market, df the fewer of the part's weeks and "
+        "markets less one",
         "ours: two-way fixed effects (not in the 004 paper)",
     ),
     (

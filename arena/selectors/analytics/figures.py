@@ -119,6 +119,8 @@ class ModelAnalytics:
     coverage_interval: Interval | None = None
     coverage_markets: int = 0  # questions: each agent × the resolved markets of its runs
     difficulty_adjusted_brier: float | None = None
+    # Its 95% t interval, clustered by week and market (`compute._difficulty`).
+    difficulty_interval: Interval | None = None
     power: PowerFigures | None = None
     brier_variance: float | None = None  # observed per-bet variance of the Brier score
     per_cohort: list[CohortFigures] = field(default_factory=list)
