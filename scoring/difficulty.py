@@ -177,8 +177,9 @@ def difficulty_influence(
     questions: ArrayLike,
     *,
     forecaster_count: int | None = None,
+    component: ArrayLike | None = None,
     max_iterations: int = 2000,
-    tolerance: float = 1e-11,
+    tolerance: float = 1e-10,
 ) -> NDArray[np.float64]:
     """Return the F × N matrix B with `difficulty_adjusted_brier(scores, …)` = B @ scores for
     every score vector, on a design whose forecasters are all linked by shared questions (one
@@ -193,15 +194,20 @@ def difficulty_influence(
     effects are not identified in, so u = (XᵀX)⁺w solves the normal equations and the row is
     B[f] = X u + 1/N, X the design (bet i's row picks a_f and d_q). Each u is found by
     Gauss–Seidel on the normal equations, as the fit is. Rows of forecasters without bets are
-    0. Raise ValueError as `design_support` does, or when the forecasters with bets are not
-    one connected part."""
+    0. `component`, each forecaster's linked part as `design_support` gives it, spares
+    working it out again. Raise ValueError as `design_support` does, or when the forecasters
+    with bets are not one connected part."""
     f = _codes("forecasters", forecasters)
     q = _codes("questions", questions)
     if len(f) != len(q):
         raise ValueError(f"forecasters and questions differ in length: {len(f)}, {len(q)}")
-    _, component = design_support(f, q, forecaster_count=forecaster_count)
-    count = len(component)
-    if len(set(component[component >= 0].tolist())) > 1:
+    parts = (
+        design_support(f, q, forecaster_count=forecaster_count)[1]
+        if component is None
+        else np.asarray(component)
+    )
+    count = len(parts)
+    if len(set(parts[np.bincount(f, minlength=count) > 0].tolist())) > 1:
         raise ValueError("the forecasters must be linked by shared questions into one part")
     influence = np.zeros((count, len(f)))
     if len(f) == 0:

@@ -328,7 +328,7 @@ def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
         mask = offline_rows[bets.row] == offline
         if len(np.unique(bets.row[mask])) < DIFFICULTY_MIN_ROWS:
             continue
-        shown, part = _difficulty_part(bets, rows, mask, offline)
+        shown, part, component = _difficulty_part(bets, rows, mask, offline)
         if len(shown) < DIFFICULTY_MIN_ROWS:
             continue
         in_part = mask & np.isin(bets.row, part)
@@ -342,7 +342,9 @@ def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
         adjusted, residuals = difficulty_fit(
             bets.brier[in_part], forecasters, questions, forecaster_count=len(rows)
         )
-        influence = difficulty_influence(forecasters, questions, forecaster_count=len(rows))
+        influence = difficulty_influence(
+            forecasters, questions, forecaster_count=len(rows), component=component
+        )
         weeks, markets = bets.week[in_part], bets.market[in_part]
         groups = min(len(np.unique(weeks)), len(np.unique(markets)))
         for index in shown:
@@ -362,10 +364,10 @@ def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
 
 def _difficulty_part(
     bets: Bets, rows: list[ModelAnalytics], mask: NDArray[np.bool_], offline: bool
-) -> tuple[list[int], list[int]]:
+) -> tuple[list[int], list[int], NDArray[np.int64]]:
     """The rows shown (those sharing at least DIFFICULTY_MIN_SHARED questions, in the linked
-    part of the design holding the most of them, the lowest label on a tie) and every row of
-    that part."""
+    part of the design holding the most of them, the lowest label on a tie), every row of
+    that part, and each row's part (`design_support`)."""
     _, codes = np.unique(
         np.stack([bets.market[mask], bets.run[mask]], axis=1), axis=0, return_inverse=True
     )
@@ -378,9 +380,9 @@ def _difficulty_part(
             if shared[index] >= DIFFICULTY_MIN_SHARED:
                 parts.setdefault(int(component[index]), []).append(index)
     if not parts:
-        return [], []
+        return [], [], component
     label, shown = max(sorted(parts.items()), key=lambda part: len(part[1]))
-    return shown, [i for i in range(len(rows)) if component[i] == label]
+    return shown, [i for i in range(len(rows)) if component[i] == label], component
 
 
 def _difficulty_interval(
