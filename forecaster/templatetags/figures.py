@@ -109,6 +109,18 @@ def brier(value: object) -> str:
 
 @register.filter
 def price(value: object) -> str:
+    """A market price or a probability as the prompts write it, a percentage: 0.4567 →
+    "45.67%" (two decimals: a stored price's four places, where the prompt rounds to one)."""
+    number = _decimal(value)
+    if number is None:
+        return MISSING
+    rounded = _places(number * 100, 2)
+    return f"{_sign(rounded, plus=False)}{_grouped(rounded, 2)}%"
+
+
+@register.filter
+def four_places(value: object) -> str:
+    """A figure that is not a price, to four decimals: 0.01234 → "0.0123"."""
     return _fixed(value, 4)
 
 

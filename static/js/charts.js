@@ -37,7 +37,7 @@
       minimumFractionDigits: digits, maximumFractionDigits: digits });
     return v < 0 ? MINUS + text : text;
   }
-  function price(v) { return v.toFixed(4); }
+  function price(v) { return (v * 100).toFixed(2) + "%"; }
 
   // Dated x ticks: a date under the first tick and wherever the day changes; hours between.
   function timeTicks(u, splits, axisIdx, space, step) {

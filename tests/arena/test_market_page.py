@@ -141,7 +141,7 @@ def test_holders_show_each_agents_side_shares_average_entry_and_cost_basis(
         row = next(r for r in rows(holdings) if escape(agent.model.display_name) in r)
         assert f"<td>{position.side}</td><td>Open</td>" in row
         assert f"{position.shares:,.2f}" in row
-        assert f"{position.avg_entry_price:.4f}" in row  # cost basis ÷ shares
+        assert f"{(position.avg_entry_price or 0) * 100:.2f}%" in row  # cost basis ÷ shares
         assert f"${position.cost_basis:,.2f}" in row
         assert f'href="/cohorts/{agent.cohort.number}/agents/{agent.pk}/"' in row
         assert f'href="/cohorts/{agent.cohort.number}/"' in row
@@ -388,11 +388,11 @@ def test_price_history_is_the_frozen_run_prices_while_the_market_was_held(
     points = rows(table(html, "price-points"))
     assert len(points) == 3
     assert "decision run" in points[0]
-    assert f"{binary.yes_price:.4f}" in points[0]
-    assert "0.4200" in points[1]
-    assert "0.5800" in points[1]
+    assert f"{(binary.yes_price or 0) * 100:.2f}%" in points[0]
+    assert "42.00%" in points[1]
+    assert "58.00%" in points[1]
     assert "latest sync" in points[2]
-    assert "0.4400" in points[2]
+    assert "44.00%" in points[2]
 
 
 def test_a_market_no_agent_traded_has_no_price_history(
@@ -425,8 +425,8 @@ def test_market_page_shows_the_catalogue_facts_prices_and_rules(
 ) -> None:
     html = page(client, "559687")  # Oprah 2028, frozen from the real listing
     assert "Will Oprah Winfrey win the 2028 Democratic presidential nomination?</h1>" in html
-    assert '<td>Yes</td><td class="num">0.0085</td>' in html
-    assert '<td>No</td><td class="num">0.9915</td>' in html
+    assert '<td>Yes</td><td class="num">0.85%</td>' in html
+    assert '<td>No</td><td class="num">99.15%</td>' in html
     assert "Democratic Presidential Nominee 2028" in html  # the event
     assert "2028-11-07 00:00 UTC" in html
     assert "$31,724,012.57" in html

@@ -58,7 +58,11 @@ def test_signed_percent_and_ratio_percent_follow_the_same_rule() -> None:
 
 def test_scores_prices_shares_and_costs() -> None:
     assert figures.brier(0.21254) == "0.2125"
-    assert figures.price(Decimal("0.635")) == "0.6350"
+    # A price reads as the prompts write it, a percentage, to its stored four places.
+    assert figures.price(Decimal("0.635")) == "63.50%"
+    assert figures.price(Decimal("0.0043")) == "0.43%"
+    assert figures.price(None) == "—"
+    assert figures.four_places(0.012345) == "0.0123"
     assert figures.shares(Decimal("1234.5678")) == "1,234.57"
     assert figures.usd_cost(Decimal("0.004213")) == "$0.0042"
     assert figures.usd_cost(Decimal("12.5")) == "$12.50"

@@ -75,11 +75,11 @@ def test_catalogue_shows_question_category_price_volume_and_close_date(
     html = response.content.decode()
     assert "Will Oprah Winfrey win the 2028 Democratic presidential nomination?" in html
     assert "Elections" in html
-    assert "0.0085" in html
+    assert "0.85%" in html  # YES 0.0085, as a percentage like the prompts
     assert "$31,724,012.57" in html
     assert "2028-11-07" in html
     assert "Will Trump deport 250,000-500,000 people?" in html
-    assert "0.8615" in html
+    assert "86.15%" in html
     assert "$1,187,408.59" in html
     assert "2025-12-31" in html
     assert "2 markets" in html
