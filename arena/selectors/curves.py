@@ -2,13 +2,16 @@
 database.
 
 The ranges are 002's (intraday 10M and 1H for debugging valuation, up to ALL) with the
-original's buckets: 10 minutes up to 1D, 1 hour for 1W, 6 hours for 1M, 1 day for 3M, 1 week
-for ALL. A range's window ends at the latest snapshot of the agents asked for, not at now, so
-a completed cohort's 1D shows its last day. Each bucket keeps its last snapshot (the value at
-the bucket's end), and each series keeps its first and last snapshots of the window; a bucket
-that would give a series more than MAX_POINTS points is widened. A series with at least two
-snapshots never comes out with fewer than two points: when the window holds fewer, it gets
-its last two snapshots (drawn before the window; a series with one snapshot shows it).
+original's buckets: 10 minutes up to 1D, 1 hour for 1W, 6 hours for 1M, 1 day for 3M; ALL's
+is the widest of those and a week that still gives its history ALL_MIN_POINTS points (weekly
+over two years, daily over one, finer over a few weeks), so ALL never draws fewer points than
+a range it contains. A range's window ends at the latest snapshot of the agents asked for, not
+at now, so a completed cohort's 1D shows its last day, and the chart spans the whole window
+(`arena.views.charts`). Each bucket keeps its last snapshot (the value at the bucket's end),
+and each series keeps its first and last snapshots of the window; a bucket that would give a
+series more than MAX_POINTS points is widened. A series with one snapshot in the window gets
+the value it held when the window opened (its snapshot before) drawn at the window's start;
+a series with none in the window is not drawn in it.
 
 Two queries whatever the number of agents or snapshots: each agent's first and last two
 snapshots (index lookups; they fix the window), then the window's buckets for all series at
@@ -114,6 +117,27 @@ class Series:
     points: list[tuple[datetime, Decimal]]
 
 
+# ALL's bucket: the widest of the ranges' buckets that still gives its span this many points
+# (a full 3M window's), so ALL never draws fewer points than a range it contains.
+ALL_MIN_POINTS = 90
+_ALL_BUCKETS = (
+    timedelta(weeks=1),
+    timedelta(days=1),
+    timedelta(hours=6),
+    timedelta(hours=1),
+    timedelta(minutes=10),
+)
+
+
+def all_bucket(span: timedelta) -> timedelta:
+    """Return ALL's bucket over a history of `span`: weekly, or finer where a week would give
+    under ALL_MIN_POINTS points (the 10-minute slot at the finest)."""
+    for bucket in _ALL_BUCKETS:
+        if span // bucket >= ALL_MIN_POINTS:
+            return bucket
+    return _ALL_BUCKETS[-1]
+
+
 def range_from(value: str | None, *, covering: timedelta | None = None) -> str:
     """Return the range key `value` names (case-insensitive). Without a valid one: the
     shortest range from 1D up whose span covers `covering` (a young cohort opens on its
@@ -198,9 +222,10 @@ def _downsampled_unsealed(
     end = max(pts[-1][0] for pts in ends.values())
     start = None if window.span is None else end - window.span
     first = min(pts[0][0] for pts in ends.values()) if start is None else start
+    base = window.bucket if start is not None else all_bucket(end - first)
     # Widen the bucket when the window would need more than the cap's buckets: the window
     # spans every series, so no series gets more than MAX_POINTS.
-    bucket = window.bucket * max(1, -(-(end - first) // (window.bucket * _BUCKETS_PER_SPAN)))
+    bucket = base * max(1, -(-(end - first) // (base * _BUCKETS_PER_SPAN)))
     points: dict[int, Points] = defaultdict(list)
     raw = dict(ends)
     resolution = _rollup_resolution(bucket, end - first)
@@ -226,9 +251,14 @@ def _downsampled_unsealed(
         for row in PortfolioSnapshot.objects.raw(*query):
             points[row.agent_id].append((row.snapshot_timestamp, row.total_value))
     for agent_id, known in ends.items():
-        if len(points[agent_id]) < 2:  # a series the window (nearly) misses: its last two
-            points[agent_id] = sorted(set(points[agent_id]) | set(known[-2:]))
-    return dict(points)
+        kept = points[agent_id]
+        if start is not None and len(kept) == 1:
+            # One mark in the window: the value the series held when the window opened (its
+            # mark before it) is drawn at the window's start.
+            before = [p for p in known if p[0] < start]
+            if before:
+                points[agent_id] = [(start, before[-1][1]), *kept]
+    return {agent_id: kept for agent_id, kept in points.items() if kept}
 
 
 def _rollup_resolution(bucket: timedelta, span: timedelta) -> str | None:

@@ -21,7 +21,7 @@ from arena.selectors.analytics.figures import (
     ModelAnalytics,
     Separation,
 )
-from arena.selectors.panel import ModelSayDo, PanelBoard, PanelComparison
+from arena.selectors.panel import ModelSayDo
 from arena.views import diagrams
 from arena.views.diagrams import fixed, signed, signed_precise
 from scoring.murphy import Murphy
@@ -62,6 +62,7 @@ class AnalyticsColumn:
     label: str
     title: str
     anchor: str
+    plain: str = ""  # its meaning in plain words, shown under the heading (no hover needed)
 
 
 def _definition(name: str) -> str:
@@ -81,33 +82,56 @@ def analytics_columns() -> list[AnalyticsColumn]:
             "n: the row's resolved bets, each a forecast that its side wins (cancelled markets "
             "are not scored)",
             ANALYTICS_SECTION,
+            "forecasts scored so far",
         ),
-        AnalyticsColumn("Alpha (95% interval)", f"{_definition('Alpha')}. {interval}", "alpha"),
         AnalyticsColumn(
-            "Coverage-adj. Alpha", _definition("Coverage-adjusted Alpha"), "coverage-adjusted-alpha"
+            "Alpha (95% interval)",
+            f"{_definition('Alpha')}. {interval}",
+            "alpha",
+            "above 0: beat the market's price",
+        ),
+        AnalyticsColumn(
+            "Coverage-adj. Alpha",
+            _definition("Coverage-adjusted Alpha"),
+            "coverage-adjusted-alpha",
+            "Alpha with every market it passed on counted as 0",
         ),
         AnalyticsColumn(
             "BSS vs 0.25",
             _definition("Brier skill score") + "; here against 0.25",
             "brier-skill-score",
+            "above 0: better than always saying 50%",
         ),
         AnalyticsColumn(
             "BSS vs market",
             _definition("Brier skill score") + "; here against the market on the same bets",
             "brier-skill-score",
+            "above 0: more accurate than the price",
         ),
         AnalyticsColumn(
             "Difficulty-adj. Brier",
             _definition("Difficulty-adjusted Brier"),
             "difficulty-adjusted-brier",
+            "its error had its questions been of average difficulty",
         ),
         AnalyticsColumn(
             "Brier (95% interval)",
             "the v1 pooled Brier: mean of (f − x)² over the resolved bets. " + interval,
             "intervals-across-weeks-and-markets",
+            "forecast error: lower is better",
         ),
-        AnalyticsColumn("p (Alpha ≠ 0)", _definition("p (Alpha ≠ 0)"), "p-values-and-beat"),
-        AnalyticsColumn("Beat%", _definition("Beat%"), "p-values-and-beat"),
+        AnalyticsColumn(
+            "p (Alpha ≠ 0)",
+            _definition("p (Alpha ≠ 0)"),
+            "p-values-and-beat",
+            "how surprising its Alpha would be with no edge",
+        ),
+        AnalyticsColumn(
+            "Beat%",
+            _definition("Beat%"),
+            "p-values-and-beat",
+            "cohorts in which it beat the market",
+        ),
     ]
 
 
@@ -329,76 +353,6 @@ def ranking_says(split: BoardSplit, analytics: Analytics) -> tuple[str, str]:
     return verdict, more
 
 
-def panel_says(board: PanelBoard) -> tuple[str, str]:
-    """The sentences under the panel's headline table: what its ranking lets be claimed of the
-    two best real rows (of the two best offline stand-ins when no real row is ranked), from
-    their Holm-corrected pairwise test, and the weeks more the power analysis expects before
-    they separate ("" each where there is nothing to say)."""
-    ranked = [row for row in board.llms if row.ranked and not row.offline]
-    # Without a real ranked row (offline, the demo), the stand-ins' own table is the one read.
-    offline = not ranked
-    if offline:
-        ranked = [row for row in board.llms if row.ranked and row.offline]
-    if not ranked:
-        return "", ""
-    if len(ranked) == 1:
-        return "Only one model covers enough panel questions to be ranked: nothing to compare.", ""
-    first, second = ranked[0], ranked[1]
-    pair = next(
-        (
-            c
-            for c in board.comparisons
-            if c.offline == offline and {c.first, c.second} == {first.label, second.label}
-        ),
-        None,
-    )
-    if pair is None:
-        return "The two best share no resolved question yet: nothing to compare.", ""
-    if pair.weeks < MIN_WEEKS_TO_CLAIM or pair.holm_p is None:
-        verdict = (
-            f"Too early to tell: the two best share questions from {pair.weeks} "
-            f"week{'s' if pair.weeks != 1 else ''}, under the {MIN_WEEKS_TO_CLAIM} before any "
-            "difference is called, so no model is called ahead of another."
-        )
-    elif pair.holm_p >= 0.05:
-        verdict = (
-            f"{first.label} and {second.label} are not distinguishable yet on the panel "
-            f"(Holm-corrected p = {_p_value(pair.holm_p)})."
-        )
-    else:
-        better, worse = (
-            (pair.first, pair.second) if pair.difference.estimate < 0 else (pair.second, pair.first)
-        )
-        verdict = (
-            f"{better} forecast better than {worse} on the panel (Holm-corrected p = "
-            f"{_p_value(pair.holm_p)}); the rest of the order is not established by this alone."
-        )
-    return verdict, _panel_weeks_more(pair)
-
-
-def _panel_weeks_more(pair: PanelComparison) -> str:
-    if pair.questions_needed is None or not pair.weeks:
-        return ""
-    per_week = pair.questions / pair.weeks
-    weeks = max(
-        math.ceil(pair.questions_needed / per_week) - pair.weeks, MIN_WEEKS_TO_CLAIM - pair.weeks
-    )
-    if weeks <= 0:
-        return (
-            "Had the gap between the two best been real, the power analysis expected it to show "
-            "by now (80% power, one-sided 5%, questions treated as independent)."
-        )
-    when = (
-        "in more than two years of questions"
-        if weeks > WEEKS_SHOWN
-        else f"in about {weeks} more week{'s' if weeks != 1 else ''} of questions"
-    )
-    return (
-        f"If the gap between the two best is real, the power analysis expects them to separate "
-        f"{when} (80% power, one-sided 5%, questions treated as independent: a rough figure)."
-    )
-
-
 def by_alpha(rows: list[standings.ModelRow], cohorts: str) -> list[standings.ModelRow]:
     """The board's rows in the order of their Alpha over `cohorts` (from the cache)."""
     return cache.analytics(cohorts=cohorts).ranked_by_alpha(rows)
@@ -509,7 +463,7 @@ def _t_detail(test: MeanTest | None) -> str:
     return f"t = {fixed(test.t, 2)}, {test.df} df"
 
 
-def _p_value(p: float) -> str:
+def p_value_text(p: float) -> str:
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
@@ -529,7 +483,7 @@ def _figures(row: ModelAnalytics) -> list[Figure]:
         ),
         Figure(
             "p (Alpha ≠ 0)",
-            _p_value(test.p_value) if test and test.p_value is not None else "—",
+            p_value_text(test.p_value) if test and test.p_value is not None else "—",
             (
                 f"t = {fixed(test.t, 2)}, {test.df} df"
                 if test.t is not None

@@ -100,9 +100,15 @@ def _chart(
         for ts, value in s.points:
             values[column[int(ts.timestamp())]] = float(value)
         columns.append(values)
+    # The window the range shows, [its end − its span, its end], its end the latest point
+    # (where the window ends): the axis spans it whatever the points inside.
+    span = RANGES[range_key].span if range_key is not None else None
+    window = (times[-1] - int(span.total_seconds()), times[-1]) if span and times else None
     data = {
         "kind": kind,
         "baseline": None if baseline is None else float(baseline),
+        "from": window[0] if window else None,
+        "to": window[1] if window else None,
         "x": times,
         "series": [
             {"label": s.label, "colour": s.colour, "dashed": s.dashed, "y": values}

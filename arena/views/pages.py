@@ -15,7 +15,7 @@ from arena.selectors import curves
 from arena.selectors import panel as panel_selectors
 from arena.selectors import standings as standings_selectors
 from arena.selectors.analytics import cache as analytics_cache
-from arena.views import analytics, charts
+from arena.views import analytics, charts, headline
 
 
 def _get_cohort(number: int) -> Cohort:
@@ -126,7 +126,7 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
             if board.llms:
                 context |= {
                     "headline": board,
-                    "headline_says": analytics.panel_says(board),
+                    "headline_says": headline.panel_says(board),
                     "panel_size": settings.PANEL_SIZE,
                 }
     if view == "analytics":

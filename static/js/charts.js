@@ -198,7 +198,9 @@
       legend: { show: false },
       cursor: { y: false, drag: { x: false, y: false }, points: { size: 7 } },
       scales: {
-        x: { time: true },
+        // A range's chart spans its whole window, however few marks fall in it: 10M and 1H
+        // are told apart by their axes even when one snapshot is all they hold.
+        x: chart.from != null ? { time: true, range: [chart.from, chart.to] } : { time: true },
         y: isMoney ? { range: moneyRange(chart.baseline) } : { range: [0, 1] },
       },
       axes: [
@@ -220,7 +222,7 @@
           font: "11px system-ui, sans-serif",
           values: function (u, splits, axisIdx, space, step) {
             return splits.map(function (v) {
-              return isMoney ? moneyTick(v, step) : v.toFixed(2);
+              return isMoney ? moneyTick(v, step) : Math.round(v * 100) + "%";
             });
           },
         },

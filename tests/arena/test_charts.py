@@ -106,33 +106,55 @@ def test_each_range_keeps_the_last_snapshot_of_each_bucket_and_the_window_ends_a
     snapshots(agent, times)
     values = {ts: Decimal(10000) + Decimal(n) / 100 for n, ts in enumerate(times)}
     latest = times[-1]
-    expected = {"10M": 2, "1H": 7, "1D": 145, "1W": 169, "1M": 121, "3M": 91, "ALL": 16}
+    # ALL over 100 days: daily (weekly would draw 15 points, under 3M's 91).
+    expected = {"10M": 2, "1H": 7, "1D": 145, "1W": 169, "1M": 121, "3M": 91, "ALL": 101}
     for range_key, window in RANGES.items():
         points = one_series(agent, range_key)
         start = times[0] if window.span is None else latest - window.span
+        bucket = window.bucket if window.span else curves.all_bucket(latest - times[0])
         in_window = [t for t in times if t >= start]
         assert len(points) == expected[range_key] <= MAX_POINTS, range_key
         assert points[0][0] == in_window[0], range_key  # the window's first snapshot
         assert points[-1][0] == latest, range_key  # the window ends at the latest snapshot
         interior = [ts for ts, _ in points[1:-1]]
         for earlier, later in zip(interior, interior[1:], strict=False):
-            assert later - earlier == window.bucket, range_key
+            assert later - earlier == bucket, range_key
         for ts in interior:  # each is the last snapshot before a (Sunday-aligned) boundary
-            assert ((ts + TEN_MINUTES) - SUNDAY) % window.bucket == timedelta(0), range_key
+            assert ((ts + TEN_MINUTES) - SUNDAY) % bucket == timedelta(0), range_key
         assert all(value == values[ts] for ts, value in points)  # each point is its snapshot
 
 
-def test_all_is_in_weeks_that_start_on_sunday() -> None:
+def test_all_is_in_buckets_counted_from_sunday_fine_enough_for_its_history() -> None:
     agent = new_agent(new_cohort())
     times = every_ten_minutes(SUNDAY + timedelta(days=2), days=30)
     snapshots(agent, times)
     points = one_series(agent, "ALL")
-    # first, then each Saturday 23:50 (the last snapshot of a cohort week), then the last
-    assert [ts for ts, _ in points[1:-1]] == [
-        SUNDAY + timedelta(weeks=w) - TEN_MINUTES for w in range(1, 5)
-    ]
+    # Thirty days: weeks would draw 4 points and days 29, so six-hour buckets: the first
+    # snapshot, then the last before each six-hour boundary counted from a Sunday (120).
+    interior = [ts for ts, _ in points[1:-1]]
+    assert len(points) == 121
+    assert all(
+        ((ts + TEN_MINUTES) - SUNDAY) % timedelta(hours=6) == timedelta(0) for ts in interior
+    )
     assert points[0][0] == times[0]
     assert points[-1][0] == times[-1]
+
+
+@pytest.mark.parametrize(
+    ("history", "bucket"),
+    [
+        (timedelta(weeks=104), timedelta(weeks=1)),
+        (timedelta(days=365), timedelta(days=1)),
+        (timedelta(weeks=6), timedelta(hours=6)),
+        (timedelta(days=10), timedelta(hours=1)),
+        (timedelta(days=3), timedelta(minutes=10)),
+    ],
+)
+def test_alls_bucket_is_the_widest_that_still_draws_a_3m_windows_points(
+    history: timedelta, bucket: timedelta
+) -> None:
+    assert curves.all_bucket(history) == bucket
+    assert history // bucket >= curves.ALL_MIN_POINTS
 
 
 def test_a_bucket_that_would_give_more_than_the_cap_is_widened() -> None:
@@ -160,24 +182,29 @@ def test_a_completed_cohorts_day_is_its_last_day_not_an_empty_now() -> None:
         assert len(series.points) == 145
 
 
-def test_a_series_with_two_snapshots_never_has_fewer_than_two_points() -> None:
-    """A series that stopped before the window (or has a gap in it) shows its last two
-    snapshots; one with a single snapshot shows it; one with none is empty."""
+def test_a_window_with_one_mark_of_a_series_draws_it_from_the_windows_start() -> None:
+    """A series with one snapshot in the window gets the value it held when the window opened
+    (its snapshot before) at the window's start; one with none in the window is not drawn in
+    it, nor one with no snapshot at all."""
     cohort = new_cohort()
-    running, stopped, single, empty = (
+    running, sparse, stopped, empty = (
         new_agent(cohort, m) for m in ("gpt-5.1", "grok-4", "kimi-k2", "qwen-3-next")
     )
     times = every_ten_minutes(SUNDAY, days=3)
+    end = times[-1]
     snapshots(running, times)
+    snapshots(sparse, [end - timedelta(hours=12), end], 10250)  # marked twice a day
     snapshots(stopped, times[:144])  # its last snapshot is two days before the window's end
-    snapshots(single, times[:1])
     by_key = {
         s.key: s.points
-        for s in value_series(agents=[running, stopped, single, empty], range_key="10M")
+        for s in value_series(agents=[running, sparse, stopped, empty], range_key="1H")
     }
-    assert [ts for ts, _ in by_key[f"agent-{running.pk}"]] == times[-2:]
-    assert [ts for ts, _ in by_key[f"agent-{stopped.pk}"]] == times[142:144]
-    assert [ts for ts, _ in by_key[f"agent-{single.pk}"]] == times[:1]
+    assert [ts for ts, _ in by_key[f"agent-{running.pk}"]] == times[-7:]
+    assert by_key[f"agent-{sparse.pk}"] == [
+        (end - timedelta(hours=1), Decimal("10250.00")),  # held since its mark 12 hours earlier
+        (end, Decimal("10250.01")),
+    ]
+    assert by_key[f"agent-{stopped.pk}"] == []
     assert by_key[f"agent-{empty.pk}"] == []
     assert value_series(agents=[], range_key="ALL") == []
 
@@ -186,12 +213,14 @@ def _reference(
     times: list[datetime], window: curves.Range, first: datetime, end: datetime
 ) -> list[datetime]:
     """The downsampling rule in plain Python, to hold both databases to the same answer: the
-    window [end − span, end] (everything from `first`, the earliest of all series, for ALL),
-    buckets widened when the window would need more than the cap, the last snapshot of each
-    bucket and the series' first, or its last two when the window holds fewer than two."""
+    window [end − span, end] (everything from `first`, the earliest of all series, for ALL, in
+    ALL's bucket for that history), buckets widened when the window would need more than the
+    cap, the last snapshot of each bucket and the series' first; with one snapshot in the
+    window, the window's start before it where the series was marked before."""
     start = first if window.span is None else end - window.span
     inside = [t for t in times if t >= start]
-    bucket = int(window.bucket.total_seconds())
+    base = window.bucket if window.span else curves.all_bucket(end - first)
+    bucket = int(base.total_seconds())
     per_span = bucket * (MAX_POINTS - 3)
     width = bucket * max(1, -(-int((end - start).total_seconds()) // per_span))
     sunday = datetime(1970, 1, 4, tzinfo=UTC)
@@ -199,7 +228,9 @@ def _reference(
     for t in inside:
         last_of[int((t - sunday).total_seconds()) // width] = t
     kept = sorted({*inside[:1], *last_of.values()})
-    return kept if len(kept) >= 2 else sorted({*kept, *times[-2:]})
+    if len(kept) == 1 and times[0] < start:
+        return [start, *kept]
+    return kept
 
 
 def test_irregular_snapshots_downsample_to_the_same_points_on_every_database() -> None:
@@ -246,7 +277,8 @@ def test_index_probes_and_the_scan_keep_the_same_snapshots(
     monkeypatch.setattr(curves, "MAX_PROBE_PARAMETERS", 0)
     scanned = {key: value_series(agents=agents, range_key=key) for key in RANGES}
     assert probed == scanned
-    assert all(len(s.points) >= 2 for series in probed.values() for s in series)
+    # a series drawn in a window has its two ends there (a window that misses it leaves it out)
+    assert all(len(s.points) != 1 for series in probed.values() for s in series)
 
 
 def test_a_model_of_many_cohorts_reads_its_ends_in_chunks(
@@ -491,3 +523,19 @@ def test_series_with_different_times_share_one_x_axis_with_gaps() -> None:
     assert chart.data["x"] == [start, start + 600, start + 1200]
     assert [s["y"] for s in chart.data["series"]] == [[1.0, None, 3.0], [None, 2.0, 4.0]]
     assert chart.last_at == SUNDAY + 2 * TEN_MINUTES
+
+
+def test_each_ranges_chart_spans_its_own_window_however_few_marks_it_holds(
+    client: Client,
+) -> None:
+    # Marked twice a day: 10M and 1H hold one mark each, yet show windows of their own length.
+    cohort = new_cohort()
+    snapshots(new_agent(cohort), [SUNDAY + timedelta(hours=12 * n) for n in range(8)])
+    spans = {}
+    for range_key in ("10M", "1H", "1D", "ALL"):
+        data = chart_data(
+            client.get(f"/cohorts/{cohort.number}/?range={range_key}").content.decode()
+        )
+        spans[range_key] = None if data["from"] is None else data["to"] - data["from"]
+        assert data["to"] is None or data["to"] == data["x"][-1]  # it ends at the latest mark
+    assert spans == {"10M": 600, "1H": 3600, "1D": 86400, "ALL": None}

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.core.cache import cache
@@ -542,10 +543,15 @@ def test_the_power_note_says_when_no_two_models_can_be_compared(client: Client) 
 def test_each_heading_carries_its_definition_and_links_to_its_formula(client: Client) -> None:
     content = page(client, "/?view=analytics")
     methodology = page(client, "/methodology/")
-    headings = re.findall(
-        r'<th class="num" title="([^"]+)"><a href="/methodology/#([^"]+)">([^<]+)</a></th>',
+    found = re.findall(
+        r'<th class="num" title="([^"]+)"><a href="/methodology/#([^"]+)">([^<]+)</a>'
+        r'<span class="plain">([^<]+)</span></th>',
         analytics_table(content),
     )
+    # Each heading says what it means in plain words under its name, readable without a hover.
+    assert [html.unescape(plain) for *_, plain in found] == [c.plain for c in analytics_columns()]
+    assert all(plain for *_, plain in found)
+    headings = [(title, anchor, label) for title, anchor, label, _ in found]
     assert [label for _, _, label in headings] == [c.label for c in analytics_columns()]
     for title, anchor, label in headings:
         assert f'id="{anchor}"' in methodology, label
@@ -839,3 +845,35 @@ def test_a_bootstrap_bound_is_written_to_the_places_its_monte_carlo_error_suppor
     error: float | None, places: int
 ) -> None:
     assert shown_places(error) == places
+
+
+def test_the_tiers_and_the_holm_p_values_recompute_from_the_api_by_their_stated_rules(
+    ranked_board: dict[str, BenchmarkModel], client: Client
+) -> None:
+    """From the published figures alone, with the methodology page's rules written out again:
+    tiers from the rank ranges, Holm's step-down from the raw p-values."""
+    rows = client.get("/api/v1/leaderboard").json()["rows"]
+    ranked = sorted(
+        (r for r in rows if r["rank"] is not None and not r["offline"]), key=lambda r: r["brier"]
+    )
+    assert len(ranked) == 3
+    # A tier is its first model and every later one whose rank range reaches that model's
+    # place in Brier order; the first whose range does not starts the next tier.
+    tiers, tier, first_place = [], 1, 1
+    for place, row in enumerate(ranked, start=1):
+        if place > 1 and row["rank_low"] > first_place:
+            tier, first_place = tier + 1, place
+        tiers.append(tier)
+    assert [r["tier"] for r in ranked] == tiers
+
+    comparisons = client.get("/api/v1/analytics").json()["comparisons"]
+    families: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+    for c in comparisons:
+        families.setdefault((c["metric"], c["first"]["offline"]), []).append(c)
+    assert families
+    for family in families.values():
+        tested = sorted((c for c in family if c["p_value"] is not None), key=lambda c: c["p_value"])
+        running = 0.0
+        for index, c in enumerate(tested):
+            running = max(running, min(1.0, (len(tested) - index) * c["p_value"]))
+            assert c["holm_p_value"] == pytest.approx(running, rel=1e-12), c

@@ -35,7 +35,7 @@ from arena.services.decisions.run import RunReport, decision_run, decisions_run_
 from arena.services.forecasts import NO_VALID_ANSWER, forecasts_write, questions_asked
 from arena.services.frozen import FrozenMarkets, run_prepare
 from arena.services.settlement import market_settle, markets_to_check
-from arena.views.analytics import panel_says
+from arena.views.headline import panel_says
 from markets.resolution import Verdict
 from markets.sources import RecordedSource
 from scoring.statistics import Interval
