@@ -146,8 +146,9 @@ def arrive(
         visit.note(f"page is {wide[0]} px wide in a {wide[1]} px viewport: {culprits}")
     if shots is None:
         return
-    # A page of hostile text can be many screens tall: past 20,000 px the first screen will do.
-    full = wide[3] <= 20_000
+    # A page of hostile text can be many screens tall: past 12,000 px the first screen will
+    # do (a taller one outlasts the screenshot timeout on a slow machine).
+    full = wide[3] <= 12_000
     # A tall page takes this slow machine past the default 15 s to draw.
     page.screenshot(
         path=str(shots / f"{page.viewport_name}-{name}.png"), full_page=full, timeout=60_000
