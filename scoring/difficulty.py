@@ -196,7 +196,8 @@ def difficulty_influence(
     Gauss–Seidel on the normal equations, as the fit is. Rows of forecasters without bets are
     0. `component`, each forecaster's linked part as `design_support` gives it, spares
     working it out again. Raise ValueError as `design_support` does, or when the forecasters
-    with bets are not one connected part."""
+    with bets are not one connected part; ArithmeticError when a solve has not converged in
+    `max_iterations` passes."""
     f = _codes("forecasters", forecasters)
     q = _codes("questions", questions)
     if len(f) != len(q):
@@ -228,5 +229,8 @@ def difficulty_influence(
             a, d = new_a, new_d
             if change < tolerance:
                 break
+        else:
+            # A part linked by a thread converges slowly: an unfinished solve is no answer.
+            raise ArithmeticError(f"influence did not converge in {max_iterations} passes")
         influence[forecaster] = a[f] + d[q] + 1.0 / n
     return influence

@@ -4,8 +4,8 @@ database.
 The ranges are 002's (intraday 10M and 1H for debugging valuation, up to ALL) with the
 original's buckets: 10 minutes up to 1D, 1 hour for 1W, 6 hours for 1M, 1 day for 3M; ALL's
 is the widest of those and a week that still gives its history ALL_MIN_POINTS points (weekly
-over two years, daily over one, finer over a few weeks), so ALL never draws fewer points than
-a range it contains. A range's window ends at the latest snapshot of the agents asked for, not
+past about three years, daily over one, finer over a few weeks), so ALL never draws fewer
+points than any range. A range's window ends at the latest snapshot of the agents asked for, not
 at now, so a completed cohort's 1D shows its last day, and the chart spans the whole window
 (`arena.views.charts`). Each bucket keeps its last snapshot (the value at the bucket's end),
 and each series keeps its first and last snapshots of the window; a bucket that would give a
@@ -118,8 +118,8 @@ class Series:
 
 
 # ALL's bucket: the widest of the ranges' buckets that still gives its span this many points
-# (a full 3M window's), so ALL never draws fewer points than a range it contains.
-ALL_MIN_POINTS = 90
+# (a full 1W window's, the most of any range), so ALL never draws fewer points than a range.
+ALL_MIN_POINTS = 168
 _ALL_BUCKETS = (
     timedelta(weeks=1),
     timedelta(days=1),

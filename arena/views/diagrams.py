@@ -648,8 +648,8 @@ def _strip(
 def cohort_strips(points: Sequence[CohortPoint], *, forecaster_label: str = "Model") -> SafeString:
     """Return a model's Brier, Alpha and return cohort by cohort as three strips over one cohort
     axis, each with its reference (Brier 0.25, the coin's at 50%; Alpha 0, the market; return
-    0). `points` are cohorts ascending. A cohort without the figure leaves a gap in its strip.
-    Raises nothing."""
+    0). `points` are cohorts ascending. A cohort without the figure has no dot in its strip
+    (the line joins its neighbours across it). Raises nothing."""
     numbers = [p.cohort for p in points] or [0]
     first, last = min(numbers), max(numbers)
 
@@ -747,7 +747,11 @@ def cost_accuracy(points: Sequence[CostPoint]) -> SafeString:
                 f'<line class="whisker" x1="{_n(cx)}" y1="{_n(y(p.low))}" x2="{_n(cx)}" '
                 f'y2="{_n(y(p.high))}"/>'
             )
-        where = "on the Pareto set" if p.on_front else "beaten on both by another"
+        where = (
+            "on the Pareto set"
+            if p.on_front
+            else "dominated: another is no dearer and more accurate, or cheaper and as accurate"
+        )
         title = f"{p.label}: Brier {p.brier:.4f} at ${p.usd:.4f} per decision, {where}"
         body.append(
             f'<circle class="pt {"front" if p.on_front else "off"}" cx="{_n(cx)}" cy="{_n(cy)}" '
@@ -764,7 +768,7 @@ def cost_accuracy(points: Sequence[CostPoint]) -> SafeString:
         f'<g class="legend"><circle class="front" cx="10" cy="{legend - 4}" r="4.5"/>'
         f"{_text(19, legend, 'on the Pareto set: none both cheaper and more accurate')}"
         f'<circle class="off" cx="360" cy="{legend - 4}" r="4.5"/>'
-        f"{_text(369, legend, 'beaten on both')}"
+        f"{_text(369, legend, 'dominated')}"
         f'<line class="whisker" x1="470" y1="{legend - 10}" x2="470" y2="{legend + 2}"/>'
         f"{_text(477, legend, '95% interval')}</g>"
     )

@@ -36,11 +36,17 @@ def panel_says(board: PanelBoard) -> tuple[str, str]:
     )
     if pair is None:
         return "The two best share no resolved question yet: nothing to compare.", ""
-    if pair.weeks < MIN_WEEKS_TO_CLAIM or pair.holm_p is None:
+    if pair.weeks < MIN_WEEKS_TO_CLAIM:
         verdict = (
             f"Too early to tell: the two best share questions from {pair.weeks} "
             f"week{'s' if pair.weeks != 1 else ''}, under the {MIN_WEEKS_TO_CLAIM} before any "
             "difference is called, so no model is called ahead of another."
+        )
+    elif pair.holm_p is None:
+        return (
+            f"{first.label} and {second.label} score alike on every shared question: the panel "
+            "cannot tell them apart.",
+            "",
         )
     elif pair.holm_p >= 0.05:
         verdict = (
@@ -51,9 +57,12 @@ def panel_says(board: PanelBoard) -> tuple[str, str]:
         better, worse = (
             (pair.first, pair.second) if pair.difference.estimate < 0 else (pair.second, pair.first)
         )
-        verdict = (
+        # Separated: a forecast of when they would separate has nothing left to say.
+        return (
             f"{better} forecast better than {worse} on the panel (Holm-corrected p = "
-            f"{p_value_text(pair.holm_p)}); the rest of the order is not established by this alone."
+            f"{p_value_text(pair.holm_p)}); the rest of the order is not established by this "
+            "alone.",
+            "",
         )
     return verdict, _panel_weeks_more(pair)
 
@@ -68,7 +77,8 @@ def _panel_weeks_more(pair: PanelComparison) -> str:
     if weeks <= 0:
         return (
             "Had the gap between the two best been real, the power analysis expected it to show "
-            "by now (80% power, one-sided 5%, questions treated as independent)."
+            "by now (80% power, one-sided 5% for this pair alone, before Holm's correction, "
+            "questions treated as independent)."
         )
     when = (
         "in more than two years of questions"
@@ -77,5 +87,6 @@ def _panel_weeks_more(pair: PanelComparison) -> str:
     )
     return (
         f"If the gap between the two best is real, the power analysis expects them to separate "
-        f"{when} (80% power, one-sided 5%, questions treated as independent: a rough figure)."
+        f"{when} (80% power, one-sided 5% for this pair alone, before Holm's correction over "
+        "the pairs, questions treated as independent: a rough figure, on the short side)."
     )

@@ -53,7 +53,7 @@ def _cost_points(rows: Sequence[standings.ModelRow]) -> list[diagrams.CostPoint]
         interval = analytics_row.brier_interval if analytics_row is not None else None
         points.append(
             diagrams.CostPoint(
-                label=row.model.display_name,
+                label=row.model.display_name + (" (offline stand-in)" if row.offline else ""),
                 usd=float(row.usage.usd_per_decision or 0),
                 brier=row.brier or 0.0,
                 low=interval.low if interval is not None else None,

@@ -106,8 +106,8 @@ def test_each_range_keeps_the_last_snapshot_of_each_bucket_and_the_window_ends_a
     snapshots(agent, times)
     values = {ts: Decimal(10000) + Decimal(n) / 100 for n, ts in enumerate(times)}
     latest = times[-1]
-    # ALL over 100 days: daily (weekly would draw 15 points, under 3M's 91).
-    expected = {"10M": 2, "1H": 7, "1D": 145, "1W": 169, "1M": 121, "3M": 91, "ALL": 101}
+    # ALL over 100 days: six-hourly (daily would draw 100 points, under 1W's 169).
+    expected = {"10M": 2, "1H": 7, "1D": 145, "1W": 169, "1M": 121, "3M": 91, "ALL": 401}
     for range_key, window in RANGES.items():
         points = one_series(agent, range_key)
         start = times[0] if window.span is None else latest - window.span
@@ -129,12 +129,12 @@ def test_all_is_in_buckets_counted_from_sunday_fine_enough_for_its_history() -> 
     times = every_ten_minutes(SUNDAY + timedelta(days=2), days=30)
     snapshots(agent, times)
     points = one_series(agent, "ALL")
-    # Thirty days: weeks would draw 4 points and days 29, so six-hour buckets: the first
-    # snapshot, then the last before each six-hour boundary counted from a Sunday (120).
+    # Thirty days: weeks would draw 4 points, days 29 and six hours 119, so hourly buckets:
+    # the first snapshot, then the last before each hour counted from a Sunday (720).
     interior = [ts for ts, _ in points[1:-1]]
-    assert len(points) == 121
+    assert len(points) == 721
     assert all(
-        ((ts + TEN_MINUTES) - SUNDAY) % timedelta(hours=6) == timedelta(0) for ts in interior
+        ((ts + TEN_MINUTES) - SUNDAY) % timedelta(hours=1) == timedelta(0) for ts in interior
     )
     assert points[0][0] == times[0]
     assert points[-1][0] == times[-1]
@@ -143,14 +143,14 @@ def test_all_is_in_buckets_counted_from_sunday_fine_enough_for_its_history() -> 
 @pytest.mark.parametrize(
     ("history", "bucket"),
     [
-        (timedelta(weeks=104), timedelta(weeks=1)),
+        (timedelta(weeks=200), timedelta(weeks=1)),
         (timedelta(days=365), timedelta(days=1)),
         (timedelta(weeks=6), timedelta(hours=6)),
         (timedelta(days=10), timedelta(hours=1)),
         (timedelta(days=3), timedelta(minutes=10)),
     ],
 )
-def test_alls_bucket_is_the_widest_that_still_draws_a_3m_windows_points(
+def test_alls_bucket_is_the_widest_that_still_draws_a_1w_windows_points(
     history: timedelta, bucket: timedelta
 ) -> None:
     assert curves.all_bucket(history) == bucket

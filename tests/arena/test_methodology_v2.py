@@ -482,10 +482,11 @@ def test_the_panel_headline_says_too_early_under_ten_weeks_however_small_the_p_v
 
 
 def test_the_panel_headline_names_the_better_model_only_when_holm_says_so() -> None:
-    shown, _ = panel_says(_board(_pair(weeks=12, holm_p=0.01, estimate=0.03, needed=100)))
+    shown, after = panel_says(_board(_pair(weeks=12, holm_p=0.01, estimate=0.03, needed=100)))
     not_shown, _ = panel_says(_board(_pair(weeks=12, holm_p=0.2, estimate=-0.03, needed=900)))
 
     assert shown.startswith("B forecast better than A")
+    assert after == ""  # separated: no forecast of when they would be
     assert "not distinguishable yet" in not_shown
 
 

@@ -77,7 +77,7 @@ def analytics(*, cohorts: str = "all", bins: int = DEFAULT_BINS) -> Analytics:
     # The mark holds timestamps (spaces, colons): hashed, the key suits every cache backend.
     mark = hashlib.sha256(analytics_watermark().encode()).hexdigest()[:32]
     # The pickle names the figures' classes by module: the version moves when they do.
-    key = f"analytics:v2:{cohorts}:{bins}:{mark}"
+    key = f"analytics:v3:{cohorts}:{bins}:{mark}"
     found = caches["default"].get(key)
     if isinstance(found, Analytics):
         return found

@@ -342,23 +342,25 @@ def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
         adjusted, residuals = difficulty_fit(
             bets.brier[in_part], forecasters, questions, forecaster_count=len(rows)
         )
-        influence = difficulty_influence(
-            forecasters, questions, forecaster_count=len(rows), component=component
-        )
+        try:
+            influence: NDArray[np.float64] | None = difficulty_influence(
+                forecasters, questions, forecaster_count=len(rows), component=component
+            )
+        except ArithmeticError:
+            influence = None  # the figures stand; their intervals are not shown
         weeks, markets = bets.week[in_part], bets.market[in_part]
-        groups = min(len(np.unique(weeks)), len(np.unique(markets)))
         for index in shown:
             own = forecasters == index
+            own_weeks, own_markets = len(np.unique(weeks[own])), len(np.unique(markets[own]))
             rows[index].difficulty_adjusted_brier = float(adjusted[index])
             rows[index].difficulty_interval = _difficulty_interval(
                 float(adjusted[index]),
-                influence[index] * residuals,
+                None if influence is None else influence[index] * residuals,
                 weeks,
                 markets,
-                groups=groups,
                 bets=int(own.sum()),
-                own_weeks=len(np.unique(weeks[own])),
-                own_markets=len(np.unique(markets[own])),
+                own_weeks=own_weeks,
+                own_markets=own_markets,
             )
 
 
@@ -387,19 +389,21 @@ def _difficulty_part(
 
 def _difficulty_interval(
     estimate: float,
-    influence: NDArray[np.float64],
+    influence: NDArray[np.float64] | None,
     weeks: NDArray[np.int64],
     markets: NDArray[np.int64],
     *,
-    groups: int,
     bets: int,
     own_weeks: int,
     own_markets: int,
 ) -> Interval:
     """The figure's 95% t interval: its influences' variance clustered by week and market,
-    df the fewer of the fit's weeks and markets less one. Not kept inside [0, 1]: the figure
-    is a contrast between rows, which can leave it."""
-    if groups < 2:
+    df the fewer of the row's own weeks and markets less one (its influence sits mostly on
+    its own questions), as every row interval here. Not kept inside [0, 1]: the figure is a
+    contrast between rows, which can leave it. None bounds under two weeks or markets, or
+    without the influences."""
+    groups = min(own_weeks, own_markets)
+    if groups < 2 or influence is None:
         return Interval(estimate, None, None, None, own_weeks, bets, own_markets)
     error = math.sqrt(two_way_variance(influence, weeks, markets))
     half = student_t_quantile(0.975, groups - 1) * error
