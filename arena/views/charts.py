@@ -60,9 +60,22 @@ class Chart:
         return RANGES[self.range_key].label if self.range_key else ""
 
 
-def value_chart(series: list[Series], *, range_key: str, element_id: str = "value-chart") -> Chart:
-    """Return the chart of total value in USD over the range: a dashed $10,000 start line,
-    range links with `range_key` active."""
+# From this many lines a value chart opens on its return axis, on a log scale: every agent
+# starts at the same $10,000, so one agent that doubled would otherwise flatten the rest into a
+# band, and on a log scale a doubling and a halving are the same height.
+RETURN_AXIS_FROM = 3
+
+
+def value_chart(
+    series: list[Series],
+    *,
+    range_key: str,
+    element_id: str = "value-chart",
+    not_before: datetime | None = None,
+) -> Chart:
+    """Return the chart of total value over the range: a dashed $10,000 start line, range links
+    with `range_key` active. `not_before` (the cohort's start) clips the window: nothing was
+    marked before it, so a 3-month window of a 5-week cohort shows its 5 weeks."""
     key = range_from(range_key)
     return _chart(
         series,
@@ -70,6 +83,7 @@ def value_chart(series: list[Series], *, range_key: str, element_id: str = "valu
         range_key=key,
         element_id=element_id,
         baseline=STARTING_BALANCE,
+        not_before=not_before,
     )
 
 
@@ -88,6 +102,7 @@ def _chart(
     range_key: str | None,
     element_id: str,
     baseline: Decimal | None,
+    not_before: datetime | None = None,
 ) -> Chart:
     drawn = [s for s in series if s.points]
     # One x axis for every series (uPlot's aligned data): the union of their times, with
@@ -104,8 +119,13 @@ def _chart(
     # (where the window ends): the axis spans it whatever the points inside.
     span = RANGES[range_key].span if range_key is not None else None
     window = (times[-1] - int(span.total_seconds()), times[-1]) if span and times else None
+    if window and not_before is not None:
+        window = (max(window[0], min(int(not_before.timestamp()), times[0])), window[1])
     data = {
         "kind": kind,
+        # The axis the chart opens on: "linear" (USD, or a price), or "return" (a log scale); a
+        # money chart switches between them.
+        "scale": "return" if kind == "money" and len(drawn) >= RETURN_AXIS_FROM else "linear",
         "baseline": None if baseline is None else float(baseline),
         "from": window[0] if window else None,
         "to": window[1] if window else None,

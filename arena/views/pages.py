@@ -28,10 +28,13 @@ def _get_agent(number: int, agent_id: int) -> Agent:
     )
 
 
+def _cohort_start(cohort: Cohort) -> datetime:
+    return datetime.combine(cohort.week_start, time(0), tzinfo=UTC)
+
+
 def _cohort_span(cohort: Cohort) -> timedelta:
     """How long the cohort has run: what its chart shows by default."""
-    start = datetime.combine(cohort.week_start, time(0), tzinfo=UTC)
-    return (cohort.completed_at or clock.now()) - start
+    return (cohort.completed_at or clock.now()) - _cohort_start(cohort)
 
 
 # What the leaderboard says it ranks by, per sort, and the link's short name.
@@ -158,7 +161,9 @@ def cohort_detail(request: HttpRequest, number: int) -> HttpResponse:
         {
             "cohort": cohort,
             "standings": standings,
-            "chart": charts.value_chart(series, range_key=range_key),
+            "chart": charts.value_chart(
+                series, range_key=range_key, not_before=_cohort_start(cohort)
+            ),
             # Baselines never keep a cohort alive: what they still hold is marked and settled.
             "open_after_completion": sum(s.open_positions for s in standings)
             if cohort.completed_at
@@ -180,7 +185,9 @@ def agent_detail(request: HttpRequest, number: int, agent_id: int) -> HttpRespon
         {
             "agent": agent,
             "standing": standing,
-            "chart": charts.value_chart(series, range_key=range_key),
+            "chart": charts.value_chart(
+                series, range_key=range_key, not_before=_cohort_start(agent.cohort)
+            ),
             "positions": standings_selectors.agent_positions(agent=agent),
             "trades": standings_selectors.agent_trades(agent=agent)[:200],
             "decisions": standings_selectors.agent_decisions(agent=agent),

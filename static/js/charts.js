@@ -1,10 +1,14 @@
 /* Draw the site's charts with uPlot (static/vendor/uplot/).
 
    Each chart is a <div data-chart="ID"> whose series come, already downsampled by the server,
-   in <script type="application/json" id="ID"> (arena/charts.py):
-     {kind: "money"|"price", baseline: 10000|null, x: [epoch seconds],
-      series: [{label, colour, dashed, y: [number|null]}]}
+   in <script type="application/json" id="ID"> (arena/views/charts.py):
+     {kind: "money"|"price", baseline: 10000|null, scale: "linear"|"return", from, to,
+      x: [epoch seconds], series: [{label, colour, dashed, y: [number|null]}]}
    Times are shown in UTC, like the rest of the site. Labels are set as text, never as HTML.
+   A money chart reads in USD or as the return since the start on a log scale (the
+   .chart-scales buttons switch, and a chart of several lines opens on the return: one agent
+   that doubled would flatten the rest). Wide charts label each line at its right end; pointing
+   at a line or its key, or tapping the key, brings that line forward.
    This file may be included more than once on a page: it draws each chart once. */
 (function () {
   "use strict";
@@ -38,6 +42,20 @@
     return v < 0 ? MINUS + text : text;
   }
   function price(v) { return (v * 100).toFixed(2) + "%"; }
+  // A return written as a signed percentage: +54.3%, −12.8%, 0%.
+  function returnText(ratio, digits) {
+    var pct = (ratio - 1) * 100;
+    var text = Math.abs(pct).toFixed(digits);
+    if (Number(text) === 0) return "0%";
+    return (pct < 0 ? MINUS : "+") + text + "%";
+  }
+  // The lowest ratio a log axis can draw: a value of $0 sits on the −99% line (the tooltip and
+  // the key still give the value itself).
+  var RATIO_FLOOR = 0.01;
+  // Return ticks (as ratios to the start), from which a log axis takes those that fit.
+  var RATIO_TICKS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9,
+    0.95, 1, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 1.4, 1.5, 1.75, 2, 2.5, 3, 4, 5, 7.5, 10, 20, 50,
+    100];
 
   // Dated x ticks: a date under the first tick and wherever the day changes; hours between.
   function timeTicks(u, splits, axisIdx, space, step) {
@@ -79,12 +97,111 @@
     };
   }
 
-  // The dashed start line ($10,000), labelled at its left end.
-  function baselinePlugin(baseline) {
+  function ratioRange(u, min, max) {
+    if (min == null || max == null) { min = max = 1; }
+    min = Math.min(min, 1);
+    max = Math.max(max, 1);
+    var spread = Math.log(max / min) || Math.log(1.1);
+    return [min / Math.exp(spread * 0.08), max * Math.exp(spread * 0.08)];
+  }
+
+  // The return axis' ticks: 0% always, then outward from it every listed ratio at least
+  // `space` pixels from the last one kept, so a log axis never crowds its labels.
+  function ratioSplits(space) {
+    return function (u, axisIdx, min, max) {
+      var kept = [1];
+      [1, -1].forEach(function (direction) {
+        var last = u.valToPos(1, "y");
+        var ticks = RATIO_TICKS.filter(function (r) {
+          return direction > 0 ? r > 1 && r <= max : r < 1 && r >= min;
+        });
+        if (direction < 0) ticks.reverse();
+        ticks.forEach(function (r) {
+          var at = u.valToPos(r, "y");
+          if (Math.abs(at - last) >= space) { kept.push(r); last = at; }
+        });
+      });
+      return kept.sort(function (a, b) { return a - b; });
+    };
+  }
+
+  // Each line's name at its right end, in the gutter the chart keeps for them, moved apart
+  // where two would overlap; the names' places are kept on the container for the browser
+  // walk to check. A line brought forward has its name in bold, the others fade with it.
+  var LABEL_FONT = 11;
+  var LABEL_GAP = 14;
+  function labelsPlugin(container, gutter) {
     return {
       hooks: {
         draw: function (u) {
-          var y = Math.round(u.valToPos(baseline, "y", true)) + 0.5;
+          var dpr = devicePixelRatio;
+          var top = u.bbox.top / dpr;
+          var bottom = (u.bbox.top + u.bbox.height) / dpr;
+          var labels = [];
+          for (var i = 1; i < u.series.length; i++) {
+            var s = u.series[i];
+            if (!s.show) continue;
+            var data = u.data[i];
+            var j = data.length - 1;
+            while (j >= 0 && data[j] == null) j--;
+            if (j < 0) continue;
+            labels.push({ index: i, text: s.label, colour: s._colour,
+              want: u.valToPos(data[j], "y") + u.bbox.top / dpr });
+          }
+          labels.sort(function (a, b) { return a.want - b.want; });
+          labels.forEach(function (l, k) {
+            l.y = Math.max(l.want, top + LABEL_GAP / 2, k ? labels[k - 1].y + LABEL_GAP : -Infinity);
+          });
+          for (var k = labels.length - 1; k >= 0; k--) {
+            var limit = k === labels.length - 1 ? bottom - LABEL_GAP / 2 : labels[k + 1].y - LABEL_GAP;
+            labels[k].y = Math.min(labels[k].y, limit);
+          }
+          var faded = u.series.some(function (s) { return s.alpha != null && s.alpha < 1; });
+          var ctx = u.ctx;
+          var x = (u.bbox.left + u.bbox.width) / dpr + 6;
+          ctx.save();
+          ctx.textAlign = "left";
+          ctx.textBaseline = "middle";
+          labels.forEach(function (l) {
+            var s = u.series[l.index];
+            ctx.globalAlpha = s.alpha == null ? 1 : s.alpha;
+            ctx.font = (faded && s.alpha === 1 ? "600 " : "") + LABEL_FONT * dpr +
+              "px system-ui, sans-serif";
+            ctx.fillStyle = l.colour;
+            ctx.fillText(fitted(ctx, l.text, (gutter - 8) * dpr), x * dpr, l.y * dpr);
+          });
+          ctx.restore();
+          container.forecasterLabels = labels.map(function (l) {
+            return { label: l.text, y: l.y, top: top, bottom: bottom };
+          });
+        },
+      },
+    };
+  }
+
+  // The text cut to `width` device pixels with an ellipsis.
+  function fitted(ctx, text, width) {
+    if (ctx.measureText(text).width <= width) return text;
+    var cut = text;
+    while (cut.length > 1 && ctx.measureText(cut + "\u2026").width > width) cut = cut.slice(0, -1);
+    return cut + "\u2026";
+  }
+
+  function gutterFor(chart, width) {
+    if (chart.series.length < 2 || width < 560) return 0;
+    var ctx = document.createElement("canvas").getContext("2d");
+    ctx.font = LABEL_FONT + "px system-ui, sans-serif";
+    var widest = 0;
+    chart.series.forEach(function (s) { widest = Math.max(widest, ctx.measureText(s.label).width); });
+    return Math.min(Math.ceil(widest) + 14, 150);
+  }
+
+  // The dashed start line ($10,000, or 0% on the return axis), labelled at its left end.
+  function baselinePlugin(at, text) {
+    return {
+      hooks: {
+        draw: function (u) {
+          var y = Math.round(u.valToPos(at, "y", true)) + 0.5;
           var ctx = u.ctx;
           var left = u.bbox.left;
           var right = left + u.bbox.width;
@@ -98,12 +215,12 @@
           ctx.lineTo(right, y);
           ctx.stroke();
           ctx.setLineDash([]);
+          if (!text) { ctx.restore(); return; }
           ctx.fillStyle = MUTED;
           ctx.font = 11 * devicePixelRatio + "px system-ui, sans-serif";
           ctx.textAlign = "left";
           ctx.textBaseline = "bottom";
-          ctx.fillText("start " + money(baseline).replace(".00", ""), left + 4 * devicePixelRatio,
-            y - 2 * devicePixelRatio);
+          ctx.fillText(text, left + 4 * devicePixelRatio, y - 2 * devicePixelRatio);
           ctx.restore();
         },
       },
@@ -111,7 +228,8 @@
   }
 
   // A tooltip inside the plot: the cursor's time and each series' value there, highest first.
-  function tooltipPlugin(format) {
+  // `value(i, idx)` is series i's own value (in USD or a price), whatever the axis draws.
+  function tooltipPlugin(format, value) {
     var tip;
     return {
       hooks: {
@@ -130,7 +248,7 @@
           }
           var rows = [];
           for (var i = 1; i < u.series.length; i++) {
-            var v = u.data[i][idx];
+            var v = value(i, idx);
             if (v != null && u.series[i].show) {
               rows.push({ label: u.series[i].label, colour: u.series[i]._colour, value: v });
             }
@@ -149,9 +267,9 @@
             swatch.style.setProperty("--c", r.colour);
             var name = document.createElement("span");
             name.textContent = r.label + " ";
-            var value = document.createElement("b");
-            value.textContent = format(r.value);
-            row.append(swatch, name, value);
+            var shown = document.createElement("b");
+            shown.textContent = format(r.value);
+            row.append(swatch, name, shown);
             tip.appendChild(row);
           });
           tip.hidden = false;
@@ -168,16 +286,62 @@
 
   function heightFor(width) { return width < 520 ? 240 : 320; }
 
-  function draw(container) {
-    if (container.dataset.drawn) return;
-    var source = document.getElementById(container.dataset.chart);
-    if (!source || typeof uPlot === "undefined") return;
-    var chart = JSON.parse(source.textContent);
-    if (!chart.x.length) return;
-    container.dataset.drawn = "1";
+  function xScale(chart) {
+    // A range's chart spans its whole window, however few marks fall in it: 10M and 1H are
+    // told apart by their axes even when one snapshot is all they hold.
+    return chart.from != null ? { time: true, range: [chart.from, chart.to] } : { time: true };
+  }
+
+  function timeAxis() {
+    return {
+      stroke: MUTED,
+      grid: { stroke: GRID, width: 1 },
+      ticks: { stroke: GRID, width: 1 },
+      space: 64,
+      values: timeTicks,
+      font: "11px system-ui, sans-serif",
+    };
+  }
+
+  // The vertical scale and axis: USD, a price, or the return on a log scale.
+  function valueAxis(chart, scale) {
+    var axis = {
+      stroke: MUTED,
+      grid: { stroke: GRID, width: 1 },
+      ticks: { stroke: GRID, width: 1 },
+      font: "11px system-ui, sans-serif",
+    };
+    if (scale === "return") {
+      axis.splits = ratioSplits(24);
+      axis.size = 56;
+      // The splits already keep their distance: uPlot's own thinning of log ticks is not wanted.
+      axis.filter = function (u, splits) { return splits; };
+      axis.values = function (u, splits) {
+        return splits.map(function (r) { return r == null ? "" : returnText(r, 0); });
+      };
+      return { scale: { distr: 3, log: 10, range: ratioRange }, axis: axis };
+    }
     var isMoney = chart.kind === "money";
-    var format = isMoney ? money : price;
+    axis.incrs = isMoney ? MONEY_STEPS : PRICE_STEPS;
+    axis.space = 36;
+    axis.size = isMoney ? 66 : 44;
+    axis.values = function (u, splits, axisIdx, space, step) {
+      return splits.map(function (v) {
+        return isMoney ? moneyTick(v, step) : Math.round(v * 100) + "%";
+      });
+    };
+    return { scale: { range: isMoney ? moneyRange(chart.baseline) : [0, 1] }, axis: axis };
+  }
+
+  function plotFor(container, chart, scale, width) {
+    var isMoney = chart.kind === "money";
+    var onReturn = isMoney && scale === "return" && chart.baseline;
+    // The tooltip gives the value and, on a money chart, the return it makes.
+    var format = !isMoney ? price : function (v) {
+      return chart.baseline ? money(v) + " (" + returnText(v / chart.baseline, 1) + ")" : money(v);
+    };
     var series = [{ value: function (u, v) { return v == null ? "" : stamp(v); } }];
+    var many = chart.series.length > 2;
     chart.series.forEach(function (s) {
       series.push({
         label: s.label,
@@ -186,60 +350,124 @@
         width: 1.8,
         dash: s.dashed ? [6, 4] : undefined,
         spanGaps: true,
-        value: function (u, v) { return v == null ? "\u2014" : format(v); },
+        // Ten lines' marks would hide the lines; one or two keep them (the cursor marks all).
+        points: many ? { show: false } : undefined,
       });
     });
-    var width = container.clientWidth || 320;
-    var plugins = [tooltipPlugin(format)];
-    if (isMoney && chart.baseline != null) plugins.push(baselinePlugin(chart.baseline));
+    var gutter = gutterFor(chart, width);
+    var plugins = [tooltipPlugin(format, function (i, idx) { return chart.series[i - 1].y[idx]; })];
+    if (isMoney && chart.baseline != null) {
+      var start = "start " + money(chart.baseline).replace(".00", "");
+      // On the return axis the 0% tick names the start line.
+      plugins.push(onReturn ? baselinePlugin(1, "") : baselinePlugin(chart.baseline, start));
+    }
+    if (gutter) plugins.push(labelsPlugin(container, gutter));
+    var vertical = valueAxis(chart, onReturn ? "return" : "linear");
     var opts = {
       width: width,
       height: heightFor(width),
+      padding: [null, gutter || null, null, null],
       legend: { show: false },
-      cursor: { y: false, drag: { x: false, y: false }, points: { size: 7 } },
-      scales: {
-        // A range's chart spans its whole window, however few marks fall in it: 10M and 1H
-        // are told apart by their axes even when one snapshot is all they hold.
-        x: chart.from != null ? { time: true, range: [chart.from, chart.to] } : { time: true },
-        y: isMoney ? { range: moneyRange(chart.baseline) } : { range: [0, 1] },
+      // Pointing near a line brings it forward and fades the others.
+      focus: { alpha: 0.22 },
+      cursor: {
+        y: false,
+        drag: { x: false, y: false },
+        points: { size: 7 },
+        focus: { prox: chart.series.length > 1 ? 16 : -1 },
       },
-      axes: [
-        {
-          stroke: MUTED,
-          grid: { stroke: GRID, width: 1 },
-          ticks: { stroke: GRID, width: 1 },
-          space: 64,
-          values: timeTicks,
-          font: "11px system-ui, sans-serif",
-        },
-        {
-          stroke: MUTED,
-          grid: { stroke: GRID, width: 1 },
-          ticks: { stroke: GRID, width: 1 },
-          incrs: isMoney ? MONEY_STEPS : PRICE_STEPS,
-          space: 36,
-          size: isMoney ? 66 : 44,
-          font: "11px system-ui, sans-serif",
-          values: function (u, splits, axisIdx, space, step) {
-            return splits.map(function (v) {
-              return isMoney ? moneyTick(v, step) : Math.round(v * 100) + "%";
-            });
-          },
-        },
-      ],
+      scales: { x: xScale(chart), y: vertical.scale },
+      axes: [timeAxis(), vertical.axis],
       series: series,
       plugins: plugins,
     };
-    var data = [chart.x].concat(chart.series.map(function (s) { return s.y; }));
-    var plot = new uPlot(opts, data, container);
+    var ys = chart.series.map(function (s) {
+      if (!onReturn) return s.y;
+      return s.y.map(function (v) {
+        return v == null ? null : Math.max(v / chart.baseline, RATIO_FLOOR);
+      });
+    });
+    return new uPlot(opts, [chart.x].concat(ys), container);
+  }
+
+  // The key under the chart: pointing at a name (or focusing it) brings its line forward;
+  // a tap or Enter keeps it forward until the next one.
+  function wireKey(container, figure, chart) {
+    var items = figure.querySelectorAll(".chart-summary li[data-series]");
+    if (chart.series.length < 2) return;
+    var pinned = null;
+    function bring(i) {
+      var plot = container.forecasterPlot;
+      if (plot) plot.setSeries(i, { focus: true });
+    }
+    items.forEach(function (item) {
+      var i = Number(item.dataset.series);
+      item.tabIndex = 0;
+      item.setAttribute("role", "button");
+      item.setAttribute("aria-pressed", "false");
+      item.title = "Bring this line forward";
+      item.addEventListener("mouseenter", function () { bring(i); });
+      item.addEventListener("focus", function () { bring(i); });
+      item.addEventListener("mouseleave", function () { bring(pinned); });
+      item.addEventListener("blur", function () { bring(pinned); });
+      function toggle() {
+        pinned = pinned === i ? null : i;
+        items.forEach(function (other) {
+          other.setAttribute("aria-pressed", String(Number(other.dataset.series) === pinned));
+        });
+        bring(pinned);
+      }
+      item.addEventListener("click", toggle);
+      item.addEventListener("keydown", function (e) {
+        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); toggle(); }
+      });
+    });
+  }
+
+  function draw(container) {
+    if (container.dataset.drawn) return;
+    var source = document.getElementById(container.dataset.chart);
+    if (!source || typeof uPlot === "undefined") return;
+    var chart = JSON.parse(source.textContent);
+    if (!chart.x.length) return;
+    container.dataset.drawn = "1";
+    var figure = container.closest("figure") || container.parentNode;
+    var scale = chart.kind === "money" && chart.scale === "return" ? "return" : "linear";
+    var width = container.clientWidth || 320;
+    function build() {
+      if (container.forecasterPlot) container.forecasterPlot.destroy();
+      container.forecasterLabels = [];
+      container.dataset.scale = scale;
+      container.forecasterPlot = plotFor(container, chart, scale, width);
+    }
+    build();
+    var switcher = figure.querySelector(".chart-scales");
+    if (switcher && chart.baseline) {
+      var buttons = switcher.querySelectorAll("button[data-scale]");
+      function mark() {
+        buttons.forEach(function (b) { b.setAttribute("aria-pressed", String(b.dataset.scale === scale)); });
+      }
+      buttons.forEach(function (b) {
+        b.addEventListener("click", function () {
+          if (b.dataset.scale === scale) return;
+          scale = b.dataset.scale;
+          mark();
+          build();
+        });
+      });
+      mark();
+      switcher.hidden = false;
+    }
+    wireKey(container, figure, chart);
     if (typeof ResizeObserver !== "undefined") {
-      var last = width;
       new ResizeObserver(function () {
         var w = container.clientWidth;
-        if (w && w !== last) {
-          last = w;
-          plot.setSize({ width: w, height: heightFor(w) });
-        }
+        if (!w || w === width) return;
+        // The names' gutter comes and goes with the width: a new plot, not a new size.
+        var rebuild = (gutterFor(chart, w) > 0) !== (gutterFor(chart, width) > 0);
+        width = w;
+        if (rebuild) build();
+        else container.forecasterPlot.setSize({ width: w, height: heightFor(w) });
       }).observe(container);
     }
   }

@@ -539,3 +539,33 @@ def test_each_ranges_chart_spans_its_own_window_however_few_marks_it_holds(
         spans[range_key] = None if data["from"] is None else data["to"] - data["from"]
         assert data["to"] is None or data["to"] == data["x"][-1]  # it ends at the latest mark
     assert spans == {"10M": 600, "1H": 3600, "1D": 86400, "ALL": None}
+
+
+def test_a_window_longer_than_the_cohort_opens_where_the_cohort_began(client: Client) -> None:
+    # Five weeks of marks: 3M's window would be two-thirds empty; nothing was marked before
+    # the cohort's Sunday, so its chart opens there. 1D's window is inside the cohort: kept.
+    cohort = new_cohort()
+    agent = new_agent(cohort)
+    snapshots(agent, [SUNDAY + timedelta(hours=6 * n) for n in range(5 * 28)])
+    for path in (f"/cohorts/{cohort.number}/", f"/cohorts/{cohort.number}/agents/{agent.pk}/"):
+        three_months = chart_data(client.get(f"{path}?range=3M").content.decode())
+        assert three_months["from"] == int(SUNDAY.timestamp())
+        one_day = chart_data(client.get(f"{path}?range=1D").content.decode())
+        assert one_day["to"] - one_day["from"] == 86400
+
+
+def line(n: int) -> Series:
+    return Series(f"s{n}", f"Line {n}", "#111", False, [(SUNDAY, Decimal(10_000 + n))])
+
+
+def test_a_value_chart_of_three_lines_or_more_opens_on_the_return_axis() -> None:
+    # One agent that doubled flattens nine others into a band in USD; on a log return axis a
+    # doubling and a halving are the same height. One or two lines read well in USD.
+    assert charts.RETURN_AXIS_FROM == 3
+    assert charts.value_chart([line(1)], range_key="ALL").data["scale"] == "linear"
+    assert charts.value_chart([line(1), line(2)], range_key="ALL").data["scale"] == "linear"
+    ten = charts.value_chart([line(n) for n in range(10)], range_key="ALL")
+    assert ten.data["scale"] == "return"
+    assert ten.data["baseline"] == 10000.0  # the return is against the $10,000 start
+    prices = [Series(f"p{n}", "P", "#111", False, [(SUNDAY, Decimal("0.5"))]) for n in range(5)]
+    assert charts.price_chart(prices).data["scale"] == "linear"  # a price has no return axis

@@ -203,6 +203,7 @@ def test_a_visitor_walks_the_site(
     expect_text(page, "main table tbody tr", r"\$[\d,]+\.\d\d")
     expect_link(page, site.agent)
     chart_ranges(page, screenshots, "03-cohort")
+    cohort_chart_reads(page, screenshots)
 
     arrive(page, screenshots, "04-agent", site.agent)
     expect_text(page, "main table tbody tr", r"executed")
@@ -275,6 +276,43 @@ def chart_ranges(page: Any, shots: Path | None, name: str) -> None:
             page.visit.note(f"range {key}: the active range shown is {active}")
     if keys:
         arrive(page, shots, f"{name}-range-{keys[-1]}")
+
+
+def cohort_chart_reads(page: Any, shots: Path | None) -> None:
+    """A cohort's chart of ten lines stays legible: it opens on the return axis (log scale),
+    wide, each line is named at its right end, inside the plot and apart from the others;
+    pointing at (or tapping) a name in the key brings its line forward; USD draws it again."""
+    page.goto(page.url.split("?")[0], wait_until="load")
+    plot = page.locator(".chart-plot").first
+    lines = page.locator(".chart-summary li[data-series]").count()
+    if lines < 3:
+        page.visit.note(f"the cohort chart has {lines} lines: the walk needs three or more")
+        return
+    if plot.get_attribute("data-scale") != "return":
+        page.visit.note(f"{lines} lines open on {plot.get_attribute('data-scale')!r}, not return")
+    labels = plot.evaluate("e => e.forecasterLabels")
+    if page.viewport_name == "desktop":
+        if len(labels) != lines:
+            page.visit.note(f"{len(labels)} line names drawn for {lines} lines")
+        ys = sorted(label["y"] for label in labels)
+        if any(b - a < 13.9 for a, b in zip(ys, ys[1:], strict=False)):
+            page.visit.note(f"line names overlap: {ys}")
+        if any(not label["top"] <= label["y"] <= label["bottom"] for label in labels):
+            page.visit.note(f"a line name is outside the plot: {labels}")
+    elif labels:
+        page.visit.note(f"a phone's chart draws {len(labels)} names beside it: no room")
+    key = page.locator(".chart-summary li[data-series]").nth(1)
+    if page.viewport_name == "desktop":
+        key.hover()
+    else:
+        key.click()  # a tap: it keeps the line forward
+    alphas = plot.evaluate("e => e.forecasterPlot.series.slice(1).map(s => s.alpha)")
+    if alphas[1] != 1 or not all(a < 1 for i, a in enumerate(alphas) if i != 1):
+        page.visit.note(f"pointing at the key's second name brought forward {alphas}")
+    arrive(page, shots, "03-cohort-chart-line-forward")
+    page.locator(".chart-scales button[data-scale=linear]").click()
+    if plot.get_attribute("data-scale") != "linear" or plot.locator("canvas").count() != 1:
+        page.visit.note("USD did not draw the chart again, once")
 
 
 def test_hostile_text_keeps_every_page_in_its_width_and_runs_nothing(
