@@ -84,6 +84,11 @@ API_CHANGES = """
 
 ## Changes
 
+- **2026-11-28, the bets export's columns.** `bets` gains `model_kind` after `model`, as
+  every other dataset has it, and `first_outcome` after `side`: the market's first outcome
+  when it has exactly two, the frame of the Murphy terms (empty otherwise). Readers by column
+  name are unaffected; a reader by position must move past them. Releases already published
+  keep their columns; a cohort's next release names the columns added in its changes.
 - **2026-11-28, `/models` is paginated.** A breaking change: `/api/v1/models` answers a page,
   `{count, page, page_size, results}`, like every other list, with `page_size` 100 by default
   (up to the usual maximum), so the whole lineup still fits in one page. `/models/{id}` adds

@@ -18,8 +18,10 @@ for its files to hold nothing that changes with every tick (arena/services/relea
 The bets dataset has one row per executed BUY, ordered by trade id, with exactly the columns of
 `BET_COLUMNS` — enough to recompute the leaderboard's pooled Brier and win rate:
 
-- `model`: the model's stable id (`BenchmarkModel.internal_id`); `cohort`: the cohort number;
-  `market_id`: Polymarket's id of the market.
+- `model`: the model's stable id (`BenchmarkModel.internal_id`); `model_kind`: llm,
+  baseline or outside; `cohort`: the cohort number; `market_id`: Polymarket's id of the
+  market; `first_outcome`: the market's first outcome when it has exactly two (the YES frame
+  of the Murphy terms), else empty.
 - `market_price`: the side-correct price the bet executed at, the stored `Trade.price`
   (`trade_buy` executes at `FrozenMarkets.quote`: the run's frozen snapshot price — YES the
   stored price, NO 1 − it, another outcome its own — or, for an outside agent's bet, the
@@ -47,6 +49,7 @@ from django.db.models import (
     CharField,
     Exists,
     F,
+    Func,
     OuterRef,
     Q,
     QuerySet,
@@ -334,6 +337,32 @@ BET_STATUS = Case(
     output_field=CharField(),
 )
 
+class _FirstOfTwo(Func):
+    """A market's first outcome when it has exactly two (its outcomes a JSON list), else
+    NULL: the frame a two-outcome market's questions are asked in."""
+
+    output_field = CharField()
+    arity = 1
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return super().as_sql(
+            compiler,
+            connection,
+            template="CASE WHEN json_type(%(expressions)s) = 'array' AND "
+            "json_array_length(%(expressions)s) = 2 THEN json_extract(%(expressions)s, '$[0]') END",
+            **extra,
+        )
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return super().as_sql(
+            compiler,
+            connection,
+            template="CASE WHEN jsonb_typeof(%(expressions)s) = 'array' AND "
+            "jsonb_array_length(%(expressions)s) = 2 THEN (%(expressions)s) ->> 0 END",
+            **extra,
+        )
+
+
 _SALT = (
     "The secret salt of the response's commitment, 64 hex digits; empty when it has none "
     "(no body, or stored before commitments were made)."
@@ -356,10 +385,21 @@ BETS = _dataset(
     [
         (Column("trade_id", "integer", "The trade's id."), "pk"),
         _model(),
+        _model_kind(),
         _cohort(),
         (Column("decision_id", "integer", "The decision that placed the bet."), "decision_id"),
         (Column("market_id", "string", "Polymarket's id of the market."), "market__polymarket_id"),
         (Column("side", "string", "YES, NO, or the outcome's name."), "side"),
+        (
+            Column(
+                "first_outcome",
+                "string",
+                "The market's first outcome (Yes of a Yes/No market) when it has exactly two, "
+                "else empty. The frame of the Murphy terms: a bet whose side is not it "
+                "(compared without case) forecasts 1 − implied_confidence that it wins.",
+            ),
+            _FirstOfTwo(F("market__outcomes")),
+        ),
         (Column("amount", "decimal", "USD paid.", MONEY), "amount"),
         (
             Column(

@@ -7,6 +7,8 @@ it into the release's folder."""
 from __future__ import annotations
 
 import csv
+import itertools
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -55,14 +57,23 @@ def release_changes(
         before, after = old_csv.get(dataset), new_csv.get(dataset)
         if before is not None and after is not None and before["sha256"] == after["sha256"]:
             continue
+        columns = (
+            _columns_change(previous_folder / before["name"], folder / after["name"])
+            if previous_folder is not None and folder is not None and before and after
+            else None
+        )
         if before is None:
             what = f"new, {after['rows'] if after else 0} rows"
         elif after is None:
             what = f"removed (had {before['rows']} rows)"
         elif int(before["rows"]) != int(after["rows"]):
             what = f"{before['rows']} → {after['rows']} rows"
+        elif columns is not None and columns.same_rows:
+            what = f"{after['rows']} rows, the same in the columns both have"
         else:
             what = f"{after['rows']} rows, content changed"
+        if columns is not None:
+            what += columns.text
         lines.append(f"{dataset}: {what}.")
     formats_before = {f["format"] for f in old}
     formats_after = {f["format"] for f in data_files}
@@ -78,7 +89,50 @@ def release_changes(
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class _ColumnsChange:
+    """How a dataset's columns differ between two releases' CSV files, and whether every row
+    is the same in the columns both have."""
+
+    added: list[str]
+    removed: list[str]
+    same_rows: bool
+
+    @property
+    def text(self) -> str:
+        said = [f"; columns added: {', '.join(self.added)}" if self.added else ""]
+        said.append(f"; columns removed: {', '.join(self.removed)}" if self.removed else "")
+        return "".join(said)
+
+
+def _columns_change(before: Path, after: Path) -> _ColumnsChange | None:
+    """None when the two files have the same columns (or either cannot be read)."""
+    try:
+        with (
+            open(before, encoding="utf-8", newline="") as old,
+            open(after, encoding="utf-8", newline="") as new,
+        ):
+            old_rows, new_rows = csv.DictReader(old), csv.DictReader(new)
+            old_names, new_names = list(old_rows.fieldnames or []), list(new_rows.fieldnames or [])
+            if old_names == new_names:
+                return None
+            shared = [name for name in new_names if name in old_names]
+            same = all(
+                a is not None and b is not None and all(a[n] == b[n] for n in shared)
+                for a, b in itertools.zip_longest(old_rows, new_rows)
+            )
+    except (OSError, csv.Error):
+        return None
+    return _ColumnsChange(
+        added=[n for n in new_names if n not in old_names],
+        removed=[n for n in old_names if n not in new_names],
+        same_rows=same,
+    )
+
+
 def _csv_rows(path: Path, key: str) -> dict[str, Row]:
+    """The file's rows by `key`; a release written with other columns is compared on the
+    columns both have, so a column added is not read as every row changed."""
     with open(path, encoding="utf-8", newline="") as handle:
         return {row[key]: row for row in csv.DictReader(handle)}
 
@@ -97,6 +151,9 @@ def _row_changes(previous_folder: Path, folder: Path) -> list[str]:
             after = _csv_rows(folder / filename, key)
         except (OSError, KeyError, csv.Error):
             continue
+        shared = _shared_columns(before, after)
+        before = {k: {n: row[n] for n in shared} for k, row in before.items()}
+        after = {k: {n: row[n] for n in shared} for k, row in after.items()}
         changed = [
             text
             for row_id in sorted(before.keys() | after.keys(), key=_number_first)
@@ -106,6 +163,14 @@ def _row_changes(previous_folder: Path, folder: Path) -> list[str]:
         if len(changed) > ROWS_NAMED:
             lines.append(f"… and {len(changed) - ROWS_NAMED} more {noun} changed ({filename}).")
     return lines
+
+
+def _shared_columns(before: dict[str, Row], after: dict[str, Row]) -> list[str]:
+    old = next(iter(before.values()), None)
+    new = next(iter(after.values()), None)
+    if old is None or new is None:
+        return list((old or new or {}).keys())
+    return [name for name in new if name in old]
 
 
 def _number_first(row_id: str) -> tuple[int, str]:

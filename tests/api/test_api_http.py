@@ -70,7 +70,7 @@ def test_the_bets_export_still_streams_and_gets_no_etag(world: World, client: Cl
     assert response["Access-Control-Allow-Origin"] == "*"
     body = b"".join(response.streaming_content)  # type: ignore[attr-defined]
     header = body.decode().splitlines()[0]
-    assert header.startswith("trade_id,model,cohort,")
+    assert header.startswith("trade_id,model,model_kind,cohort,")
 
 
 # Rate limiting

@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -37,7 +38,8 @@ from scoring.aggregates import mean_brier
 from tests.arena.factories import BetOrderFactory, CohortFactory, bet_decision
 
 COLUMNS = [
-    "trade_id", "model", "cohort", "decision_id", "market_id", "side", "amount",
+    "trade_id", "model", "model_kind", "cohort", "decision_id", "market_id", "side",
+    "first_outcome", "amount",
     "implied_confidence", "stated_probability", "market_price", "live_price", "status", "brier",
 ]  # fmt: skip
 
@@ -175,7 +177,7 @@ def export(**bounds: object) -> list[dict[str, str]]:
 # ------------------------------------------------------------------------------ the rows
 
 
-def test_the_columns_are_exactly_the_issues() -> None:
+def test_the_columns_are_exactly_these() -> None:
     assert list(BET_COLUMNS) == COLUMNS
 
 
@@ -191,10 +193,12 @@ def test_each_row_names_the_stable_ids(world: World) -> None:
     for buy in world.executed_buys:
         row = by_id[buy.pk]
         assert row["model"] == buy.agent.model.internal_id
+        assert row["model_kind"] == buy.agent.model.kind
         assert row["cohort"] == str(buy.agent.cohort.number)
         assert row["decision_id"] == str(buy.decision_id)
         assert buy.market is not None
         assert row["market_id"] == buy.market.polymarket_id
+        assert row["first_outcome"] == "Yes"  # every market here is Yes/No
         assert Decimal(row["amount"]) == buy.amount
         assert Decimal(row["market_price"]) == buy.price
         assert float(row["implied_confidence"]) == buy.implied_confidence
@@ -419,3 +423,23 @@ def test_noisy_scores_print_short_and_still_recompute_the_board(world: World) ->
     for model_id, (brier, resolved, wins) in got.items():
         assert (resolved, wins) == want[model_id][1:]
         assert brier == pytest.approx(want[model_id][0], rel=1e-15, abs=1e-15), model_id
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "first"),
+    [
+        (["Yes", "No"], "Yes"),
+        (["Lakers", "Celtics"], "Lakers"),  # two named outcomes: the first is the frame
+        (["Red", "Green", "Blue"], ""),  # more than two: each bet in its own outcome's frame
+        ([], ""),
+        ({"not": "a list"}, ""),  # a malformed record says nothing, and breaks nothing
+    ],
+)
+def test_first_outcome_is_the_frame_of_a_two_outcome_market_only(
+    world: World, outcomes: Any, first: str
+) -> None:
+    buy = world.executed_buys[0]
+    assert buy.market is not None
+    Market.objects.filter(pk=buy.market.pk).update(outcomes=outcomes)
+    (row,) = [r for r in export() if int(r["trade_id"]) == buy.pk]
+    assert row["first_outcome"] == first

@@ -206,14 +206,11 @@ def test_snapshot_rows_are_the_portfolio_snapshots_in_id_order(worlds: Worlds) -
     }
 
 
-def test_every_dataset_but_bets_says_which_kind_of_model_each_row_is() -> None:
-    """Outside agents are labelled in the exports too: `model_kind` (llm, baseline
-    or outside) follows `model`; the bets export keeps its fixed columns."""
+def test_every_dataset_says_which_kind_of_model_each_row_is() -> None:
+    """Outside agents are labelled in the exports too: `model_kind` (llm, baseline or
+    outside) follows `model` in every dataset, the bets' included."""
     for name, dataset in DATASETS.items():
         names = list(dataset.column_names)
-        if name == "bets":
-            assert "model_kind" not in names
-            continue
         assert names[names.index("model") + 1] == "model_kind", name
 
 

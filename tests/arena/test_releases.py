@@ -1066,3 +1066,64 @@ def test_the_resolution_check_task_publishes_the_cohort_it_completes(
     )
     assert DataRelease.objects.count() == 1
     assert folders(root) == [release.name]
+
+
+# ------------------------------------------------------------------------------ columns added
+
+
+def _bets_file(folder: Path, header: list[str], rows: list[list[str]]) -> dict[str, Any]:
+    folder.mkdir(exist_ok=True)
+    path = folder / "bets.csv"
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return {"name": "bets.csv", "dataset": "bets", "format": "csv", "rows": len(rows),
+            "sha256": digest, "bytes": path.stat().st_size}  # fmt: skip
+
+
+OLD_BETS = ["trade_id", "model", "market_id", "side", "status", "brier"]
+NEW_BETS = ["trade_id", "model", "model_kind", "market_id", "side", "first_outcome", "status",
+            "brier"]  # fmt: skip
+
+
+@pytest.mark.parametrize("scored_since", [False, True])
+def test_a_column_added_since_the_last_release_is_named_and_no_row_reads_as_changed(
+    tmp_path: Path, scored_since: bool
+) -> None:
+    """A release written after the bets gained columns says so, and names only the bets that
+    changed in the columns both releases have, not every bet."""
+    old = _bets_file(
+        tmp_path / "cohort-3-r1",
+        OLD_BETS,
+        [["1", "gpt-5.1", "m1", "YES", "won", "0.04"], ["2", "gpt-5.1", "m2", "NO", "open", ""]],
+    )
+    second = ["open", ""] if not scored_since else ["won", "0.09"]
+    new = _bets_file(
+        tmp_path / "new",
+        NEW_BETS,
+        [
+            ["1", "gpt-5.1", "llm", "m1", "YES", "Yes", "won", "0.04"],
+            ["2", "gpt-5.1", "llm", "m2", "NO", "Yes", *second],
+        ],
+    )
+    previous = DataRelease(name="cohort-3-r1", files=[old])
+    changes = release_services.release_changes(
+        previous=previous,
+        data_files=[new],
+        previous_folder=tmp_path / "cohort-3-r1",
+        folder=tmp_path / "new",
+    ).splitlines()
+    added = "columns added: model_kind, first_outcome"
+    if scored_since:
+        assert changes == [
+            "Supersedes cohort-3-r1.",
+            "Bet 2 (gpt-5.1; market m2, NO) scored: won, Brier 0.09.",
+            f"bets: 2 rows, content changed; {added}.",
+        ]
+    else:
+        assert changes == [
+            "Supersedes cohort-3-r1.",
+            f"bets: 2 rows, the same in the columns both have; {added}.",
+        ]
