@@ -5,9 +5,10 @@ expressions by column type, and the lines read back in batches."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from django.db import connection
-from django.db.models import DecimalField, F, TextField, Value
+from django.db.models import CharField, DecimalField, F, TextField, Value
 from django.db.models.expressions import Case, Combinable, Expression, Func, When
 from django.db.models.functions import Cast, NullIf
 from django.db.models.lookups import Exact
@@ -23,6 +24,32 @@ class _IsoUtc(Func):
         " ELSE to_char(%(expressions)s AT TIME ZONE 'UTC', '.US\"Z\"') END"
     )
     output_field = TextField()
+
+
+class FirstOfTwo(Func):
+    """A market's first outcome when it has exactly two (its outcomes a JSON list), else
+    NULL: the frame a two-outcome market's questions are asked in."""
+
+    output_field = CharField()
+    arity = 1
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return super().as_sql(
+            compiler,
+            connection,
+            template="CASE WHEN json_type(%(expressions)s) = 'array' AND "
+            "json_array_length(%(expressions)s) = 2 THEN json_extract(%(expressions)s, '$[0]') END",
+            **extra,
+        )
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return super().as_sql(
+            compiler,
+            connection,
+            template="CASE WHEN jsonb_typeof(%(expressions)s) = 'array' AND "
+            "jsonb_array_length(%(expressions)s) = 2 THEN (%(expressions)s) ->> 0 END",
+            **extra,
+        )
 
 
 # A cell of the inner query (as `pg_cell` gives it for JSON Lines) as JSON text, null for

@@ -16,19 +16,11 @@ ticks keep marking every 10 minutes until it settles). A data release reads its 
 for its files to hold nothing that changes with every tick (arena/services/releases.py).
 
 The bets dataset has one row per executed BUY, ordered by trade id, with exactly the columns of
-`BET_COLUMNS` — enough to recompute the leaderboard's pooled Brier and win rate:
-
-- `model`: the model's stable id (`BenchmarkModel.internal_id`); `model_kind`: llm,
-  baseline or outside; `cohort`: the cohort number; `market_id`: Polymarket's id of the
-  market; `first_outcome`: the market's first outcome when it has exactly two (the YES frame
-  of the Murphy terms), else empty.
-- `market_price`: the side-correct price the bet executed at, the stored `Trade.price`
-  (`trade_buy` executes at `FrozenMarkets.quote`: the run's frozen snapshot price — YES the
-  stored price, NO 1 − it, another outcome its own — or, for an outside agent's bet, the
-  worse for it of that and the live price at its submission, which `live_price` gives).
-- `status`: `cancelled` when the market's resolution was cancelled (refunded, never scored);
-  else `won` or `lost` from `Trade.side_won` once the bet is scored; else `open`.
-- `brier`: the bet's Brier score, None (an empty cell) until it is scored.
+`BET_COLUMNS`, enough to recompute the leaderboard's pooled Brier, its win rate and the
+analytics (docs/exports.md says how). `market_price` is the stored `Trade.price`, the
+side-correct price the bet executed at (`FrozenMarkets.quote`, or for an outside agent the
+worse for it of that and `live_price`); `status` is `cancelled` for a cancelled market, else
+`won`/`lost` from `Trade.side_won` once scored, else `open`; `brier` is empty until scored.
 
 Offline stand-ins are never pooled with the real models (arena/selectors/standings.py), and the
 columns are fixed, so the split is a filter: `offline="exclude"` keeps the rows of agents no
@@ -49,7 +41,6 @@ from django.db.models import (
     CharField,
     Exists,
     F,
-    Func,
     OuterRef,
     Q,
     QuerySet,
@@ -65,7 +56,7 @@ from arena.models import (
     Position,
     Trade,
 )
-from arena.selectors.export_cells import JSON_VALUE, copied, pg_cell
+from arena.selectors.export_cells import JSON_VALUE, FirstOfTwo, copied, pg_cell
 from arena.selectors.standings import ANSWERED_OFFLINE
 from markets.models import Market
 
@@ -337,31 +328,6 @@ BET_STATUS = Case(
     output_field=CharField(),
 )
 
-class _FirstOfTwo(Func):
-    """A market's first outcome when it has exactly two (its outcomes a JSON list), else
-    NULL: the frame a two-outcome market's questions are asked in."""
-
-    output_field = CharField()
-    arity = 1
-
-    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        return super().as_sql(
-            compiler,
-            connection,
-            template="CASE WHEN json_type(%(expressions)s) = 'array' AND "
-            "json_array_length(%(expressions)s) = 2 THEN json_extract(%(expressions)s, '$[0]') END",
-            **extra,
-        )
-
-    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        return super().as_sql(
-            compiler,
-            connection,
-            template="CASE WHEN jsonb_typeof(%(expressions)s) = 'array' AND "
-            "jsonb_array_length(%(expressions)s) = 2 THEN (%(expressions)s) ->> 0 END",
-            **extra,
-        )
-
 
 _SALT = (
     "The secret salt of the response's commitment, 64 hex digits; empty when it has none "
@@ -398,7 +364,7 @@ BETS = _dataset(
                 "else empty. The frame of the Murphy terms: a bet whose side is not it "
                 "(compared without case) forecasts 1 − implied_confidence that it wins.",
             ),
-            _FirstOfTwo(F("market__outcomes")),
+            FirstOfTwo(F("market__outcomes")),
         ),
         (Column("amount", "decimal", "USD paid.", MONEY), "amount"),
         (

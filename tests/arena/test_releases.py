@@ -53,6 +53,7 @@ from arena.services import releases as release_services
 from arena.services.cohorts import cohort_start
 from arena.services.exports import PARQUET_AVAILABLE
 from arena.services.marking import snapshots_take
+from arena.services.release_texts import release_changes
 from arena.services.releases import release_publish, releases_publish, releases_publish_due
 from arena.services.settlement import market_settle
 from markets.models import Market
@@ -1109,7 +1110,7 @@ def test_a_column_added_since_the_last_release_is_named_and_no_row_reads_as_chan
         ],
     )
     previous = DataRelease(name="cohort-3-r1", files=[old])
-    changes = release_services.release_changes(
+    changes = release_changes(
         previous=previous,
         data_files=[new],
         previous_folder=tmp_path / "cohort-3-r1",

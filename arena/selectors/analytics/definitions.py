@@ -140,7 +140,7 @@ DEFINITIONS: list[tuple[str, str, str]] = [
         f"row too and at least {DIFFICULTY_MIN_ROWS} such rows are linked through shared "
         "questions (the linked part with the most of them), fitted over that part's bets; "
         "95% t interval from each bet's influence on the figure (B·residual, B the fit's "
-        "linear map), clustered by week and market, df the fewer of the part's weeks and "
+        "linear map), clustered by week and market, df the fewer of the row's own weeks and "
         "markets less one",
         "ours: two-way fixed effects (not in the 004 paper)",
     ),
