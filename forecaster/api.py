@@ -84,6 +84,10 @@ API_CHANGES = """
 
 ## Changes
 
+- **2026-11-28, sort by P(rank 1).** `/api/v1/leaderboard?sort=p_first` (and the page's
+  "P(rank 1)") orders each board by the share of the bootstrap's resampled worlds in which
+  a row ranks first by Brier, highest first; rows with no rank range (provisional ones) last.
+  The default order is unchanged.
 - **2026-11-28, the bets export's columns.** `bets` gains `model_kind` after `model`, as
   every other dataset has it, and `first_outcome` after `side`: the market's first outcome
   when it has exactly two, the frame of the Murphy terms (empty otherwise). Readers by column

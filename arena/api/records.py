@@ -94,8 +94,8 @@ PolymarketId = Annotated[str, Path(min_length=1, max_length=32, pattern=r"^[0-9A
 SearchText = Annotated[str, Query(max_length=200, pattern=r"^[^\x00-\x1f]*$")]
 Category = Annotated[str, Query(max_length=64, pattern=r"^[^\x00-\x1f]*$")]
 LeaderboardSort = Literal[
-    "brier", "return", "win_rate", "resolved_bets", "alpha", "cohorts", "cost", "latency",
-    "malformed",
+    "brier", "return", "win_rate", "resolved_bets", "alpha", "p_first", "cohorts", "cost",
+    "latency", "malformed",
 ]  # fmt: skip
 TradeKind = Literal["BUY", "SELL"]
 TradeStatus = Literal["executed", "rejected"]
@@ -339,9 +339,10 @@ def leaderboard(
     outside: Literal["include", "exclude"] = "exclude",
 ) -> LeaderboardOut:
     """The LLM rows ranked by `sort`: pooled Brier, USD per decision, p95 latency or the
-    malformed share lower first; mean return, win rate, resolved bets, cohorts or Alpha
-    (the analytics') higher first; rows without the figure last, offline rows after the real
-    ones. Then the baselines (never ranked among the LLMs), unless `baselines=exclude`.
+    malformed share lower first; mean return, win rate, resolved bets, cohorts, Alpha or
+    `p_first` (the analytics' P(rank 1)) higher first; rows without the figure last,
+    offline rows after the real ones. Then the baselines (never ranked among the LLMs),
+    unless `baselines=exclude`.
     With `cohorts=completed` every figure comes from the agents of completed cohorts only;
     with `v1` or `v2`, from those of cohorts of that methodology version (`all` pools both
     versions' v1 figures, which v2 keeps).
@@ -360,9 +361,9 @@ def leaderboard(
         )
         outside_rows = outside_rows if outside == "include" else []
         figures = analytics(cohorts=cohorts)
-        if sort == standings.ALPHA_SORT:
-            llms = figures.ranked_by_alpha(llms)
-            outside_rows = figures.ranked_by_alpha(outside_rows)
+        if sort in standings.ANALYTICS_SORTS:
+            llms = figures.ranked_by(sort, llms)
+            outside_rows = figures.ranked_by(sort, outside_rows)
         ranks = _table_ranks(llms, figures) | _table_ranks(outside_rows, figures)
         found = LeaderboardOut(
             sort=sort,

@@ -276,8 +276,10 @@ LEADERBOARD_SORTS: dict[str, tuple[Callable[[ModelRow], float | Decimal | None],
     "malformed": (lambda r: r.usage.malformed_rate, False),
 }
 """The v1 figures a board can be sorted by: (the row's figure, higher first). The analytics'
-Alpha sorts too, by `rows_ranked` with the figures the analytics give (ALPHA_SORT)."""
+figures sort too, by `rows_ranked` with the figures the analytics give (ANALYTICS_SORTS):
+Alpha, and P(rank 1), the share of the bootstrap's worlds in which the row ranks first."""
 ALPHA_SORT = "alpha"
+ANALYTICS_SORTS = (ALPHA_SORT, "p_first")
 
 
 def leaderboard(

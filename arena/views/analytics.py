@@ -353,9 +353,9 @@ def ranking_says(split: BoardSplit, analytics: Analytics) -> tuple[str, str]:
     return verdict, more
 
 
-def by_alpha(rows: list[standings.ModelRow], cohorts: str) -> list[standings.ModelRow]:
-    """The board's rows in the order of their Alpha over `cohorts` (from the cache)."""
-    return cache.analytics(cohorts=cohorts).ranked_by_alpha(rows)
+def ranked_by(sort: str, rows: list[standings.ModelRow], cohorts: str) -> list[standings.ModelRow]:
+    """The board's rows in the order of an analytics figure over `cohorts` (from the cache)."""
+    return cache.analytics(cohorts=cohorts).ranked_by(sort, rows)
 
 
 def main_table_context(

@@ -44,6 +44,7 @@ SORT_LABELS = {
     "win_rate": ("win rate", "win rate"),
     "resolved_bets": ("resolved bets, most first", "resolved bets"),
     "alpha": ("Alpha against the market, higher is better", "Alpha"),
+    "p_first": ("the share of resampled worlds in which it ranks first by Brier", "P(rank 1)"),
     "cohorts": ("cohorts played, most first", "cohorts"),
     "cost": ("USD per decision, lowest first", "cost"),
     "latency": ("p95 latency, fastest first", "latency"),
@@ -84,10 +85,10 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
     view = request.GET.get("view", "")
     view = view if view in VIEW_LABELS else "v1"
     llms, baselines, outside_rows = standings_selectors.boards(sort=sort, cohorts=cohorts)
-    if sort == standings_selectors.ALPHA_SORT:
+    if sort in standings_selectors.ANALYTICS_SORTS:
         llms, outside_rows = (
-            analytics.by_alpha(llms, cohorts),
-            analytics.by_alpha(outside_rows, cohorts),
+            analytics.ranked_by(sort, llms, cohorts),
+            analytics.ranked_by(sort, outside_rows, cohorts),
         )
     context = {
         "llms": llms,

@@ -28,8 +28,9 @@ METRICS = {
     "win_rate": ("win_rate", True),
     "resolved_bets": ("resolved_bets", True),
 }
-SORTS = [*METRICS, "alpha", "cohorts", "cost", "latency", "malformed"]
-"""Every order the leaderboard takes: METRICS, Alpha (the analytics') and the usage columns."""
+SORTS = [*METRICS, "alpha", "p_first", "cohorts", "cost", "latency", "malformed"]
+"""Every order the leaderboard takes: METRICS, the analytics' Alpha and P(rank 1), and the usage
+columns."""
 
 
 def spread_figures(cohort: Cohort) -> None:

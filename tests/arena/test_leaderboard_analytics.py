@@ -794,7 +794,7 @@ def test_the_sentence_under_the_table_says_how_many_weeks_the_best_two_need(
     assert "cannot show that a model forecasts better than one in its own tier" in text
 
 
-@pytest.mark.parametrize("sort", ["alpha", "cost", "latency", "malformed", "cohorts"])
+@pytest.mark.parametrize("sort", ["alpha", "p_first", "cost", "latency", "malformed", "cohorts"])
 def test_every_column_sorts_the_page_and_the_api_leaving_the_default_alone(
     ranked_board: dict[str, BenchmarkModel], client: Client, sort: str
 ) -> None:
@@ -805,7 +805,8 @@ def test_every_column_sorts_the_page_and_the_api_leaving_the_default_alone(
     assert sorted(r["model"] for r in rows) == sorted(default)
     content = page(client, f"/?sort={sort}")
     assert "Rank by:" in content
-    assert f"<strong>{sort if sort != 'alpha' else 'Alpha'}</strong>" in content
+    name = {"alpha": "Alpha", "p_first": "P(rank 1)"}.get(sort, sort)
+    assert f"<strong>{name}</strong>" in content
     if sort == "alpha":
         ranked = [r for r in rows if not r["baseline"] and r["alpha"] is not None]
         alphas = [r["alpha"] for r in ranked if not r["offline"]]
@@ -818,6 +819,12 @@ def test_every_column_sorts_the_page_and_the_api_leaving_the_default_alone(
             if r["model"].startswith("analytics-") and not r["provisional"]
         ] + [r["model"] for r in ranked if r["model"].startswith("analytics-") and r["provisional"]]
         assert shown == expected
+    if sort == "p_first":
+        ranked = [r for r in rows if not r["baseline"] and not r["offline"]]
+        shares = [r["p_rank_first"] for r in ranked if r["p_rank_first"] is not None]
+        assert len(shares) == 3
+        assert shares == sorted(shares, reverse=True)
+        assert ranked[: len(shares)] == [r for r in ranked if r["p_rank_first"] is not None]
     assert page(client, "/").count("main-board") >= 1  # the default order is Brier's still
     assert [r["model"] for r in client.get("/api/v1/leaderboard").json()["rows"]] == default
 

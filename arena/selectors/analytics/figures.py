@@ -244,15 +244,20 @@ class Analytics:
                 return row
         return None
 
-    def ranked_by_alpha(self, rows: list[ModelRow]) -> list[ModelRow]:
-        """Leaderboard `rows` in the order of their Alpha, higher first (`?sort=alpha`): rows
-        without one last, offline rows after the real ones, ties in the lineup's order."""
+    def ranked_by(self, sort: str, rows: list[ModelRow]) -> list[ModelRow]:
+        """Leaderboard `rows` in the order of an analytics figure, higher first: `alpha`, or
+        `p_first` (P(rank 1)); rows without it last, offline rows after the real ones, ties
+        in the lineup's order."""
 
-        def alpha(row: ModelRow) -> float | None:
+        def figure(row: ModelRow) -> float | None:
             found = self.row(row.model.pk, row.offline)
-            return found.alpha if found is not None else None
+            if found is None:
+                return None
+            if sort == "p_first":
+                return found.rank_range.p_first if found.rank_range is not None else None
+            return found.alpha
 
-        return rows_ranked(rows, alpha, higher_first=True)
+        return rows_ranked(rows, figure, higher_first=True)
 
     def rows_of(self, model: BenchmarkModel) -> list[ModelAnalytics]:
         return [row for row in self.rows if row.model.pk == model.pk]
