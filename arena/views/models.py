@@ -14,7 +14,7 @@ from arena.selectors import models as model_stats
 from arena.selectors import panel as panel_selectors
 from arena.selectors.analytics import cache as analytics_cache
 from arena.selectors.analytics.figures import ModelAnalytics
-from arena.views import analytics, charts, diagrams
+from arena.views import analytics, charts, cost_diagram, diagrams
 from scoring.pareto import pareto_set
 
 # The most bets listed on a model's page (newest first); the count says how many there are.
@@ -32,7 +32,7 @@ def _get_model(internal_id: str) -> BenchmarkModel:
         raise Http404("No such model.") from exc
 
 
-def _cost_points(rows: Sequence[standings.ModelRow]) -> list[diagrams.CostPoint]:
+def _cost_points(rows: Sequence[standings.ModelRow]) -> list[cost_diagram.CostPoint]:
     """The LLM rows with both a known USD per decision and a Brier (offline stand-ins make no
     call, so have no cost), with their Brier interval and whether each is on the Pareto set
     of cost and Brier."""
@@ -52,7 +52,7 @@ def _cost_points(rows: Sequence[standings.ModelRow]) -> list[diagrams.CostPoint]
         analytics_row = figures.row(row.model.pk, row.offline)
         interval = analytics_row.brier_interval if analytics_row is not None else None
         points.append(
-            diagrams.CostPoint(
+            cost_diagram.CostPoint(
                 label=row.model.display_name + (" (offline stand-in)" if row.offline else ""),
                 usd=float(row.usage.usd_per_decision or 0),
                 brier=row.brier or 0.0,
@@ -71,7 +71,7 @@ def model_list(request: HttpRequest) -> HttpResponse:
         request,
         "arena/model_list.html",
         {
-            "cost_chart": diagrams.cost_accuracy(points) if points else None,
+            "cost_chart": cost_diagram.cost_accuracy(points) if points else None,
             "cost_points": points,
             "llms": [row for row in rows if not row.model.is_baseline],
             "baselines": [row for row in rows if row.model.is_baseline],
