@@ -103,7 +103,12 @@ class BenchmarkModel(models.Model):
 
     def clean(self) -> None:
         """The reasoning mode agrees with the budget sent: a budget mode has one, and a model
-        said not to reason is sent none."""
+        said not to reason is sent none. A budget of 0 tokens is neither: blank sends none."""
+        if self.reasoning_max_tokens == 0:
+            raise ValidationError(
+                {"reasoning_max_tokens": "A budget of 0 tokens sends nothing to reason with: "
+                 "leave it blank to send none, or give at least 1."}
+            )  # fmt: skip
         budget = self.reasoning_max_tokens is not None
         if self.reasoning_mode == self.ReasoningMode.BUDGET and not budget:
             raise ValidationError(

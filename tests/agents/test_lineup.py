@@ -67,3 +67,8 @@ def test_the_reasoning_mode_agrees_with_the_budget_sent() -> None:
     model.reasoning_mode = BenchmarkModel.ReasoningMode.NONE
     with pytest.raises(ValidationError, match="does not run without one"):
         model.clean()
+    # 0 tokens is no budget and not "none sent" either: whatever the mode, it is refused.
+    for mode in BenchmarkModel.ReasoningMode:
+        model.reasoning_mode, model.reasoning_max_tokens = mode, 0
+        with pytest.raises(ValidationError, match="A budget of 0 tokens"):
+            model.clean()
