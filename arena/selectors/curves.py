@@ -214,9 +214,9 @@ def _downsampled(*, agent_ids: list[int], window: Range) -> dict[int, Points]:
 def _downsampled_unsealed(
     *, agent_ids: list[int], window: Range, seal: datetime | None
 ) -> dict[int, Points]:
-    ends, covered = _ends(agent_ids)
-    if seal is not None:
-        ends = {a: kept for a, pts in ends.items() if (kept := [p for p in pts if p[0] < seal])}
+    # Under a seal the ends are read before it: filtering them after would drop a series'
+    # last two marks (both sealed twenty minutes in) and leave its first as its "end".
+    ends, covered = _ends(agent_ids, before=seal)
     if not ends:
         return {}
     end = max(pts[-1][0] for pts in ends.values())
@@ -350,17 +350,21 @@ def _cents(value: object) -> Decimal:
 ENDS_PER_QUERY = 200
 
 
-def _ends(agent_ids: list[int]) -> tuple[dict[int, Points], dict[int, tuple[datetime, datetime]]]:
-    """Return each agent's first and last two snapshots, oldest first: index lookups, in one
-    query per ENDS_PER_QUERY agents (a window function would read every snapshot); and, from
-    the same query, the span its daily rollup covers (its first row's first snapshot, its
-    last row's last), for the agents with a rollup."""
+def _ends(
+    agent_ids: list[int], *, before: datetime | None = None
+) -> tuple[dict[int, Points], dict[int, tuple[datetime, datetime]]]:
+    """Return each agent's first and last two snapshots (of those before `before`, when
+    given), oldest first: index lookups, in one query per ENDS_PER_QUERY agents (a window
+    function would read every snapshot); and, from the same query, the span its daily rollup
+    covers (its first row's first snapshot, its last row's last), for the agents with a
+    rollup."""
     table = PortfolioSnapshot._meta.db_table
     rollup = AgentSnapshotRollup._meta.db_table
+    until = "" if before is None else "AND snapshot_timestamp < %s "
     one = (
         "SELECT * FROM (SELECT 'end' AS kind, agent_id, snapshot_timestamp, total_value "
-        "FROM {table} WHERE agent_id = %s ORDER BY snapshot_timestamp {order} LIMIT {limit}) "
-        "AS end_{n}"
+        "FROM {table} WHERE agent_id = %s {until}ORDER BY snapshot_timestamp {order} "
+        "LIMIT {limit}) AS end_{n}"
     )
     ends: dict[int, set[tuple[datetime, Decimal]]] = defaultdict(set)
     covered: dict[int, tuple[datetime, datetime]] = {}
@@ -368,7 +372,7 @@ def _ends(agent_ids: list[int]) -> tuple[dict[int, Points], dict[int, tuple[date
         chunk = agent_ids[at : at + ENDS_PER_QUERY]
         in_chunk = ", ".join(["%s"] * len(chunk))
         terms = [
-            one.format(table=table, order=order, limit=limit, n=f"{n}_{limit}")
+            one.format(table=table, until=until, order=order, limit=limit, n=f"{n}_{limit}")
             for n in range(len(chunk))
             for order, limit in (("ASC", 1), ("DESC", 2))
         ]
@@ -378,7 +382,8 @@ def _ends(agent_ids: list[int]) -> tuple[dict[int, Points], dict[int, tuple[date
             f"UNION ALL SELECT 'rollup', agent_id, MAX(last_at), NULL FROM {rollup} "
             f"WHERE resolution = %s AND agent_id IN ({in_chunk}) GROUP BY agent_id"
         )
-        params: list[Any] = [agent_id for agent_id in chunk for _ in range(2)]
+        bound = [] if before is None else [connection.ops.adapt_datetimefield_value(before)]
+        params: list[Any] = [p for agent_id in chunk for _ in range(2) for p in (agent_id, *bound)]
         params += [AgentSnapshotRollup.Resolution.DAY, *chunk] * 2
         spans: dict[int, list[datetime]] = defaultdict(list)
         with connection.cursor() as cursor:

@@ -22,6 +22,7 @@ from django.utils.html import escape
 
 from agents.models import BenchmarkModel
 from arena.models import Agent, Cohort, Decision, PortfolioSnapshot
+from arena.seal import public_view
 from arena.selectors import curves
 from arena.selectors.curves import MAX_POINTS, RANGES, Series, range_from, value_series
 from arena.views import charts
@@ -30,6 +31,7 @@ from tests.arena.factories import AgentFactory, CohortFactory
 pytestmark = pytest.mark.django_db
 
 TEN_MINUTES = timedelta(minutes=10)
+WEEK = timedelta(weeks=1)
 SUNDAY = datetime(2030, 1, 6, tzinfo=UTC)  # the factories' first cohort week
 SCRIPT = "</script><script>alert(1)</script>"
 
@@ -569,3 +571,17 @@ def test_a_value_chart_of_three_lines_or_more_opens_on_the_return_axis() -> None
     assert ten.data["baseline"] == 10000.0  # the return is against the $10,000 start
     prices = [Series(f"p{n}", "P", "#111", False, [(SUNDAY, Decimal("0.5"))]) for n in range(5)]
     assert charts.price_chart(prices).data["scale"] == "linear"  # a price has no return axis
+
+
+def test_under_the_seal_a_series_ends_at_its_last_mark_before_it() -> None:
+    # Sunday 00:55: the week's first marks (00:00 to 00:50) are sealed until the outside
+    # window closes. The chart ends at Saturday 23:50, its week behind it, not at the
+    # series' first mark (which is all that would be left of its last two, both sealed).
+    agent = new_agent(new_cohort())
+    snapshots(agent, every_ten_minutes(SUNDAY, days=7) + every_ten_minutes(SUNDAY + WEEK, 1 / 24))
+    with public_view(now=SUNDAY + WEEK + timedelta(minutes=55)) as seal:
+        assert seal == SUNDAY + WEEK
+        points = one_series(agent, "1W")
+    assert points[-1][0] == SUNDAY + WEEK - TEN_MINUTES
+    assert points[0][0] <= SUNDAY + timedelta(hours=1)  # the whole week before the seal
+    assert all(at < SUNDAY + WEEK for at, _ in points)
