@@ -147,28 +147,27 @@ def design_support(
     count = needed if forecaster_count is None else forecaster_count
     if count < needed:
         raise ValueError(f"forecaster_count {count} is not above every code (max {needed - 1})")
-    pairs = np.unique(np.stack([f, q], axis=1), axis=0) if len(f) else np.zeros((0, 2), np.intp)
-    answered_by = np.bincount(pairs[:, 1]) if len(pairs) else np.zeros(0, np.int64)
-    shared = np.zeros(count, dtype=np.int64)
-    np.add.at(shared, pairs[:, 0], (answered_by[pairs[:, 1]] > 1).astype(np.int64))
-    # Union-find over forecasters, joined through each question's first forecaster.
-    parent = list(range(count))
-
-    def root(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    first_of: dict[int, int] = {}
-    for forecaster, question in pairs.tolist():
-        other = first_of.setdefault(question, forecaster)
-        a, b = root(forecaster), root(other)
-        if a != b:
-            parent[max(a, b)] = min(a, b)
+    # The distinct (forecaster, question) pairs: one sort of f × Q + q.
+    questions_count = int(q.max()) + 1 if len(q) else 1
+    pair = np.unique(f.astype(np.int64) * questions_count + q)
+    pf, pq = pair // questions_count, pair % questions_count
+    answered_by = np.bincount(pq) if len(pair) else np.zeros(0, np.int64)
+    shared = np.bincount(pf, weights=answered_by[pq] > 1, minlength=count).astype(np.int64)
+    # Connected parts: each forecaster takes the lowest label among the forecasters of its
+    # questions, until none moves (at most as many passes as the part is wide); a part's
+    # label is its lowest forecaster.
+    label = np.arange(count, dtype=np.int64)
+    while len(pair):
+        lowest = np.full(questions_count, count, dtype=np.int64)
+        np.minimum.at(lowest, pq, label[pf])
+        moved = label.copy()
+        np.minimum.at(moved, pf, lowest[pq])
+        if np.array_equal(moved, label):
+            break
+        label = moved
     has = np.zeros(count, dtype=np.bool_)
-    has[pairs[:, 0]] = True
-    component = np.array([root(i) if has[i] else -1 for i in range(count)], dtype=np.int64)
+    has[pf] = True
+    component = np.where(has, label, -1).astype(np.int64)
     return shared, component
 
 

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scoring.difficulty import (
     design_support,
@@ -141,3 +143,38 @@ def test_influence_needs_one_linked_part() -> None:
     # forecasters 0 and 1 share question 0; forecaster 2 answers question 1 alone
     with pytest.raises(ValueError, match="one part"):
         difficulty_influence([0, 1, 2], [0, 0, 1])
+
+
+def _parts_the_long_way(forecasters: list[int], questions: list[int], count: int) -> list[int]:
+    """Each forecaster's part: the lowest forecaster reachable through shared questions, by
+    a walk over the design; −1 for a forecaster with no bets."""
+    answered: dict[int, set[int]] = {}
+    for f, q in zip(forecasters, questions, strict=True):
+        answered.setdefault(q, set()).add(f)
+    parts = []
+    for start in range(count):
+        if start not in forecasters:
+            parts.append(-1)
+            continue
+        seen, frontier = {start}, [start]
+        while frontier:
+            f = frontier.pop()
+            for members in answered.values():
+                if f in members:
+                    frontier += [g for g in members - seen]
+                    seen |= members
+        parts.append(min(seen))
+    return parts
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 7), st.integers(0, 12)), max_size=40),
+)
+def test_design_support_agrees_with_a_walk_over_the_design(bets: list[tuple[int, int]]) -> None:
+    forecasters, questions = [f for f, _ in bets], [q for _, q in bets]
+    shared, component = design_support(forecasters, questions, forecaster_count=9)
+    assert component.tolist() == _parts_the_long_way(forecasters, questions, 9)
+    for f in range(9):
+        own = {q for g, q in bets if g == f}
+        others = {q for g, q in bets if g != f}
+        assert shared[f] == len(own & others)

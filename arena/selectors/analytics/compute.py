@@ -36,6 +36,7 @@ from arena.selectors.analytics.figures import (
 from arena.selectors.analytics.read import Bets, Questions
 from scoring.aggregates import RANDOM_BRIER
 from scoring.alpha import RANDOM_UNIFORM_BRIER, bet_alphas, predictions_needed
+from scoring.codes import row_codes
 from scoring.crowd import grouped_geometric_mean_odds, grouped_median
 from scoring.difficulty import design_support, difficulty_fit, difficulty_influence
 from scoring.murphy import alpha_anatomy, murphy_decomposition
@@ -284,8 +285,8 @@ def _coverage(bets: Bets, questions: Questions, rows: list[ModelAnalytics]) -> N
     counted per cell (week × market) rather than written out one by one."""
     # δ per question (agent, run, market), each question's bets weighted to count once.
     mask = bets.in_universe
-    keys = np.stack([bets.agent[mask], bets.run[mask], bets.market[mask]], axis=1)
-    _, inverse, per_question = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    keys = row_codes(bets.agent[mask], bets.run[mask], bets.market[mask])
+    _, inverse, per_question = np.unique(keys, return_inverse=True, return_counts=True)
     weighted = bets.delta[mask] / per_question[inverse.reshape(-1)]
     bet_rows, bet_weeks, bet_markets = bets.row[mask], bets.week[mask], bets.market[mask]
     for index, row in enumerate(rows):
@@ -333,9 +334,7 @@ def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
             continue
         in_part = mask & np.isin(bets.row, part)
         _, questions = np.unique(
-            np.stack([bets.market[in_part], bets.run[in_part]], axis=1),
-            axis=0,
-            return_inverse=True,
+            row_codes(bets.market[in_part], bets.run[in_part]), return_inverse=True
         )
         questions = questions.reshape(-1)
         forecasters = bets.row[in_part]
@@ -370,9 +369,7 @@ def _difficulty_part(
     """The rows shown (those sharing at least DIFFICULTY_MIN_SHARED questions, in the linked
     part of the design holding the most of them, the lowest label on a tie), every row of
     that part, and each row's part (`design_support`)."""
-    _, codes = np.unique(
-        np.stack([bets.market[mask], bets.run[mask]], axis=1), axis=0, return_inverse=True
-    )
+    _, codes = np.unique(row_codes(bets.market[mask], bets.run[mask]), return_inverse=True)
     shared, component = design_support(
         bets.row[mask], codes.reshape(-1), forecaster_count=len(rows)
     )
@@ -470,18 +467,18 @@ def _references_over(
     bets: Bets, framed: _Framed, members: NDArray[np.intp], *, offline: bool, bins: int
 ) -> list[ReferenceAnalytics]:
     """The references over the questions of the bets `members` (real rows', or offline)."""
-    keys = np.stack([bets.run[members], bets.market[members], framed.frame[members]], axis=1)
-    _, first_of, question = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    keys = row_codes(bets.run[members], bets.market[members], framed.frame[members])
+    _, first_of, question = np.unique(keys, return_index=True, return_inverse=True)
     question = question.reshape(-1)
     first = members[first_of]
     # The crowd is of models, not of bets: a model with agents in several concurrent
     # cohorts (or two bets on one question) gives one forecast, their mean.
-    voters, voter_of = np.unique(
-        np.stack([question, bets.row[members]], axis=1), axis=0, return_inverse=True
+    _, voter_first, voter_of = np.unique(
+        row_codes(question, bets.row[members]), return_index=True, return_inverse=True
     )
     voter_of = voter_of.reshape(-1)
     votes = np.bincount(voter_of, weights=framed.forecast[members]) / np.bincount(voter_of)
-    voter_question = voters[:, 0]
+    voter_question = question[voter_first]
     models_per_question = np.bincount(voter_question, minlength=len(first))
     q_price, q_outcome = framed.price[first], framed.outcome[first]
     two = framed.frame[first] == -1  # the questions of two-outcome markets

@@ -1,0 +1,41 @@
+"""Row codes: grouping rows of integer columns by one sort of integers, with the groups, their
+order and their first rows those of `np.unique(..., axis=0)`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scoring.codes import row_codes
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(-3, 40), st.integers(0, 5), st.integers(-1, 2)),
+        min_size=1,
+        max_size=60,
+    )
+)
+def test_row_codes_group_and_order_rows_as_a_unique_of_the_rows_does(
+    rows: list[tuple[int, int, int]],
+) -> None:
+    columns = [np.array(c, dtype=np.int64) for c in zip(*rows, strict=True)]
+    by_rows = np.unique(np.stack(columns, axis=1), axis=0, return_index=True, return_inverse=True)
+    by_codes = np.unique(row_codes(*columns), return_index=True, return_inverse=True)
+    assert by_codes[1].tolist() == by_rows[1].tolist()  # the first row of each group
+    assert by_codes[2].reshape(-1).tolist() == by_rows[2].reshape(-1).tolist()
+
+
+def test_row_codes_refuse_what_they_cannot_code() -> None:
+    with pytest.raises(ValueError, match="at least one column"):
+        row_codes()
+    with pytest.raises(ValueError, match="one length"):
+        row_codes([1, 2], [1])
+    with pytest.raises(ValueError, match="integers"):
+        row_codes([0.5, 1.0])
+    wide = np.array([0, 2**40], dtype=np.int64)
+    with pytest.raises(ValueError, match="63 bits"):
+        row_codes(wide, wide)
+    assert row_codes([], []).tolist() == []
