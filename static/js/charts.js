@@ -395,7 +395,6 @@
   function wireKey(container, figure, chart) {
     var items = figure.querySelectorAll(".chart-summary li[data-series]");
     if (chart.series.length < 2) return;
-    var pinned = null;
     function bring(i) {
       var plot = container.forecasterPlot;
       if (plot) plot.setSeries(i, { focus: true });
@@ -408,10 +407,11 @@
       item.title = "Bring this line forward";
       item.addEventListener("mouseenter", function () { bring(i); });
       item.addEventListener("focus", function () { bring(i); });
-      item.addEventListener("mouseleave", function () { bring(pinned); });
-      item.addEventListener("blur", function () { bring(pinned); });
+      item.addEventListener("mouseleave", function () { bring(container.forecasterPinned); });
+      item.addEventListener("blur", function () { bring(container.forecasterPinned); });
       function toggle() {
-        pinned = pinned === i ? null : i;
+        var pinned = container.forecasterPinned === i ? null : i;
+        container.forecasterPinned = pinned;
         items.forEach(function (other) {
           other.setAttribute("aria-pressed", String(Number(other.dataset.series) === pinned));
         });
@@ -438,7 +438,17 @@
       if (container.forecasterPlot) container.forecasterPlot.destroy();
       container.forecasterLabels = [];
       container.dataset.scale = scale;
-      container.forecasterPlot = plotFor(container, chart, scale, width);
+      var plot = plotFor(container, chart, scale, width);
+      container.forecasterPlot = plot;
+      // A line kept forward from the key stays forward on the new axis (once the plot has
+      // drawn: uPlot sets its series' focus on its first draw).
+      if (container.forecasterPinned != null) {
+        requestAnimationFrame(function () {
+          if (container.forecasterPlot === plot) {
+            plot.setSeries(container.forecasterPinned, { focus: true });
+          }
+        });
+      }
     }
     build();
     var switcher = figure.querySelector(".chart-scales");
