@@ -96,6 +96,12 @@ class BenchmarkModel(models.Model):
                 condition=models.Q(kind="outside") | models.Q(admitted_to_main_board=False),
                 name="only_outside_admitted",
             ),
+            # 0 tokens is no budget and not "none sent" either (blank is that).
+            models.CheckConstraint(
+                condition=models.Q(reasoning_max_tokens__isnull=True)
+                | models.Q(reasoning_max_tokens__gte=1),
+                name="reasoning_budget_at_least_one_token",
+            ),
         ]
 
     def __str__(self) -> str:

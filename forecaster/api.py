@@ -78,8 +78,8 @@ class ArenaAPI(NinjaAPI):
         return schema
 
 
-# Every change to /api/v1 is additive; each is listed here, dated, newest first. A field that
-# becomes required of outside agents is announced here before it is.
+# Every change to /api/v1 is listed here, dated, newest first, and one that can break a reader
+# says so first. A field that becomes required of outside agents is announced here before it is.
 API_CHANGES = """
 
 ## Changes
@@ -88,10 +88,11 @@ API_CHANGES = """
   "P(rank 1)") orders each board by the share of the bootstrap's resampled worlds in which
   a row ranks first by Brier, highest first; rows with no rank range (provisional ones) last.
   The default order is unchanged.
-- **2026-11-28, the bets export's columns.** `bets` gains `model_kind` after `model`, as
-  every other dataset has it, and `first_outcome` after `side`: the market's first outcome
-  when it has exactly two, the frame of the Murphy terms (empty otherwise). Readers by column
-  name are unaffected; a reader by position must move past them. Releases already published
+- **2026-11-28, the bets export's columns.** Breaking for a reader by position: `bets`
+  gains `model_kind` after `model`, as every other dataset has it, and `first_outcome` after
+  `side`: the market's first outcome when it has exactly two, the frame of the Murphy terms
+  (empty otherwise), so every later column moves two places. Readers by column name (every
+  JSON Lines reader, and CSV read by its header) are unaffected. Releases already published
   keep their columns; a cohort's next release names the columns added in its changes.
 - **2026-11-28, `/models` is paginated.** A breaking change: `/api/v1/models` answers a page,
   `{count, page, page_size, results}`, like every other list, with `page_size` 100 by default

@@ -32,12 +32,16 @@ class FirstOfTwo(Func):
 
     output_field = CharField()
     arity = 1
-    # Each database's JSON functions; the project runs on these two.
+    # Each database's JSON functions; the project runs on these two. The length is asked in
+    # a CASE of its own because SQL may evaluate either side of an AND first, and
+    # PostgreSQL's array length fails on a scalar. The argument is a column (the market's
+    # outcomes), so repeating it costs nothing.
     TEMPLATES = {
-        "sqlite": "CASE WHEN json_type(%(expressions)s) = 'array' AND "
-        "json_array_length(%(expressions)s) = 2 THEN json_extract(%(expressions)s, '$[0]') END",
-        "postgresql": "CASE WHEN jsonb_typeof(%(expressions)s) = 'array' AND "
-        "jsonb_array_length(%(expressions)s) = 2 THEN (%(expressions)s) ->> 0 END",
+        "sqlite": "CASE WHEN json_type(%(expressions)s) = 'array' THEN CASE WHEN "
+        "json_array_length(%(expressions)s) = 2 THEN json_extract(%(expressions)s, '$[0]') "
+        "END END",
+        "postgresql": "CASE WHEN jsonb_typeof(%(expressions)s) = 'array' THEN CASE WHEN "
+        "jsonb_array_length(%(expressions)s) = 2 THEN (%(expressions)s) ->> 0 END END",
     }
 
     def as_sql(

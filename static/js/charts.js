@@ -187,8 +187,12 @@
     return cut + "\u2026";
   }
 
+  // Names need a wide plot and a row each: a plot too short for every name has the key
+  // below it as the only guide (a model's chart of every cohort).
+  var PLOT_FURNITURE = 70;
   function gutterFor(chart, width) {
     if (chart.series.length < 2 || width < 560) return 0;
+    if (chart.series.length * LABEL_GAP > heightFor(width) - PLOT_FURNITURE) return 0;
     var ctx = document.createElement("canvas").getContext("2d");
     ctx.font = LABEL_FONT + "px system-ui, sans-serif";
     var widest = 0;
@@ -362,6 +366,7 @@
       plugins.push(onReturn ? baselinePlugin(1, "") : baselinePlugin(chart.baseline, start));
     }
     if (gutter) plugins.push(labelsPlugin(container, gutter));
+    if (chart.series.length > 1) plugins.push(pinPlugin(container));
     var vertical = valueAxis(chart, onReturn ? "return" : "linear");
     var opts = {
       width: width,
@@ -388,6 +393,21 @@
       });
     });
     return new uPlot(opts, [chart.x].concat(ys), container);
+  }
+
+  // uPlot lets go of the focused line whenever the pointer is far from every line (or leaves
+  // the plot); a line kept forward from the key is taken back then.
+  function pinPlugin(container) {
+    return {
+      hooks: {
+        setSeries: function (u, i, opts) {
+          var pinned = container.forecasterPinned;
+          if (i == null && opts && opts.focus && pinned != null) {
+            u.setSeries(pinned, { focus: true });
+          }
+        },
+      },
+    };
   }
 
   // The key under the chart: pointing at a name (or focusing it) brings its line forward;

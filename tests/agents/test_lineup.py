@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
 
 from agents.models import BenchmarkModel
 
@@ -72,3 +75,39 @@ def test_the_reasoning_mode_agrees_with_the_budget_sent() -> None:
         model.reasoning_mode, model.reasoning_max_tokens = mode, 0
         with pytest.raises(ValidationError, match="A budget of 0 tokens"):
             model.clean()
+    # Nor does the database keep one written past the form.
+    with pytest.raises(IntegrityError), transaction.atomic():
+        BenchmarkModel.objects.filter(pk=model.pk).update(reasoning_max_tokens=0)
+    BenchmarkModel.objects.filter(pk=model.pk).update(reasoning_max_tokens=1)
+
+
+def test_the_migration_to_a_budget_of_one_token_or_more_refuses_rather_than_guesses() -> None:
+    """A row already holding 0 stops the migration and is named: blank (no budget sent) and
+    1 (a tiny one) are different runs, and which was meant is staff's call."""
+    refuse = importlib.import_module(
+        "agents.migrations.0005_reasoning_budget_at_least_one_token"
+    ).refuse_a_budget_of_zero
+
+    class Rows:
+        def __init__(self, zero: list[str]) -> None:
+            self.zero = zero
+
+        def filter(self, **lookup: object) -> Rows:
+            assert lookup == {"reasoning_max_tokens": 0}
+            return self
+
+        def values_list(self, *fields: str, flat: bool) -> list[str]:
+            return self.zero
+
+    class Registry:
+        def __init__(self, zero: list[str]) -> None:
+            self.model = type("BenchmarkModel", (), {"objects": Rows(zero)})
+
+        def get_model(self, app: str, name: str) -> type:
+            return self.model
+
+    refuse(Registry([]), None)
+    with pytest.raises(
+        RuntimeError, match=r"saves: o3-mini, r1\. In the admin, leave the budget blank"
+    ):
+        refuse(Registry(["r1", "o3-mini"]), None)

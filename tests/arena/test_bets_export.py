@@ -433,6 +433,8 @@ def test_noisy_scores_print_short_and_still_recompute_the_board(world: World) ->
         (["Red", "Green", "Blue"], ""),  # more than two: each bet in its own outcome's frame
         ([], ""),
         ({"not": "a list"}, ""),  # a malformed record says nothing, and breaks nothing
+        ("Yes, No", ""),  # nor does a scalar, whose length no database can ask
+        (2, ""),
     ],
 )
 def test_first_outcome_is_the_frame_of_a_two_outcome_market_only(

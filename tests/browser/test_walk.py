@@ -322,6 +322,15 @@ def cohort_chart_reads(page: Any, shots: Path | None) -> None:
             )
         except PlaywrightTimeout:
             page.visit.note("the line tapped forward fell back when the axis changed")
+        # The pointer crossing the plot far from the lines, then leaving it, lets go of no pin.
+        box = plot.bounding_box()
+        if box is not None:
+            page.mouse.move(box["x"] + 2, box["y"] + 2)
+            page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=4)
+            page.mouse.move(box["x"] + box["width"] / 2, max(box["y"] - 30, 1))  # not the key
+        alphas = plot.evaluate("e => e.forecasterPlot.series.slice(1).map(s => s.alpha)")
+        if alphas[1] != 1 or not all(a < 1 for i, a in enumerate(alphas) if i != 1):
+            page.visit.note(f"the pointer crossing the plot let go of the tapped line: {alphas}")
 
 
 def test_hostile_text_keeps_every_page_in_its_width_and_runs_nothing(
