@@ -4,6 +4,9 @@ the analytics' 40,000 bets)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -13,8 +16,10 @@ def row_codes(*columns: ArrayLike) -> NDArray[np.int64]:
     exactly when every column is, and ordered as the rows are lexicographically: the columns
     read as the digits of a mixed radix, each less its minimum. `np.unique` of these is that
     of the rows (`np.unique(np.stack(columns, axis=1), axis=0)`) at the cost of one sort of
-    integers. Raise ValueError for no column, unequal lengths, a column not of integers, or
-    rows that would not fit in 63 bits."""
+    integers. Columns whose spans together would not fit in 63 bits (ids far apart) are first
+    renumbered by rank, a sort each, so n rows of k columns fit whenever n^k does. Raise
+    ValueError for no column, unequal lengths, a column not of integers, or rows that would
+    not fit even so."""
     if not columns:
         raise ValueError("row_codes needs at least one column")
     arrays = [np.asarray(c) for c in columns]
@@ -23,15 +28,32 @@ def row_codes(*columns: ArrayLike) -> NDArray[np.int64]:
         raise ValueError(f"columns must be 1-d of one length, got {[a.shape for a in arrays]}")
     if any(not np.issubdtype(a.dtype, np.integer) for a in arrays if len(a)):
         raise ValueError("columns must hold integers")
-    codes = np.zeros(length, dtype=np.int64)
     if length == 0:
-        return codes
-    capacity = 1
-    for a in arrays:
-        low, high = int(a.min()), int(a.max())
-        radix = high - low + 1
-        capacity *= radix
-        if capacity >= 2**63:
+        return np.zeros(0, dtype=np.int64)
+    digits = [_digits(a) for a in arrays]
+    if not _fits(radix for _, radix in digits):
+        digits = [_ranks(a) for a in arrays]
+        if not _fits(radix for _, radix in digits):
             raise ValueError("the rows' codes would not fit in 63 bits")
-        codes = codes * radix + (a.astype(np.int64) - low)
+    codes = np.zeros(length, dtype=np.int64)
+    for digit, radix in digits:
+        codes = codes * radix + digit
     return codes
+
+
+def _digits(column: NDArray[np.integer]) -> tuple[NDArray[np.int64], int]:
+    """The column less its minimum, and its span (Python integers: no overflow)."""
+    low, high = int(column.min()), int(column.max())
+    if high - low >= 2**63:
+        return np.zeros(0, dtype=np.int64), 2**63
+    return column.astype(np.int64) - low, high - low + 1
+
+
+def _ranks(column: NDArray[np.integer]) -> tuple[NDArray[np.int64], int]:
+    """Each value's rank among the column's distinct values, and how many there are."""
+    distinct, ranks = np.unique(column, return_inverse=True)
+    return ranks.reshape(-1).astype(np.int64), len(distinct)
+
+
+def _fits(radices: Iterable[int]) -> bool:
+    return math.prod(radices) < 2**63

@@ -131,8 +131,7 @@ def _columns_change(before: Path, after: Path) -> _ColumnsChange | None:
 
 
 def _csv_rows(path: Path, key: str) -> dict[str, Row]:
-    """The file's rows by `key`; a release written with other columns is compared on the
-    columns both have, so a column added is not read as every row changed."""
+    """The file's rows by `key`, each a mapping of its header's columns to its cells."""
     with open(path, encoding="utf-8", newline="") as handle:
         return {row[key]: row for row in csv.DictReader(handle)}
 
@@ -166,6 +165,8 @@ def _row_changes(previous_folder: Path, folder: Path) -> list[str]:
 
 
 def _shared_columns(before: dict[str, Row], after: dict[str, Row]) -> list[str]:
+    """The columns both files have, in the later file's order: a release written with other
+    columns is compared on these, so a column added is not read as every row changed."""
     old = next(iter(before.values()), None)
     new = next(iter(after.values()), None)
     if old is None or new is None:

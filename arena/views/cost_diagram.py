@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from django.utils.safestring import SafeString
 
-from arena.views.diagrams import _e, _n, _svg, _text, fixed
+from arena.views.diagrams import esc, fixed, num, svg_figure, svg_text
 
 COST_WIDTH, COST_HEIGHT = 640, 300
 COST_LEFT, COST_RIGHT, COST_TOP, COST_BOTTOM = 64.0, 600.0, 14.0, 236.0
@@ -39,6 +39,7 @@ class _CostScale:
     hi_x: float
     hi_y: float
     free: bool
+    paid: bool
 
     @classmethod
     def of(cls, points: Sequence[CostPoint]) -> _CostScale:
@@ -49,6 +50,7 @@ class _CostScale:
             hi_x=math.log10(max(costs)) + 0.15,
             hi_y=max(0.25, *briers) * 1.05,
             free=any(p.usd <= 0 for p in points),
+            paid=any(p.usd > 0 for p in points),
         )
 
     @property
@@ -71,26 +73,40 @@ def _cost_axes(scale: _CostScale) -> list[str]:
     for value in (0.0, 0.125, 0.25) + ((hi_y / 1.05,) if hi_y / 1.05 > 0.25 else ()):
         y = scale.y(value)
         body.append(
-            f'<line class="grid" x1="{_n(COST_LEFT)}" y1="{_n(y)}" x2="{_n(COST_RIGHT)}" '
-            f'y2="{_n(y)}"/>'
-            + _text(COST_LEFT - 6, y + 4, fixed(value, 3), anchor="end", css="tick")
+            f'<line class="grid" x1="{num(COST_LEFT)}" y1="{num(y)}" x2="{num(COST_RIGHT)}" '
+            f'y2="{num(y)}"/>'
+            + svg_text(COST_LEFT - 6, y + 4, fixed(value, 3), anchor="end", css="tick")
         )
-    for power in range(math.ceil(scale.lo_x), math.floor(scale.hi_x) + 1):
+    # With no paid model the log axis has nothing to place: no dollar ticks.
+    powers = range(math.ceil(scale.lo_x), math.floor(scale.hi_x) + 1) if scale.paid else ()
+    for power in powers:
         usd = 10.0**power
-        body.append(_text(scale.x(usd), COST_BOTTOM + 16, f"${usd:g}", anchor="middle", css="tick"))
+        body.append(
+            svg_text(scale.x(usd), COST_BOTTOM + 16, f"${usd:g}", anchor="middle", css="tick")
+        )
     if scale.free:
         split = scale.axis_left - 8
         body.append(
-            f'<line class="axis-break" x1="{_n(split)}" y1="{_n(COST_TOP)}" x2="{_n(split)}" '
-            f'y2="{_n(COST_BOTTOM)}"/>'
-            + _text(scale.x(0), COST_BOTTOM + 16, "free", anchor="middle", css="tick")
+            f'<line class="axis-break" x1="{num(split)}" y1="{num(COST_TOP)}" x2="{num(split)}" '
+            f'y2="{num(COST_BOTTOM)}"/>'
+            + svg_text(scale.x(0), COST_BOTTOM + 16, "free", anchor="middle", css="tick")
         )
     body.append(
-        _text((COST_LEFT + COST_RIGHT) / 2, COST_BOTTOM + 34, "USD per decision (log scale)",
+        svg_text((COST_LEFT + COST_RIGHT) / 2, COST_BOTTOM + 34, "USD per decision (log scale)",
               anchor="middle")
     )  # fmt: skip
-    body.append(_text(8, COST_TOP + 4, "Brier", css="tick"))
+    body.append(svg_text(8, COST_TOP + 4, "Brier", css="tick"))
     return body
+
+
+def _point_label(p: CostPoint, cx: float, cy: float) -> str:
+    """A point's name beside it: leftwards near the right edge, inside the frame; above a free
+    model's dot, centred on its column rather than running across the axis break."""
+    if p.usd <= 0:
+        return svg_text(cx, cy - 9, p.label, anchor="middle", css="point-label")
+    if cx > COST_RIGHT - 90:
+        return svg_text(cx - 7, cy - 6, p.label, anchor="end", css="point-label")
+    return svg_text(cx + 7, cy - 6, p.label, css="point-label")
 
 
 def cost_accuracy(points: Sequence[CostPoint]) -> SafeString:
@@ -103,17 +119,17 @@ def cost_accuracy(points: Sequence[CostPoint]) -> SafeString:
     body = _cost_axes(scale)
     front = sorted((p for p in points if p.on_front), key=lambda p: p.usd)
     if len(front) > 1:
-        steps = [f"{_n(x(front[0].usd))},{_n(y(front[0].brier))}"]
+        steps = [f"{num(x(front[0].usd))},{num(y(front[0].brier))}"]
         for before, after in zip(front, front[1:], strict=False):
-            steps += [f"{_n(x(after.usd))},{_n(y(before.brier))}",
-                      f"{_n(x(after.usd))},{_n(y(after.brier))}"]  # fmt: skip
+            steps += [f"{num(x(after.usd))},{num(y(before.brier))}",
+                      f"{num(x(after.usd))},{num(y(after.brier))}"]  # fmt: skip
         body.append(f'<polyline class="line front" points="{" ".join(steps)}"/>')
     for p in points:
         cx, cy = x(p.usd), y(p.brier)
         if p.low is not None and p.high is not None:
             body.append(
-                f'<line class="whisker" x1="{_n(cx)}" y1="{_n(y(p.low))}" x2="{_n(cx)}" '
-                f'y2="{_n(y(p.high))}"/>'
+                f'<line class="whisker" x1="{num(cx)}" y1="{num(y(p.low))}" x2="{num(cx)}" '
+                f'y2="{num(y(p.high))}"/>'
             )
         where = (
             "on the Pareto set"
@@ -122,23 +138,17 @@ def cost_accuracy(points: Sequence[CostPoint]) -> SafeString:
         )
         title = f"{p.label}: Brier {p.brier:.4f} at ${p.usd:.4f} per decision, {where}"
         body.append(
-            f'<circle class="pt {"front" if p.on_front else "off"}" cx="{_n(cx)}" cy="{_n(cy)}" '
-            f'r="4.5"><title>{_e(title)}</title></circle>'
-            # Near the right edge a label reads leftwards, inside the frame.
-            + (
-                _text(cx - 7, cy - 6, p.label, anchor="end", css="point-label")
-                if cx > COST_RIGHT - 90
-                else _text(cx + 7, cy - 6, p.label, css="point-label")
-            )
+            f'<circle class="pt {"front" if p.on_front else "off"}" cx="{num(cx)}" cy="{num(cy)}" '
+            f'r="4.5"><title>{esc(title)}</title></circle>' + _point_label(p, cx, cy)
         )
     legend = COST_HEIGHT - 10
     body.append(
         f'<g class="legend"><circle class="front" cx="10" cy="{legend - 4}" r="4.5"/>'
-        f"{_text(19, legend, 'on the Pareto set: none both cheaper and more accurate')}"
+        f"{svg_text(19, legend, 'on the Pareto set: none both cheaper and more accurate')}"
         f'<circle class="off" cx="360" cy="{legend - 4}" r="4.5"/>'
-        f"{_text(369, legend, 'dominated')}"
+        f"{svg_text(369, legend, 'dominated')}"
         f'<line class="whisker" x1="470" y1="{legend - 10}" x2="470" y2="{legend + 2}"/>'
-        f"{_text(477, legend, '95% interval')}</g>"
+        f"{svg_text(477, legend, '95% interval')}</g>"
     )
     label = (
         f"Brier against USD per decision of {len(points)} models; on the Pareto set: "
@@ -146,5 +156,5 @@ def cost_accuracy(points: Sequence[CostPoint]) -> SafeString:
         if points
         else "Brier against USD per decision: no model with a known cost and a Brier yet"
     )
-    return _svg(width=COST_WIDTH, height=COST_HEIGHT, label=label, css_class="cost-accuracy",
+    return svg_figure(width=COST_WIDTH, height=COST_HEIGHT, label=label, css_class="cost-accuracy",
                 body=body)  # fmt: skip

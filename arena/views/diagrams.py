@@ -54,27 +54,30 @@ def fixed(value: float, places: int = 4) -> str:
     return (MINUS if value < 0 and float(text) != 0.0 else "") + text
 
 
-def _e(text: str) -> str:
+def esc(text: str) -> str:
+    """The text escaped for an SVG element or attribute."""
     return html.escape(text, quote=True)
 
 
-def _n(value: float) -> str:
+def num(value: float) -> str:
     """A coordinate: two decimals at most, trailing zeros dropped."""
     text = f"{value:.2f}".rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
 
 
-def _svg(*, width: int, height: int, label: str, css_class: str, body: list[str]) -> SafeString:
-    return mark_safe(  # noqa: S308 — every label was escaped by _e above  # nosec B308 B703
+def svg_figure(
+    *, width: int, height: int, label: str, css_class: str, body: list[str]
+) -> SafeString:
+    return mark_safe(  # noqa: S308 — every label was escaped by esc() above  # nosec B308 B703
         f'<svg class="diagram {css_class}" viewBox="0 0 {width} {height}" width="100%" '
-        f'role="img" aria-label="{_e(label)}" xmlns="http://www.w3.org/2000/svg">'
-        f"<title>{_e(label)}</title>" + "".join(body) + "</svg>"
+        f'role="img" aria-label="{esc(label)}" xmlns="http://www.w3.org/2000/svg">'
+        f"<title>{esc(label)}</title>" + "".join(body) + "</svg>"
     )
 
 
-def _text(x: float, y: float, text: str, *, anchor: str = "start", css: str = "") -> str:
+def svg_text(x: float, y: float, text: str, *, anchor: str = "start", css: str = "") -> str:
     klass = f' class="{css}"' if css else ""
-    return f'<text x="{_n(x)}" y="{_n(y)}" text-anchor="{anchor}"{klass}>{_e(text)}</text>'
+    return f'<text x="{num(x)}" y="{num(y)}" text-anchor="{anchor}"{klass}>{esc(text)}</text>'
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,56 +136,56 @@ def reliability_diagram(
     for tick in TICKS:
         x, y = plot.x(tick), plot.y(tick)
         body.append(
-            f'<line class="grid" x1="{_n(x)}" y1="{_n(plot.top)}" x2="{_n(x)}" '
-            f'y2="{_n(bottom)}"/><line class="grid" x1="{_n(plot.left)}" y1="{_n(y)}" '
-            f'x2="{_n(right)}" y2="{_n(y)}"/>'
+            f'<line class="grid" x1="{num(x)}" y1="{num(plot.top)}" x2="{num(x)}" '
+            f'y2="{num(bottom)}"/><line class="grid" x1="{num(plot.left)}" y1="{num(y)}" '
+            f'x2="{num(right)}" y2="{num(y)}"/>'
         )
-        body.append(_text(x, bottom + 16, f"{tick:g}", anchor="middle", css="tick"))
-        body.append(_text(plot.left - 6, y + 4, f"{tick:g}", anchor="end", css="tick"))
+        body.append(svg_text(x, bottom + 16, f"{tick:g}", anchor="middle", css="tick"))
+        body.append(svg_text(plot.left - 6, y + 4, f"{tick:g}", anchor="end", css="tick"))
     body.append(
-        f'<rect class="frame" x="{_n(plot.left)}" y="{_n(plot.top)}" width="{_n(plot.size)}" '
-        f'height="{_n(plot.size)}"/>'
+        f'<rect class="frame" x="{num(plot.left)}" y="{num(plot.top)}" width="{num(plot.size)}" '
+        f'height="{num(plot.size)}"/>'
     )
     body.append(
-        f'<line class="diagonal" x1="{_n(plot.x(0))}" y1="{_n(plot.y(0))}" '
-        f'x2="{_n(plot.x(1))}" y2="{_n(plot.y(1))}"/>'
+        f'<line class="diagonal" x1="{num(plot.x(0))}" y1="{num(plot.y(0))}" '
+        f'x2="{num(plot.x(1))}" y2="{num(plot.y(1))}"/>'
     )
-    body.append(_text((plot.left + right) / 2, bottom + 34, "mean forecast", anchor="middle"))
+    body.append(svg_text((plot.left + right) / 2, bottom + 34, "mean forecast", anchor="middle"))
     middle = (plot.top + bottom) / 2
     body.append(
-        f'<text x="14" y="{_n(middle)}" text-anchor="middle" '
-        f'transform="rotate(-90 14 {_n(middle)})">observed frequency</text>'
+        f'<text x="14" y="{num(middle)}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {num(middle)})">observed frequency</text>'
     )
     most = max((count for _, _, count in (*forecaster, *market)), default=0)
     for forecast, observed, count in forecaster:
         body.append(
-            f'<circle class="pt model" cx="{_n(plot.x(forecast))}" cy="{_n(plot.y(observed))}" '
-            f'r="{_n(_radius(count, most))}">'
-            f"<title>{_e(_bin_title(forecaster_label, forecast, observed, count, unit))}</title>"
+            f'<circle class="pt model" cx="{num(plot.x(forecast))}" cy="{num(plot.y(observed))}" '
+            f'r="{num(_radius(count, most))}">'
+            f"<title>{esc(_bin_title(forecaster_label, forecast, observed, count, unit))}</title>"
             "</circle>"
         )
     for forecast, observed, count in market:
         x, y, r = plot.x(forecast), plot.y(observed), _radius(count, most)
+        title = _bin_title(market_label, forecast, observed, count, unit)
         body.append(
-            f'<path class="pt market" d="M{_n(x)} {_n(y - r)}L{_n(x + r)} {_n(y)}'
-            f'L{_n(x)} {_n(y + r)}L{_n(x - r)} {_n(y)}Z">'
-            f"<title>{_e(_bin_title(market_label, forecast, observed, count, unit))}</title></path>"
+            f'<path class="pt market" d="M{num(x)} {num(y - r)}L{num(x + r)} {num(y)}'
+            f'L{num(x)} {num(y + r)}L{num(x - r)} {num(y)}Z"><title>{esc(title)}</title></path>'
         )
     legend_y = RELIABILITY_HEIGHT - 8
     body.append(
         f'<g class="legend"><line class="diagonal" x1="4" y1="{legend_y - 4}" x2="22" '
-        f'y2="{legend_y - 4}"/>{_text(26, legend_y, "perfect calibration")}'
+        f'y2="{legend_y - 4}"/>{svg_text(26, legend_y, "perfect calibration")}'
         f'<circle class="model" cx="148" cy="{legend_y - 4}" r="5"/>'
-        f"{_text(157, legend_y, forecaster_label)}"
+        f"{svg_text(157, legend_y, forecaster_label)}"
         f'<path class="market" d="M246 {legend_y - 10}L252 {legend_y - 4}L246 {legend_y + 2}'
-        f'L240 {legend_y - 4}Z"/>{_text(257, legend_y, market_label)}</g>'
+        f'L240 {legend_y - 4}Z"/>{svg_text(257, legend_y, market_label)}</g>'
     )
     label = (
         f"Reliability diagram: {forecaster_label} in {len(forecaster)} forecast "
         f"bin{'s' if len(forecaster) != 1 else ''}, the market in {len(market)}, "
         "against the diagonal of perfect calibration"
     )
-    return _svg(
+    return svg_figure(
         width=RELIABILITY_WIDTH,
         height=RELIABILITY_HEIGHT,
         label=label,
@@ -220,8 +223,8 @@ def murphy_bars(
     for row, (name, meaning) in enumerate(MURPHY_TERMS):
         y0 = 6 + row * MURPHY_ROW
         body.append(
-            f"<g><title>{_e(f'{name}, {meaning}')}</title>"
-            + _text(0, y0 + MURPHY_BAR + 4, name, css="term")
+            f"<g><title>{esc(f'{name}, {meaning}')}</title>"
+            + svg_text(0, y0 + MURPHY_BAR + 4, name, css="term")
             + "</g>"
         )
         for offset, (who, values, css) in enumerate(
@@ -231,17 +234,17 @@ def murphy_bars(
             y = y0 + offset * (MURPHY_BAR + 2)
             width = MURPHY_BAR_WIDTH * max(0.0, value) / top
             body.append(
-                f'<rect class="bar {css}" x="{_n(MURPHY_LEFT)}" y="{_n(y)}" '
-                f'width="{_n(width)}" height="{_n(MURPHY_BAR)}">'
-                f"<title>{_e(f'{who}: {name} {value:.4f}')}</title></rect>"
-                + _text(MURPHY_LEFT + width + 4, y + MURPHY_BAR - 2, f"{value:.4f}", css="value")
+                f'<rect class="bar {css}" x="{num(MURPHY_LEFT)}" y="{num(y)}" '
+                f'width="{num(width)}" height="{num(MURPHY_BAR)}">'
+                f"<title>{esc(f'{who}: {name} {value:.4f}')}</title></rect>"
+                + svg_text(MURPHY_LEFT + width + 4, y + MURPHY_BAR - 2, f"{value:.4f}", css="value")
             )
     legend_y = 6 + len(MURPHY_TERMS) * MURPHY_ROW + 10
     body.append(
-        f'<g class="legend"><rect class="model" x="{_n(MURPHY_LEFT)}" y="{legend_y - 9}" '
-        f'width="12" height="10"/>{_text(MURPHY_LEFT + 16, legend_y, forecaster_label)}'
-        f'<rect class="market" x="{_n(MURPHY_LEFT + 130)}" y="{legend_y - 9}" width="12" '
-        f'height="10"/>{_text(MURPHY_LEFT + 146, legend_y, market_label)}</g>'
+        f'<g class="legend"><rect class="model" x="{num(MURPHY_LEFT)}" y="{legend_y - 9}" '
+        f'width="12" height="10"/>{svg_text(MURPHY_LEFT + 16, legend_y, forecaster_label)}'
+        f'<rect class="market" x="{num(MURPHY_LEFT + 130)}" y="{legend_y - 9}" width="12" '
+        f'height="10"/>{svg_text(MURPHY_LEFT + 146, legend_y, market_label)}</g>'
     )
     unc, rel, res = forecaster
     m_unc, m_rel, m_res = market
@@ -249,7 +252,7 @@ def murphy_bars(
         f"Murphy decomposition: {forecaster_label} UNC {unc:.4f}, REL {rel:.4f}, RES "
         f"{res:.4f}; {market_label} UNC {m_unc:.4f}, REL {m_rel:.4f}, RES {m_res:.4f}"
     )
-    return _svg(
+    return svg_figure(
         width=MURPHY_WIDTH,
         height=int(legend_y + 8),
         label=label,
@@ -318,13 +321,13 @@ def _cumulative_axes(
     for value in (frame.high, frame.low):
         y = frame.y(value)
         body.append(
-            f'<line class="grid" x1="{_n(CUMULATIVE_LEFT)}" y1="{_n(y)}" '
-            f'x2="{_n(CUMULATIVE_RIGHT)}" y2="{_n(y)}"/>'
+            f'<line class="grid" x1="{num(CUMULATIVE_LEFT)}" y1="{num(y)}" '
+            f'x2="{num(CUMULATIVE_RIGHT)}" y2="{num(y)}"/>'
         )
     places = _places_for(frame.high - frame.low)
     for value in sorted({frame.low, 0.0, frame.high}):
         body.append(
-            _text(
+            svg_text(
                 CUMULATIVE_LEFT - 6,
                 frame.y(value) + 4,
                 signed(value, places),
@@ -334,13 +337,13 @@ def _cumulative_axes(
         )
     zero = frame.y(0.0)
     body.append(
-        f'<line class="zero" x1="{_n(CUMULATIVE_LEFT)}" y1="{_n(zero)}" '
-        f'x2="{_n(CUMULATIVE_RIGHT)}" y2="{_n(zero)}"/>'
+        f'<line class="zero" x1="{num(CUMULATIVE_LEFT)}" y1="{num(zero)}" '
+        f'x2="{num(CUMULATIVE_RIGHT)}" y2="{num(zero)}"/>'
     )
     if cohorts:
         for number in _cohort_ticks(frame.first, frame.last):
             body.append(
-                _text(
+                svg_text(
                     frame.x(number),
                     CUMULATIVE_BOTTOM + 16,
                     tick(number),
@@ -349,7 +352,7 @@ def _cumulative_axes(
                 )
             )
     body.append(
-        _text(
+        svg_text(
             (CUMULATIVE_LEFT + CUMULATIVE_RIGHT) / 2,
             CUMULATIVE_BOTTOM + 34,
             axis,
@@ -363,11 +366,11 @@ def _cumulative_legend(axis: str = "cohort") -> str:
     legend_y = CUMULATIVE_HEIGHT - 8
     return (
         f'<g class="legend"><line class="cumulative" x1="4" y1="{legend_y - 4}" x2="22" '
-        f'y2="{legend_y - 4}"/>{_text(26, legend_y, "Alpha so far")}'
+        f'y2="{legend_y - 4}"/>{svg_text(26, legend_y, "Alpha so far")}'
         f'<circle class="cohort" cx="124" cy="{legend_y - 4}" r="3.5"/>'
-        f"{_text(132, legend_y, f'one {axis}')}"
+        f"{svg_text(132, legend_y, f'one {axis}')}"
         f'<line class="zero" x1="216" y1="{legend_y - 4}" x2="234" y2="{legend_y - 4}"/>'
-        f"{_text(238, legend_y, '0: the market')}</g>"
+        f"{svg_text(238, legend_y, '0: the market')}</g>"
     )
 
 
@@ -383,15 +386,15 @@ def _alpha_points(
     `pooled(number)`."""
     body = []
     if len(points) > 1:
-        path = " ".join(f"{_n(frame.x(n))},{_n(frame.y(c))}" for n, _, c in points)
+        path = " ".join(f"{num(frame.x(n))},{num(frame.y(c))}" for n, _, c in points)
         body.append(f'<polyline class="cumulative" points="{path}"/>')
     for number, alpha, so_far in points:
         x = frame.x(number)
         body.append(
-            f'<circle class="pt cohort" cx="{_n(x)}" cy="{_n(frame.y(alpha))}" r="3.5">'
-            f"<title>{_e(f'{own(number)}: Alpha {signed(alpha)}')}</title></circle>"
-            f'<circle class="pt running" cx="{_n(x)}" cy="{_n(frame.y(so_far))}" r="2.5">'
-            f"<title>{_e(f'{pooled(number)}: Alpha {signed(so_far)}')}</title></circle>"
+            f'<circle class="pt cohort" cx="{num(x)}" cy="{num(frame.y(alpha))}" r="3.5">'
+            f"<title>{esc(f'{own(number)}: Alpha {signed(alpha)}')}</title></circle>"
+            f'<circle class="pt running" cx="{num(x)}" cy="{num(frame.y(so_far))}" r="2.5">'
+            f"<title>{esc(f'{pooled(number)}: Alpha {signed(so_far)}')}</title></circle>"
         )
     return body
 
@@ -418,7 +421,7 @@ def cumulative_alpha_line(
         )
     else:
         label = f"Alpha of {forecaster_label} over cohorts: no resolved bets yet"
-    return _svg(
+    return svg_figure(
         width=CUMULATIVE_WIDTH,
         height=CUMULATIVE_HEIGHT,
         label=label,
@@ -461,7 +464,7 @@ def weekly_alpha_line(
         )
     else:
         label = f"Panel Alpha of {forecaster_label} by week: no resolved question yet"
-    return _svg(
+    return svg_figure(
         width=CUMULATIVE_WIDTH,
         height=CUMULATIVE_HEIGHT,
         label=label,
@@ -477,15 +480,15 @@ def _brier_axes(frame: Frame, weeks: Sequence[date], *, high: float) -> list[str
     for value in (0.0, 0.25, high) if high > 0.25 else (0.0, 0.125, 0.25):
         y = frame.y(value)
         body.append(
-            f'<line class="grid" x1="{_n(CUMULATIVE_LEFT)}" y1="{_n(y)}" '
-            f'x2="{_n(CUMULATIVE_RIGHT)}" y2="{_n(y)}"/>'
-            + _text(CUMULATIVE_LEFT - 6, y + 4, fixed(value, 3), anchor="end", css="tick")
+            f'<line class="grid" x1="{num(CUMULATIVE_LEFT)}" y1="{num(y)}" '
+            f'x2="{num(CUMULATIVE_RIGHT)}" y2="{num(y)}"/>'
+            + svg_text(CUMULATIVE_LEFT - 6, y + 4, fixed(value, 3), anchor="end", css="tick")
         )
     tick = _week_tick(weeks)
     if weeks:
         for number in _cohort_ticks(1, len(weeks)):
             body.append(
-                _text(
+                svg_text(
                     frame.x(number),
                     CUMULATIVE_BOTTOM + 16,
                     tick(number),
@@ -494,7 +497,7 @@ def _brier_axes(frame: Frame, weeks: Sequence[date], *, high: float) -> list[str
                 )
             )
     body.append(
-        _text(
+        svg_text(
             (CUMULATIVE_LEFT + CUMULATIVE_RIGHT) / 2,
             CUMULATIVE_BOTTOM + 34,
             "week",
@@ -524,26 +527,26 @@ def weekly_brier_lines(
             ("market", [market for _, _, market in points]),
         ):
             path = " ".join(
-                f"{_n(frame.x(n))},{_n(frame.y(value))}" for n, value in enumerate(values, 1)
+                f"{num(frame.x(n))},{num(frame.y(value))}" for n, value in enumerate(values, 1)
             )
             body.append(f'<polyline class="line {css}" points="{path}"/>')
     for number, (week, own, market) in enumerate(points, start=1):
         x, y, r = frame.x(number), frame.y(market), 4.0
         body.append(
-            f'<circle class="pt model" cx="{_n(x)}" cy="{_n(frame.y(own))}" r="3.5">'
-            f"<title>{_e(f'Week of {week:%Y-%m-%d}: {forecaster_label} Brier {own:.4f}')}"
+            f'<circle class="pt model" cx="{num(x)}" cy="{num(frame.y(own))}" r="3.5">'
+            f"<title>{esc(f'Week of {week:%Y-%m-%d}: {forecaster_label} Brier {own:.4f}')}"
             "</title></circle>"
-            f'<path class="pt market" d="M{_n(x)} {_n(y - r)}L{_n(x + r)} {_n(y)}'
-            f'L{_n(x)} {_n(y + r)}L{_n(x - r)} {_n(y)}Z">'
-            f"<title>{_e(f'Week of {week:%Y-%m-%d}: {market_label} Brier {market:.4f}')}"
+            f'<path class="pt market" d="M{num(x)} {num(y - r)}L{num(x + r)} {num(y)}'
+            f'L{num(x)} {num(y + r)}L{num(x - r)} {num(y)}Z">'
+            f"<title>{esc(f'Week of {week:%Y-%m-%d}: {market_label} Brier {market:.4f}')}"
             "</title></path>"
         )
     legend_y = CUMULATIVE_HEIGHT - 8
     body.append(
         f'<g class="legend"><circle class="model" cx="10" cy="{legend_y - 4}" r="4"/>'
-        f"{_text(19, legend_y, forecaster_label)}"
+        f"{svg_text(19, legend_y, forecaster_label)}"
         f'<path class="market" d="M136 {legend_y - 10}L142 {legend_y - 4}L136 {legend_y + 2}'
-        f'L130 {legend_y - 4}Z"/>{_text(147, legend_y, market_label + ", same questions")}'
+        f'L130 {legend_y - 4}Z"/>{svg_text(147, legend_y, market_label + ", same questions")}'
         "</g>"
     )
     if points:
@@ -554,7 +557,7 @@ def weekly_brier_lines(
         )
     else:
         label = f"Panel Brier of {forecaster_label} by week: no resolved question yet"
-    return _svg(
+    return svg_figure(
         width=CUMULATIVE_WIDTH,
         height=CUMULATIVE_HEIGHT,
         label=label,
@@ -610,7 +613,7 @@ def _strip(
     has the figure, joined by a line, each titled with its cohort and value."""
     write, reference = strip.write, strip.reference
     shown = [(p.cohort, v) for p in points if (v := strip.value_of(p)) is not None]
-    body = [_text(STRIPS_LEFT, top - 6, strip.title, css="strip-title")]
+    body = [svg_text(STRIPS_LEFT, top - 6, strip.title, css="strip-title")]
     if not shown:
         return body
     values = [v for _, v in shown] + [reference]
@@ -625,22 +628,22 @@ def _strip(
 
     for value in (high, low):
         body.append(
-            f'<line class="grid" x1="{_n(STRIPS_LEFT)}" y1="{_n(y(value))}" '
-            f'x2="{_n(STRIPS_RIGHT)}" y2="{_n(y(value))}"/>'
-            + _text(STRIPS_LEFT - 6, y(value) + 4, write(value), anchor="end", css="tick")
+            f'<line class="grid" x1="{num(STRIPS_LEFT)}" y1="{num(y(value))}" '
+            f'x2="{num(STRIPS_RIGHT)}" y2="{num(y(value))}"/>'
+            + svg_text(STRIPS_LEFT - 6, y(value) + 4, write(value), anchor="end", css="tick")
         )
     body.append(
-        f'<line class="zero" x1="{_n(STRIPS_LEFT)}" y1="{_n(y(reference))}" '
-        f'x2="{_n(STRIPS_RIGHT)}" y2="{_n(y(reference))}"/>'
-        + _text(STRIPS_LEFT - 6, y(reference) + 4, write(reference), anchor="end", css="tick")
+        f'<line class="zero" x1="{num(STRIPS_LEFT)}" y1="{num(y(reference))}" '
+        f'x2="{num(STRIPS_RIGHT)}" y2="{num(y(reference))}"/>'
+        + svg_text(STRIPS_LEFT - 6, y(reference) + 4, write(reference), anchor="end", css="tick")
     )
     if len(shown) > 1:
-        path = " ".join(f"{_n(x(n))},{_n(y(v))}" for n, v in shown)
+        path = " ".join(f"{num(x(n))},{num(y(v))}" for n, v in shown)
         body.append(f'<polyline class="line model" points="{path}"/>')
     for number, value in shown:
         body.append(
-            f'<circle class="pt model" cx="{_n(x(number))}" cy="{_n(y(value))}" r="3.5">'
-            f"<title>{_e(f'Cohort {number}: {write(value)}')}</title></circle>"
+            f'<circle class="pt model" cx="{num(x(number))}" cy="{num(y(value))}" r="3.5">'
+            f"<title>{esc(f'Cohort {number}: {write(value)}')}</title></circle>"
         )
     return body
 
@@ -664,15 +667,15 @@ def cohort_strips(points: Sequence[CohortPoint], *, forecaster_label: str = "Mod
     bottom = STRIPS_TOP + 3 * STRIP_HEIGHT + 2 * STRIP_GAP
     if points:
         for number in _cohort_ticks(first, last):
-            body.append(_text(x(number), bottom + 16, str(number), anchor="middle", css="tick"))
-    body.append(_text((STRIPS_LEFT + STRIPS_RIGHT) / 2, bottom + 34, "cohort", anchor="middle"))
+            body.append(svg_text(x(number), bottom + 16, str(number), anchor="middle", css="tick"))
+    body.append(svg_text((STRIPS_LEFT + STRIPS_RIGHT) / 2, bottom + 34, "cohort", anchor="middle"))
     count = f"{len(points)} cohort{'s' if len(points) != 1 else ''}"
     label = (
         f"Brier, Alpha and return of {forecaster_label} cohort by cohort over {count}"
         if points
         else f"{forecaster_label} cohort by cohort: no cohort yet"
     )
-    return _svg(
+    return svg_figure(
         width=STRIPS_WIDTH,
         height=int(bottom + 44),
         label=label,

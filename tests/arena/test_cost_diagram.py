@@ -64,3 +64,14 @@ def test_labels_are_text_not_markup() -> None:
     svg = str(cost_accuracy([point("<script>x</script>", 0.01, 0.2, front=True)]))
     assert "<script>" not in svg
     assert "&lt;script&gt;x&lt;/script&gt;" in svg
+
+
+def test_a_free_models_name_sits_above_its_dot_and_all_free_draws_no_dollar_ticks() -> None:
+    svg = str(cost_accuracy([*PAID, point("Free", 0.0, 0.25, front=True)]))
+    free_x = circles(svg)["Free"][1]
+    assert re.search(rf'<text x="{free_x:g}" y="[\d.]+" text-anchor="middle" class="point-label">'
+                     r"Free</text>", svg)  # fmt: skip
+    only_free = str(cost_accuracy([point("Free", 0.0, 0.25, front=True)]))
+    ticks = re.findall(r'class="tick">([^<]+)</text>', only_free)
+    assert "free" in ticks
+    assert not [t for t in ticks if t.startswith("$")]  # nothing on the log axis to place

@@ -35,7 +35,18 @@ def test_row_codes_refuse_what_they_cannot_code() -> None:
         row_codes([1, 2], [1])
     with pytest.raises(ValueError, match="integers"):
         row_codes([0.5, 1.0])
-    wide = np.array([0, 2**40], dtype=np.int64)
+    many = np.arange(2**16, dtype=np.int64)  # 65,536 distinct values, four columns: 2^64
     with pytest.raises(ValueError, match="63 bits"):
-        row_codes(wide, wide)
+        row_codes(many, many, many, many)
     assert row_codes([], []).tolist() == []
+
+
+def test_ids_far_apart_are_ranked_first_and_group_as_the_rows_do() -> None:
+    wide = np.array([2**40, 0, 2**40, 7, 0], dtype=np.int64)
+    far = np.array([2**62, -(2**62), 2**62, 5, -(2**62)], dtype=np.int64)
+    codes = row_codes(wide, far, wide)
+    by_rows = np.unique(np.stack([wide, far, wide], axis=1), axis=0, return_inverse=True)
+    by_codes = np.unique(codes, return_inverse=True)
+    assert by_codes[1].reshape(-1).tolist() == by_rows[1].reshape(-1).tolist()
+    # Each column's three values ranked 0, 1, 2 and read as the digits of base 3.
+    assert codes.tolist() == [26, 0, 26, 13, 0]

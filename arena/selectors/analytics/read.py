@@ -104,8 +104,9 @@ def _scored_bets(agents: QuerySet[Agent]) -> QuerySet[Trade]:
 
 
 def _ordinals(days: Sequence[date | str]) -> NDArray[np.int64]:
-    """Each day's ordinal, the days as the cursor gives them (a date, or ISO text on SQLite);
-    a week's bets share a day, so each distinct one is converted once."""
+    """Each day's ordinal, the days as the cursor gives them (a date: on SQLite too, whose
+    driver converts a column declared `date`; ISO text is read as well, should an expression
+    hide the declaration); a week's bets share a day, so each distinct one is converted once."""
     ordinal = {
         day: (day if isinstance(day, date) else date.fromisoformat(day)).toordinal()
         for day in set(days)
@@ -138,8 +139,8 @@ def resolved_bets(*, scope: Scope) -> tuple[Bets, list[str]]:
         )
     )
     # The queryset's own SQL (its seal included), read by the cursor: Django's converters,
-    # called per cell, cost twice the query on a year's 40,000 bets. The columns are numbers
-    # and text either way; only the week comes as text from SQLite (`_ordinals`).
+    # called per cell, cost twice the query on a year's 40,000 bets. The columns are numbers,
+    # text and the week's date, as the drivers give them (`_ordinals`).
     sql, params = query.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
