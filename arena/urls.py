@@ -5,17 +5,20 @@ from arena.views import info as info_views
 from arena.views import markets as market_views
 from arena.views import models as model_views
 from arena.views import pages
+from arena.views.page_cache import kept_until_the_data_moves as kept
 
 app_name = "arena"
+# The pages a year of data makes costly are kept whole until the data moves (page_cache.py);
+# the status page reads the clock, and the others cost a few milliseconds.
 urlpatterns = [
-    path("", pages.leaderboard, name="leaderboard"),
-    path("cohorts/", pages.cohort_list, name="cohorts"),
-    path("cohorts/<int:number>/", pages.cohort_detail, name="cohort"),
-    path("cohorts/<int:number>/agents/<int:agent_id>/", pages.agent_detail, name="agent"),
-    path("decisions/<int:decision_id>/", pages.decision_detail, name="decision"),
-    path("models/", model_views.model_list, name="models"),
+    path("", kept(pages.leaderboard), name="leaderboard"),
+    path("cohorts/", kept(pages.cohort_list), name="cohorts"),
+    path("cohorts/<int:number>/", kept(pages.cohort_detail), name="cohort"),
+    path("cohorts/<int:number>/agents/<int:agent_id>/", kept(pages.agent_detail), name="agent"),
+    path("decisions/<int:decision_id>/", kept(pages.decision_detail), name="decision"),
+    path("models/", kept(model_views.model_list), name="models"),
     # Stable ids may hold "/" or ":" (a provider-style id): the path converter keeps them.
-    path("models/<path:internal_id>/", model_views.model_detail, name="model"),
+    path("models/<path:internal_id>/", kept(model_views.model_detail), name="model"),
     path("methodology/", info_views.methodology, name="methodology"),
     path("status/", info_views.status, name="status"),
     path("about/", info_views.about, name="about"),
@@ -27,5 +30,5 @@ urlpatterns = [
         data_views.release_file,
         name="release_file",
     ),
-    path("markets/<str:polymarket_id>/", market_views.market_detail, name="market"),
+    path("markets/<str:polymarket_id>/", kept(market_views.market_detail), name="market"),
 ]

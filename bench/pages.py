@@ -33,8 +33,12 @@ files are not hashed, which does not change the cost of a page). Each page gets 
 requests, then `--requests` timed ones (p50, p95 nearest-rank, max), then one more to count
 its queries. Before the timed requests the process's long-lived objects are frozen out of
 the garbage collector's view (`gc.freeze()`), as `forecaster/wsgi.py` does in production.
-A page whose URL does not resolve yet is printed as "not built yet". The script
-exits with status 1 when any page's p95 is at or over 150 ms.
+A page whose URL does not resolve yet is printed as "not built yet". Each page is measured
+twice: rendered on every request (PAGE_CACHE_SECONDS=0: what the first visitor after the
+data moved waits), then as production serves it, kept whole until the data moves
+(arena/views/page_cache.py: the timed requests are the kept page's, after the first warm-up
+rendered it). The script exits with status 1 when a page's p95 is at or over 150 ms rendered
+or 50 ms served.
 """
 
 from __future__ import annotations
@@ -64,7 +68,8 @@ sys.path.insert(0, str(ROOT))  # run as a script: make the project importable
 DEFAULT_URL = os.environ.get(
     "BENCH_PAGES_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_pages"
 )
-BUDGET_MS = 150.0
+BUDGET_MS = 150.0  # a page rendered (the first request after the data moved)
+SERVED_BUDGET_MS = 50.0  # a page as served: kept whole until the data moves (page_cache.py)
 WARMUPS = 3
 CATALOGUE = 5_000
 UNIVERSE = 500
@@ -976,9 +981,12 @@ def pages(ranges: tuple[str, ...] = RANGES) -> list[Page]:
     return result
 
 
-def measure(page: Page, *, requests: int, warmups: int = WARMUPS) -> Result:
+def measure(page: Page, *, requests: int, warmups: int = WARMUPS, kept: bool = False) -> Result:
     """Time `requests` GETs of `page` after `warmups` untimed ones, then count the queries of
-    one more; a page stops at its first answer that is not 200."""
+    one more; a page stops at its first answer that is not 200. `kept`: as production serves
+    it, kept whole until the data moves; else rendered on every request."""
+    from django.conf import settings
+    from django.core.cache import caches
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
@@ -992,6 +1000,8 @@ def measure(page: Page, *, requests: int, warmups: int = WARMUPS) -> Result:
         return result
     if page.query:
         result.url += "?" + page.query
+    settings.PAGE_CACHE_SECONDS = 600 if kept else 0
+    caches["pages"].clear()
     client = Client()
     for _ in range(warmups):
         result.status = client.get(result.url).status_code
@@ -1092,7 +1102,7 @@ def run(
     catalogue: int = CATALOGUE,
     warmups: int = WARMUPS,
     ranges: tuple[str, ...] = RANGES,
-) -> tuple[list[Result], list[Result]]:
+) -> tuple[list[tuple[Result, float]], list[Result]]:
     """On the database Django is set up with (migrated): write the year unless it is there,
     then measure and print every page; return the pages over budget and those that failed.
     The keywords after `only` shrink the run (the catalogue, the warm-ups, the chart ranges)."""
@@ -1109,11 +1119,15 @@ def run(
         print(f"generated in {generated['seconds']} s")
     else:
         print("data reused (--regenerate writes it again)")
-    print(f"{warmups} warm-up requests, then {requests} timed; budget p95 < {BUDGET_MS:.0f} ms")
+    print(
+        f"{warmups} warm-up requests, then {requests} timed, each page twice: rendered on every "
+        f"request (budget p95 < {BUDGET_MS:.0f} ms), and served as production does, kept until "
+        f"the data moves (budget p95 < {SERVED_BUDGET_MS:.0f} ms)"
+    )
     print()
     header = (
         f"{'page':<44} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'cpu p50':>7} {'queries':>7} "
-        f"{'db ms':>6} {'KB':>5}"
+        f"{'db ms':>6} {'KB':>5} {'served p50':>10} {'p95':>6} {'q':>2}"
     )
     print(header)
     print("-" * len(header))
@@ -1122,12 +1136,13 @@ def run(
     # full scans, which otherwise land on a few requests and make the p95.
     gc.collect()
     gc.freeze()
-    over: list[Result] = []
+    over: list[tuple[Result, float]] = []
     failed: list[Result] = []
     for page in pages(ranges):
         if only and only not in page.label:
             continue
         result = measure(page, requests=requests, warmups=warmups)
+        served = measure(page, requests=requests, warmups=warmups, kept=True)
         if result.missing:
             print(f"{page.label:<44} {result.missing}")
             continue
@@ -1135,15 +1150,17 @@ def run(
             print(f"{page.label:<44} HTTP {result.status} at {result.url}")
             failed.append(result)
             continue
-        flag = "  OVER" if result.p95 >= BUDGET_MS else ""
+        missed = [
+            (r, b) for r, b in ((result, BUDGET_MS), (served, SERVED_BUDGET_MS)) if r.p95 >= b
+        ]
         print(
             f"{page.label:<44} {result.p50:>7.1f} {result.p95:>7.1f} {max(result.times_ms):>7.1f}"
             f" {statistics.median(result.cpu_ms):>7.1f} {result.queries:>7} {result.query_ms:>6.0f}"
-            f" {result.bytes / 1024:>5.0f}{flag}",
+            f" {result.bytes / 1024:>5.0f} {served.p50:>10.1f} {served.p95:>6.1f}"
+            f" {served.queries:>2}{'  OVER' if missed else ''}",
             flush=True,
         )
-        if result.p95 >= BUDGET_MS:
-            over.append(result)
+        over += missed
     return over, failed
 
 
@@ -1187,14 +1204,18 @@ def main() -> None:
     print()
     for result in failed:
         print(f"FAILED: {result.page.label} ({result.url}) answered HTTP {result.status}")
-    for result in over:
+    for result, budget in over:
+        how = "served" if budget == SERVED_BUDGET_MS else "rendered"
         print(
-            f"OVER BUDGET: {result.page.label} ({result.url}) p95 {result.p95:.1f} ms "
-            f">= {BUDGET_MS:.0f} ms"
+            f"OVER BUDGET: {result.page.label} ({result.url}) {how}: p95 {result.p95:.1f} ms "
+            f">= {budget:.0f} ms"
         )
     if over or failed:
         sys.exit(1)
-    print(f"every page's p95 is under {BUDGET_MS:.0f} ms")
+    print(
+        f"every page's p95 is under {BUDGET_MS:.0f} ms rendered and {SERVED_BUDGET_MS:.0f} ms "
+        "served"
+    )
 
 
 if __name__ == "__main__":

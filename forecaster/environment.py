@@ -190,6 +190,8 @@ class Environment:
     # The JSON API's rate limit: requests per client IP in a fixed window (0 turns it off).
     api_rate_limit: int
     api_rate_window_seconds: int
+    # The longest a public page is kept whole before it is rendered again (0: never kept).
+    page_cache_seconds: int
 
 
 def read_environment(environ: Mapping[str, str]) -> Environment:
@@ -298,5 +300,6 @@ def read_every_variable(env: EnvironmentReader) -> Environment:
         resolution_recheck_days=env.int("RESOLUTION_RECHECK_DAYS", 14, validate=AT_LEAST_0),
         redis_url=env.redis_url("REDIS_URL", ""),
         api_rate_limit=env.int("API_RATE_LIMIT", 120, validate=AT_LEAST_0),
+        page_cache_seconds=env.int("PAGE_CACHE_SECONDS", 600, validate=AT_LEAST_0),
         api_rate_window_seconds=env.int("API_RATE_WINDOW_SECONDS", 60, validate=AT_LEAST_1),
     )

@@ -82,6 +82,9 @@ REDIS_URL = _env.redis_url
 
 # The JSON API's rate limit, counted in the "api_rate" cache below.
 API_RATE_LIMIT = _env.api_rate_limit
+# The public pages are kept whole until the data may have changed (arena/views/page_cache.py),
+# at most this long; 0 renders every request.
+PAGE_CACHE_SECONDS = _env.page_cache_seconds
 API_RATE_WINDOW_SECONDS = _env.api_rate_window_seconds
 
 # The rate limit's counts live in Redis when REDIS_URL is set, so every web process and
@@ -99,6 +102,12 @@ CACHES = {
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "api-rate"}
     ),
+    # Whole public pages, per process: the biggest (a model's page) is ~300 KB.
+    "pages": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+        "LOCATION": "pages",
+        "OPTIONS": {"MAX_ENTRIES": 400},
+    },
 }
 
 INSTALLED_APPS = [

@@ -32,6 +32,7 @@ import tests.profiles  # noqa: F401  (loads the hypothesis profile before any te
 from tests.budget import TimeBudget
 from tests.replay import ReplayServer
 from tests.shards import FileSeconds, Shard, shard_option
+from tests.suite_clock import start_suite_clock
 from tests.worlds import WorldsPlugin
 
 DATABASE_FIXTURES = frozenset(
@@ -58,6 +59,10 @@ FAST_HTTP = {
     "HTTP_READ_TIMEOUT": 2,
 }
 NO_API_RATE_LIMIT = {"API_RATE_LIMIT": 0}
+# Pages rendered on every request: a test that changes a row in place and reads the page again
+# expects the change, which production shows by the next tick (tests/arena/test_page_cache.py
+# tests the cache itself).
+NO_PAGE_CACHE = {"PAGE_CACHE_SECONDS": 0}
 # New cohorts run methodology v1 unless a test asks for v2: the recorded model replies the
 # suite replays answer v1's prompt (no stated probabilities), and a v1 cohort is still run by
 # v1's rules. The v2 tests ask for "v2" (tests/arena/test_methodology_v2.py).
@@ -105,10 +110,21 @@ def pytest_configure(config: pytest.Config) -> None:
         k, n = shard
         config.pluginmanager.register(Shard(k, n, database_pass), "shard")
     config.pluginmanager.register(FileSeconds(), "file-seconds")
-    every_test = {**FAST_HASHING, **FAST_HTTP, **NO_API_RATE_LIMIT, **METHODOLOGY_V1}
+    every_test = {
+        **FAST_HASHING,
+        **FAST_HTTP,
+        **NO_API_RATE_LIMIT,
+        **NO_PAGE_CACHE,
+        **METHODOLOGY_V1,
+    }
     config.pluginmanager.register(
         WorldsPlugin(settings=every_test, uses_database=uses_database), "worlds"
     )
+    # Before any world is built: a run near a week's seal runs on a clock moved past it, and
+    # the processes it starts inherit the moved clock (tests/suite_clock.py).
+    from django.conf import settings
+
+    os.environ.update(start_suite_clock(settings.OUTSIDE_WINDOW_CLOSES_MINUTES))
     queue = os.environ.get("CELERY_TEST_QUEUE")
     if queue:
         from forecaster.celery import app
@@ -175,6 +191,13 @@ def _no_api_rate_limit(settings: Any) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _no_page_cache(settings: Any) -> None:
+    """Every request renders its page (NO_PAGE_CACHE says why)."""
+    for name, value in NO_PAGE_CACHE.items():
+        setattr(settings, name, value)
+
+
+@pytest.fixture(autouse=True)
 def _methodology_v1(settings: Any) -> None:
     """New cohorts run v1 unless the test asks for v2 (METHODOLOGY_V1 says why)."""
     for name, value in METHODOLOGY_V1.items():
@@ -185,11 +208,13 @@ def _methodology_v1(settings: Any) -> None:
 def _empty_cache() -> Iterator[None]:
     """What one test left in the process's cache (the exports' manifests) is gone for the
     next, whose database was rolled back under it."""
-    from django.core.cache import cache
+    from django.core.cache import cache, caches
 
     cache.clear()
+    caches["pages"].clear()
     yield
     cache.clear()
+    caches["pages"].clear()
 
 
 @pytest.fixture(scope="session", autouse=True)

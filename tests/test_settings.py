@@ -65,6 +65,8 @@ MALFORMED = (
     ("API_RATE_LIMIT", "-1"),
     ("API_RATE_LIMIT", "lots"),
     ("API_RATE_WINDOW_SECONDS", "0"),
+    ("PAGE_CACHE_SECONDS", "-1"),
+    ("PAGE_CACHE_SECONDS", "an hour"),
     ("OUTSIDE_WINDOW_OPENS_MINUTES", "-1"),
     ("OUTSIDE_WINDOW_CLOSES_MINUTES", "0"),
     ("OUTSIDE_API_RATE_LIMIT", "0"),

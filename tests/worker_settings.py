@@ -47,11 +47,14 @@ OUTSIDE_SUBMISSION_CLAIM_SECONDS = int(
     os.environ.get("DRILL_SUBMISSION_CLAIM_SECONDS", OUTSIDE_SUBMISSION_CLAIM_SECONDS)
 )
 
-if os.environ.get("DRILL_NOW"):
-    _drill_now = datetime.fromisoformat(os.environ["DRILL_NOW"])
-    if os.environ.get("DRILL_NOW_SET_AT"):
-        _drill_now += timedelta(seconds=time.time() - float(os.environ["DRILL_NOW_SET_AT"]))
-    time_machine.travel(_drill_now, tick=True).start()
+# A drill's own moment, else the suite's clock (tests/suite_clock.py) when it is moved.
+for _now, _set_at in (("DRILL_NOW", "DRILL_NOW_SET_AT"), ("SUITE_NOW", "SUITE_NOW_SET_AT")):
+    if os.environ.get(_now):
+        _drill_now = datetime.fromisoformat(os.environ[_now])
+        if os.environ.get(_set_at):
+            _drill_now += timedelta(seconds=time.time() - float(os.environ[_set_at]))
+        time_machine.travel(_drill_now, tick=True).start()
+        break
 
 if os.environ.get("DRILL_HOLD_AFTER_DECISIONS_SENT"):
     from pathlib import Path

@@ -1,6 +1,6 @@
 """A researcher's check: the published analytics recompute from the public exports alone.
 
-A generated world of twelve weekly runs (four models, one of them joining in the sixth week;
+A generated world of twelve weekly runs (four models, one of them joining in the third week;
 Yes/No markets, two-outcome markets
 with named outcomes and three-outcome markets; each market shown in two runs at different
 prices) is exported through the API (`bets.csv`, `decisions.csv`), and every figure below is
@@ -43,8 +43,9 @@ WEEKS = 12
 MODELS = ("recompute-a", "recompute-b", "recompute-c", "recompute-d")
 SHOWN_PER_RUN = 6  # markets a run shows; each market is shown in two consecutive runs
 BETS_PER_RUN = 3  # of each model
-# One model joins late: its rows' degrees of freedom are its own weeks', not the others'.
-LATE_MODEL, LATE_FROM_WEEK = "recompute-d", 5
+# One model joins late (with the bets still to be ranked): its row's degrees of freedom are
+# its own weeks', not the others'.
+LATE_MODEL, LATE_FROM_WEEK = "recompute-d", 2
 # The methodology page's rules, as it states them.
 BINS = 10
 DIFFICULTY_MIN_SHARED = 10

@@ -1,0 +1,63 @@
+"""Whole public pages kept until the data they may show changes.
+
+A page of the year's arena (a model's 52 cohorts, the leaderboard's figures) takes a hundred
+milliseconds and more to render, and between two ticks every visitor would be shown the same
+bytes. So a page is kept whole, per process, under a key of its path and query and of the data
+watermark (arena/selectors/watermark.py: every table the arena adds rows to, the runs that
+record its updates in place, the admin's log, the decisions still under way, the lineup's
+changes and the seal in force), for at most PAGE_CACHE_SECONDS. A request reads the watermark
+(one query of index reads) and, when nothing moved, is answered with the kept bytes. What changes with no mark moving (a
+row changed from a shell, say) shows within PAGE_CACHE_SECONDS.
+
+Only a GET answered 200 is kept, with its headers; the middleware (security headers, the seal)
+runs on every request as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import caches
+from django.http import HttpRequest, HttpResponse
+from django.urls import get_script_prefix
+
+from arena.selectors.watermark import data_watermark
+
+View = Callable[..., HttpResponse]
+# Moves when what is kept changes shape.
+VERSION = 1
+
+
+def page_key(request: HttpRequest) -> str:
+    """The key of the page `request` asks for, as the data stands now."""
+    mark = f"{get_script_prefix()}|{request.get_full_path()}|{data_watermark()}"
+    return f"page:v{VERSION}:{hashlib.sha256(mark.encode()).hexdigest()}"
+
+
+def kept_until_the_data_moves(view: View) -> View:
+    """The view, its pages kept whole until the data watermark moves (module docstring)."""
+
+    @wraps(view)
+    def kept(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        seconds = settings.PAGE_CACHE_SECONDS
+        if not seconds or request.method not in ("GET", "HEAD"):
+            return view(request, *args, **kwargs)
+        cache = caches["pages"]
+        key = page_key(request)
+        found = cache.get(key)
+        if found is not None:
+            content, headers = found
+            response = HttpResponse(content)
+            for name, value in headers:
+                response[name] = value
+            return response
+        response = view(request, *args, **kwargs)
+        if response.status_code == 200 and not response.streaming and not response.cookies:
+            cache.set(key, (response.content, list(response.items())), seconds)
+        return response
+
+    return kept

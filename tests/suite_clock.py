@@ -1,0 +1,60 @@
+"""The suite's clock: the real one, unless the run would meet a week's seal.
+
+From Sunday 00:00 UTC until the outside window closes (01:00 by default) every public read
+shows the arena as it stood at 00:00 (arena/seal.py). The suite's tests build their worlds
+"now" and read them back through the public pages and API: run in that hour, they would read
+a sealed arena and fail for it, and a run started shortly before would walk into it. So a run
+starting within MARGIN of a seal, or inside one, runs on a clock moved to MARGIN past the
+seal's end, running on from there (time-machine, in this process and in the worker processes
+it starts: tests/workers.py passes SUITE_NOW and SUITE_NOW_SET_AT on). The seal's own tests
+set their moments themselves.
+
+SUITE_NOW (an ISO 8601 moment) starts the suite's clock there instead of now, to see what a
+run at that moment does: `SUITE_NOW=2026-11-29T00:20Z make test-fast` runs as a Sunday
+20 minutes into the seal would, moved past it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import UTC, datetime, timedelta
+
+# Longer than a run of the suite takes: a run started this long before a seal ends before it.
+MARGIN = timedelta(minutes=30)
+
+
+def seal_windows(now: datetime, closes_minutes: int) -> list[tuple[datetime, datetime]]:
+    """The seals of the week `now` is in and of the next: (Sunday 00:00, the window's close)."""
+    midnight = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    sunday = midnight - timedelta(days=(midnight.weekday() + 1) % 7)
+    return [
+        (opens, opens + timedelta(minutes=closes_minutes))
+        for opens in (sunday, sunday + timedelta(weeks=1))
+    ]
+
+
+def suite_start(now: datetime, closes_minutes: int) -> datetime | None:
+    """Where the suite's clock starts when the run begins at `now`: None for the real clock,
+    or MARGIN past the end of a seal that `now` is in or within MARGIN of."""
+    for opens, closes in seal_windows(now, closes_minutes):
+        if opens - MARGIN <= now < closes:
+            return closes + MARGIN
+    return None
+
+
+def start_suite_clock(closes_minutes: int) -> dict[str, str]:
+    """Move this process's clock where `suite_start` says (from SUITE_NOW when set), running
+    on; return what a process this one starts needs to keep the same clock (empty when the
+    clock is the real one)."""
+    import time_machine
+
+    asked = os.environ.get("SUITE_NOW")
+    now = datetime.fromisoformat(asked) if asked else datetime.now(UTC)
+    if asked and os.environ.get("SUITE_NOW_SET_AT"):  # a process started by a moved run
+        now += timedelta(seconds=time.time() - float(os.environ["SUITE_NOW_SET_AT"]))
+    start = suite_start(now, closes_minutes) or (now if asked else None)
+    if start is None:
+        return {}
+    time_machine.travel(start, tick=True).start()
+    return {"SUITE_NOW": start.isoformat(), "SUITE_NOW_SET_AT": repr(time.time())}
