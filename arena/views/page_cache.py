@@ -6,8 +6,9 @@ bytes. So a page is kept whole, per process, under a key of its path and query a
 watermark (arena/selectors/watermark.py: every table the arena adds rows to, the runs that
 record its updates in place, the admin's log, the decisions still under way, the lineup's
 changes and the seal in force), for at most PAGE_CACHE_SECONDS. A request reads the watermark
-(one query of index reads) and, when nothing moved, is answered with the kept bytes. What changes with no mark moving (a
-row changed from a shell, say) shows within PAGE_CACHE_SECONDS.
+(one query of index reads) and, when nothing moved, is answered with the kept bytes. What
+changes with no mark moving (a row changed from a shell, say) shows within
+PAGE_CACHE_SECONDS.
 
 Only a GET answered 200 is kept, with its headers; the middleware (security headers, the seal)
 runs on every request as before.
