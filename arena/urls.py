@@ -5,11 +5,13 @@ from arena.views import info as info_views
 from arena.views import markets as market_views
 from arena.views import models as model_views
 from arena.views import pages
+from arena.views.page_cache import kept_for_a_minute_or_until_the_data_moves as kept_a_minute
 from arena.views.page_cache import kept_until_the_data_moves as kept
 
 app_name = "arena"
-# The pages a year of data makes costly are kept whole until the data moves (page_cache.py);
-# the status page reads the clock, and the others cost a few milliseconds.
+# The pages a year of data makes costly are kept whole until the data moves (page_cache.py),
+# the status page, which reads the clock too, for a minute at most; the others cost a few
+# milliseconds.
 urlpatterns = [
     path("", kept(pages.leaderboard), name="leaderboard"),
     path("cohorts/", kept(pages.cohort_list), name="cohorts"),
@@ -20,7 +22,7 @@ urlpatterns = [
     # Stable ids may hold "/" or ":" (a provider-style id): the path converter keeps them.
     path("models/<path:internal_id>/", kept(model_views.model_detail), name="model"),
     path("methodology/", info_views.methodology, name="methodology"),
-    path("status/", info_views.status, name="status"),
+    path("status/", kept_a_minute(info_views.status), name="status"),
     path("about/", info_views.about, name="about"),
     path("data/", data_views.data_page, name="data"),
     path("data/releases/<str:name>/", data_views.release_detail, name="release"),

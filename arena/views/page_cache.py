@@ -26,6 +26,7 @@ from django.core.cache import caches
 from django.http import HttpRequest, HttpResponse
 from django.urls import get_script_prefix
 
+from arena import clock
 from arena.selectors.watermark import data_watermark
 
 View = Callable[..., HttpResponse]
@@ -33,22 +34,36 @@ View = Callable[..., HttpResponse]
 VERSION = 1
 
 
-def page_key(request: HttpRequest) -> str:
-    """The key of the page `request` asks for, as the data stands now."""
+def page_key(request: HttpRequest, *, clock_seconds: int | None = None) -> str:
+    """The key of the page `request` asks for, as the data stands now (and, with
+    `clock_seconds`, as the clock stands, to that many seconds)."""
     mark = f"{get_script_prefix()}|{request.get_full_path()}|{data_watermark()}"
+    if clock_seconds:
+        mark += f"|{int(clock.now().timestamp()) // clock_seconds}"
     return f"page:v{VERSION}:{hashlib.sha256(mark.encode()).hexdigest()}"
 
 
 def kept_until_the_data_moves(view: View) -> View:
     """The view, its pages kept whole until the data watermark moves (module docstring)."""
+    return _kept(view, clock_seconds=None)
 
+
+def kept_for_a_minute_or_until_the_data_moves(view: View) -> View:
+    """The view of a page that reads the clock as well as the data (the status page's overdue
+    jobs): kept until the watermark moves or the clock's minute turns, whichever is first."""
+    return _kept(view, clock_seconds=60)
+
+
+def _kept(view: View, *, clock_seconds: int | None) -> View:
     @wraps(view)
     def kept(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         seconds = settings.PAGE_CACHE_SECONDS
         if not seconds or request.method not in ("GET", "HEAD"):
             return view(request, *args, **kwargs)
+        if clock_seconds:
+            seconds = min(seconds, clock_seconds)
         cache = caches["pages"]
-        key = page_key(request)
+        key = page_key(request, clock_seconds=clock_seconds)
         found = cache.get(key)
         if found is not None:
             content, headers = found

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import time_machine
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
@@ -143,3 +144,16 @@ def test_a_change_saved_in_the_admin_renders_the_page_again(
         change_message="[]",
     )
     assert fetched(client, path)[2] > WATERMARK_QUERIES
+
+
+def test_the_status_page_which_reads_the_clock_is_kept_a_minute_at_most(
+    world: World, client: Client
+) -> None:
+    minute = datetime(2031, 3, 5, 12, 0, tzinfo=UTC)
+    with time_machine.travel(minute + timedelta(seconds=5), tick=False):
+        fetched(client, "/status/")
+        assert fetched(client, "/status/")[2] <= WATERMARK_QUERIES
+    with time_machine.travel(minute + timedelta(seconds=59), tick=False):
+        assert fetched(client, "/status/")[2] <= WATERMARK_QUERIES
+    with time_machine.travel(minute + timedelta(seconds=61), tick=False):
+        assert fetched(client, "/status/")[2] > WATERMARK_QUERIES
