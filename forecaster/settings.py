@@ -102,7 +102,8 @@ CACHES = {
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "api-rate"}
     ),
-    # Whole public pages, per process: the biggest (a model's page) is ~300 KB.
+    # Whole public pages, per process, packed with zlib: the biggest (a model's page, ~300 KB)
+    # keeps ~75 KB.
     "pages": {
         "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
         "LOCATION": "pages",
