@@ -56,5 +56,6 @@ def start_suite_clock(closes_minutes: int) -> dict[str, str]:
     start = suite_start(now, closes_minutes) or (now if asked else None)
     if start is None:
         return {}
+    real = time.time()  # read before the travel: a process started later runs on from it
     time_machine.travel(start, tick=True).start()
-    return {"SUITE_NOW": start.isoformat(), "SUITE_NOW_SET_AT": repr(time.time())}
+    return {"SUITE_NOW": start.isoformat(), "SUITE_NOW_SET_AT": repr(real)}

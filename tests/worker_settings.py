@@ -9,7 +9,9 @@ DRILL_NOW (an ISO 8601 moment) moves the process's clock there, running on from 
 whose workers start the weekly cohort needs its first day (COHORT_START_GRACE), whatever the
 day the suite runs on. With DRILL_NOW_SET_AT (the Unix time DRILL_NOW was set at) the clock
 runs on from DRILL_NOW as if from then: a process started later (a web worker replacing a
-killed one) keeps the same clock as those started before it.
+killed one) keeps the same clock as those started before it. SUITE_NOW and SUITE_NOW_SET_AT
+do the same for the suite's own clock when a run near a week's seal moved it
+(tests/suite_clock.py); a drill's moment applies on top.
 
 DRILL_SUBMISSION_CLAIM_SECONDS shortens OUTSIDE_SUBMISSION_CLAIM_SECONDS, so that a drill's
 team can take over a dead web worker's submission in seconds.
@@ -47,14 +49,15 @@ OUTSIDE_SUBMISSION_CLAIM_SECONDS = int(
     os.environ.get("DRILL_SUBMISSION_CLAIM_SECONDS", OUTSIDE_SUBMISSION_CLAIM_SECONDS)
 )
 
-# A drill's own moment, else the suite's clock (tests/suite_clock.py) when it is moved.
-for _now, _set_at in (("DRILL_NOW", "DRILL_NOW_SET_AT"), ("SUITE_NOW", "SUITE_NOW_SET_AT")):
+# The suite's clock first, when the suite moved it (tests/suite_clock.py: SUITE_NOW_SET_AT is
+# real time), then a drill's own moment on top: its DRILL_NOW_SET_AT was read on the test
+# process's clock, the suite's, which this process now shares.
+for _now, _set_at in (("SUITE_NOW", "SUITE_NOW_SET_AT"), ("DRILL_NOW", "DRILL_NOW_SET_AT")):
     if os.environ.get(_now):
-        _drill_now = datetime.fromisoformat(os.environ[_now])
+        _moment = datetime.fromisoformat(os.environ[_now])
         if os.environ.get(_set_at):
-            _drill_now += timedelta(seconds=time.time() - float(os.environ[_set_at]))
-        time_machine.travel(_drill_now, tick=True).start()
-        break
+            _moment += timedelta(seconds=time.time() - float(os.environ[_set_at]))
+        time_machine.travel(_moment, tick=True).start()
 
 if os.environ.get("DRILL_HOLD_AFTER_DECISIONS_SENT"):
     from pathlib import Path
