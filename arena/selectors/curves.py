@@ -232,7 +232,9 @@ def _downsampled_unsealed(
     if resolution is not None:
         # A series whose rollup covers it, from its first snapshot to its latest, as the
         # snapshot writes keep it; the others (snapshots written by other means) are read
-        # from their snapshots.
+        # from their snapshots. Under a seal a series' rollup spans past its last mark before
+        # the seal, so it is read from its snapshots: a rollup row holding the seal's start
+        # would carry marks from after it.
         rolled = {
             agent_id: known
             for agent_id, known in ends.items()
