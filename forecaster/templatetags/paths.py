@@ -19,7 +19,7 @@ from django.urls import get_script_prefix, reverse
 
 register = template.Library()
 
-# Stand-ins no route's own text holds: each appears once in a reversed path, where its argument goes.
+# Stand-ins no route's own text holds: each appears once in a reversed path, in its place.
 STAND_INS = (918_273_645_001, 918_273_645_002, 918_273_645_003)
 
 
