@@ -3,6 +3,7 @@ anything else through `reverse` itself, with its checks."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -56,3 +57,43 @@ def test_a_script_prefix_is_kept_per_prefix() -> None:
 def test_the_tag_writes_the_path() -> None:
     template = Template("{% load paths %}<a href=\"{% path 'arena:agent' n a %}\">")
     assert template.render(Context({"n": 2, "a": 40})) == '<a href="/cohorts/2/agents/40/">'
+
+
+# The include the tag replaced, as it was: the tag writes the same bytes.
+INCLUDED = (
+    "{% if nolink %}{{ agent.model.display_name }}"
+    "{% else %}<a href=\"{% url 'arena:model' agent.model.internal_id %}\">"
+    "{{ agent.model.display_name }}</a>{% endif %}"
+    '{% if agent.model.is_baseline %} <span class="badge baseline">baseline</span>'
+    '{% elif agent.model.is_outside %} <span class="badge outside" title="an outside team\'s'
+    ' agent, deciding through the API">outside</span>'
+    '{% elif offline %} <span class="badge offline">offline</span>{% endif %}'
+    '{% if agent.status == "bankrupt" and not nostatus %}'
+    ' <span class="badge bankrupt">bankrupt</span>{% endif %}'
+)
+
+
+@pytest.mark.parametrize("kind", ["llm", "baseline", "outside"])
+@pytest.mark.parametrize("offline", [False, True])
+@pytest.mark.parametrize("status", ["active", "bankrupt"])
+@pytest.mark.parametrize("flags", ["", "nolink=True", "nostatus=True", "nolink=True nostatus=True"])
+def test_model_label_writes_what_its_template_did(
+    kind: str, offline: bool, status: str, flags: str
+) -> None:
+    model = SimpleNamespace(
+        display_name='<b>"Model" & co</b>',
+        internal_id="openai/gpt-5.1",
+        is_baseline=kind == "baseline",
+        is_outside=kind == "outside",
+    )
+    agent = SimpleNamespace(model=model, status=status)
+    with_flags = " ".join(f"{f.split('=')[0]}=True" for f in flags.split())
+    included = Template("{% load paths %}" + INCLUDED).render(
+        Context(
+            {"agent": agent, "offline": offline, **{f.split("=")[0]: True for f in flags.split()}}
+        )
+    )
+    tag = Template(f"{{% load paths %}}{{% model_label agent offline {with_flags} %}}").render(
+        Context({"agent": agent, "offline": offline})
+    )
+    assert tag == included
