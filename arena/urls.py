@@ -13,14 +13,20 @@ app_name = "arena"
 # the status page, which reads the clock too, for a minute at most; the others cost a few
 # milliseconds.
 urlpatterns = [
-    path("", kept(pages.leaderboard), name="leaderboard"),
+    path("", kept(pages.leaderboard, reads=("sort", "cohorts", "view")), name="leaderboard"),
     path("cohorts/", kept(pages.cohort_list), name="cohorts"),
-    path("cohorts/<int:number>/", kept(pages.cohort_detail), name="cohort"),
-    path("cohorts/<int:number>/agents/<int:agent_id>/", kept(pages.agent_detail), name="agent"),
+    path("cohorts/<int:number>/", kept(pages.cohort_detail, reads=("range",)), name="cohort"),
+    path(
+        "cohorts/<int:number>/agents/<int:agent_id>/",
+        kept(pages.agent_detail, reads=("range",)),
+        name="agent",
+    ),
     path("decisions/<int:decision_id>/", kept(pages.decision_detail), name="decision"),
     path("models/", kept(model_views.model_list), name="models"),
     # Stable ids may hold "/" or ":" (a provider-style id): the path converter keeps them.
-    path("models/<path:internal_id>/", kept(model_views.model_detail), name="model"),
+    path(
+        "models/<path:internal_id>/", kept(model_views.model_detail, reads=("range",)), name="model"
+    ),
     path("methodology/", info_views.methodology, name="methodology"),
     path("status/", kept_a_minute(info_views.status), name="status"),
     path("about/", info_views.about, name="about"),

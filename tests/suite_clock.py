@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 # Longer than a run of the suite takes: a run started this long before a seal ends before it.
@@ -43,19 +44,28 @@ def suite_start(now: datetime, closes_minutes: int) -> datetime | None:
     return None
 
 
-def start_suite_clock(closes_minutes: int) -> dict[str, str]:
-    """Move this process's clock where `suite_start` says (from SUITE_NOW when set), running
-    on; return what a process this one starts needs to keep the same clock (empty when the
-    clock is the real one)."""
-    import time_machine
-
-    asked = os.environ.get("SUITE_NOW")
-    now = datetime.fromisoformat(asked) if asked else datetime.now(UTC)
-    if asked and os.environ.get("SUITE_NOW_SET_AT"):  # a process started by a moved run
-        now += timedelta(seconds=time.time() - float(os.environ["SUITE_NOW_SET_AT"]))
+def suite_clock(
+    environ: Mapping[str, str], real: float, closes_minutes: int
+) -> tuple[datetime | None, dict[str, str]]:
+    """Where the suite's clock starts, at Unix time `real`, and what a process it starts needs
+    to keep the same clock: (None, {}) for the real clock. SUITE_NOW in `environ` starts it
+    there (and SUITE_NOW_SET_AT, a process started by a moved run, runs on from then)."""
+    asked = environ.get("SUITE_NOW")
+    now = datetime.fromisoformat(asked) if asked else datetime.fromtimestamp(real, UTC)
+    if asked and environ.get("SUITE_NOW_SET_AT"):
+        now += timedelta(seconds=real - float(environ["SUITE_NOW_SET_AT"]))
     start = suite_start(now, closes_minutes) or (now if asked else None)
     if start is None:
-        return {}
-    real = time.time()  # read before the travel: a process started later runs on from it
-    time_machine.travel(start, tick=True).start()
-    return {"SUITE_NOW": start.isoformat(), "SUITE_NOW_SET_AT": repr(real)}
+        return None, {}
+    return start, {"SUITE_NOW": start.isoformat(), "SUITE_NOW_SET_AT": repr(real)}
+
+
+def start_suite_clock(closes_minutes: int) -> dict[str, str]:
+    """Move this process's clock where `suite_clock` says, running on; return what a process
+    this one starts needs to keep the same clock (empty when the clock is the real one)."""
+    import time_machine
+
+    start, inherited = suite_clock(os.environ, time.time(), closes_minutes)
+    if start is not None:
+        time_machine.travel(start, tick=True).start()
+    return inherited

@@ -273,3 +273,12 @@ def test_smoke_manage_py_starts_with_the_embedded_default(runs: dict[str, Run]) 
     assert run.returncode == 0, run.stderr
     assert "offline agents: True key: False" in run.stdout
     assert "retries: 3 hosts: ['127.0.0.1', 'localhost', 'testserver'] redis: ''" in run.stdout
+
+
+def test_pages_are_kept_in_production_and_rendered_each_time_with_debug_on() -> None:
+    assert environment.read_environment({}).page_cache_seconds == 0
+    assert environment.read_environment(PRODUCTION).page_cache_seconds == 600
+    assert (
+        environment.read_environment({**PRODUCTION, "PAGE_CACHE_SECONDS": "0"}).page_cache_seconds
+        == 0
+    )

@@ -3,14 +3,20 @@ clock moved past it, and the seals it steers by are the arena's."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from django.conf import settings
 
 from arena.seal import seal_at
-from tests.suite_clock import MARGIN, seal_windows, suite_start
+from tests.suite_clock import MARGIN, seal_windows, suite_clock, suite_start
 
+ROOT = Path(__file__).resolve().parent.parent
 CLOSES = 60  # minutes after Sunday 00:00: the outside window's default close
 SUNDAY = datetime(2026, 11, 29, tzinfo=UTC)
 
@@ -38,4 +44,42 @@ def test_the_windows_it_steers_by_are_the_arenas_seals() -> None:
     while moment < SUNDAY + timedelta(days=8):
         inside = any(opens <= moment < end for opens, end in seal_windows(moment, closes))
         assert inside == (seal_at(moment) is not None), moment
-        moment += timedelta(minutes=7)
+        moment += timedelta(minutes=5)  # landing on each window's first and last minutes
+
+
+def test_a_run_in_the_seal_tells_the_processes_it_starts_where_its_clock_went() -> None:
+    real = (SUNDAY + timedelta(minutes=20)).timestamp()
+    start, inherited = suite_clock({}, real, CLOSES)
+    assert start == SUNDAY + timedelta(minutes=CLOSES) + MARGIN
+    assert inherited == {"SUITE_NOW": start.isoformat(), "SUITE_NOW_SET_AT": repr(real)}
+    # A process started 90 s later keeps the same clock: its start plus the 90 s.
+    later, again = suite_clock(inherited, real + 90, CLOSES)
+    assert later == start + timedelta(seconds=90)
+    assert again["SUITE_NOW"] == later.isoformat()
+    # Far from a seal, the real clock; asked for a moment, that moment.
+    assert suite_clock({}, (SUNDAY + timedelta(days=3)).timestamp(), CLOSES) == (None, {})
+    wednesday = SUNDAY + timedelta(days=3)
+    assert suite_clock({"SUITE_NOW": wednesday.isoformat()}, real, CLOSES)[0] == wednesday
+
+
+@pytest.mark.drill
+def test_a_worker_process_runs_on_the_suites_clock_and_a_drills_moment_on_top() -> None:
+    """tests/worker_settings.py, as a drill's worker process reads it: the suite's clock (set
+    in real time), then the drill's moment (set on the suite's clock), each running on."""
+    real = time.time()
+    moved = real + 3 * 86_400.0  # the test process's clock, three days on
+    drill = datetime(2031, 1, 5, 0, 7, tzinfo=UTC)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.worker_settings",
+        "SUITE_NOW": datetime.fromtimestamp(moved - 60, UTC).isoformat(),
+        "SUITE_NOW_SET_AT": repr(real - 60),
+        "DRILL_NOW": drill.isoformat(),
+        "DRILL_NOW_SET_AT": repr(moved - 30),  # read on the moved clock, 30 s ago
+    }
+    printed = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; settings.DEBUG; "
+         "import time; print(time.time())"],
+        env=env, capture_output=True, text=True, check=True, cwd=ROOT,
+    ).stdout  # fmt: skip
+    assert float(printed) - drill.timestamp() == pytest.approx(30, abs=10)

@@ -26,10 +26,13 @@ from arena.models import (
 from arena.seal import cache_part
 from markets.models import MarketSyncRun
 
-# The tables the arena adds rows to, and those of the runs that record its updates in place:
-# catalogue syncs and ticks (prices, marking), resolution checks (settlement, scoring,
-# completion), system events (staff operations) and the admin's log (a row added, changed or
-# deleted there: a market's category, a model's name).
+# The tables whose rows the public pages show, and those of the runs that record the updates
+# made in place: catalogue syncs and ticks (prices, marking), resolution checks (settlement,
+# scoring, completion), system events (staff operations) and the admin's log (a row added,
+# changed or deleted there: a market's category, a model's name). Rows written with no mark of
+# their own (a run's frozen markets, a panel's forecasts, an answer's commitment, a
+# determinism check) are written with a decision, an attempt or an event that moves the mark:
+# a writer added later that writes alone must add its table here.
 GROWING = (
     Cohort,
     Agent,
@@ -56,16 +59,19 @@ UNFINISHED = (
 
 
 def data_watermark() -> str:
-    """Return a digest of: the latest id of every GROWING table, how many decisions are at
-    each UNFINISHED status, the lineup's latest change and who of it is admitted to the main
-    board, and the seal in force. One query of index reads. The ids are the tables' own, sealed rows
-    included: a mark that moves when nothing shown did costs a page rendered again, never a
-    stale one."""
+    """Return a digest of: the latest id of every GROWING table, which decisions are at each
+    UNFINISHED status, the lineup's latest change and who of it is admitted to the main
+    board, and the seal in force. One query of index reads. The ids are the tables' own,
+    sealed rows included: a mark that moves when nothing shown did costs a page rendered
+    again, never a stale one."""
     decision, lineup = Decision._meta.db_table, BenchmarkModel._meta.db_table
     # Only our own table names are formatted in; the values are parameters.
     terms = [f"(SELECT MAX(id) FROM {model._meta.db_table})" for model in GROWING]  # nosec B608
+    # Which decisions, not only how many: two moving opposite ways (one team's claim, another's
+    # reopened submission) would leave every count as it was.
+    which = "COUNT(*) || ':' || COALESCE(SUM(id), 0)"
     terms += [
-        f"(SELECT COUNT(*) FROM {decision} WHERE status = %s)"  # nosec B608
+        f"(SELECT {which} FROM {decision} WHERE status = %s)"  # nosec B608
         for _ in UNFINISHED
     ]
     # The lineup's rows change in place (a name; an outside agent admitted to the main board,

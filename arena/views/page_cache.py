@@ -37,29 +37,34 @@ VERSION = 1
 
 def page_key(request: HttpRequest, *, clock_seconds: int | None = None) -> str:
     """The key of the page `request` asks for, as the data stands now (and, with
-    `clock_seconds`, as the clock stands, to that many seconds)."""
-    mark = f"{get_script_prefix()}|{request.get_full_path()}|{data_watermark()}"
+    `clock_seconds`, as the clock stands, to that many seconds): its path and its query's
+    parameters, in name order."""
+    query = sorted(request.GET.lists())
+    mark = f"{get_script_prefix()}|{request.path}|{query}|{data_watermark()}"
     if clock_seconds:
         mark += f"|{int(clock.now().timestamp()) // clock_seconds}"
     return f"page:v{VERSION}:{hashlib.sha256(mark.encode()).hexdigest()}"
 
 
-def kept_until_the_data_moves(view: View) -> View:
-    """The view, its pages kept whole until the data watermark moves (module docstring)."""
-    return _kept(view, clock_seconds=None)
+def kept_until_the_data_moves(view: View, *, reads: tuple[str, ...] = ()) -> View:
+    """The view, its pages kept whole until the data watermark moves (module docstring).
+    `reads` names the query parameters the view reads: a request with any other (a tracking
+    tag, a typo), or with one of them twice, is rendered and not kept, so that made-up
+    queries cannot push the pages visitors ask for out of the cache."""
+    return _kept(view, reads=reads, clock_seconds=None)
 
 
-def kept_for_a_minute_or_until_the_data_moves(view: View) -> View:
+def kept_for_a_minute_or_until_the_data_moves(view: View, *, reads: tuple[str, ...] = ()) -> View:
     """The view of a page that reads the clock as well as the data (the status page's overdue
     jobs): kept until the watermark moves or the clock's minute turns, whichever is first."""
-    return _kept(view, clock_seconds=60)
+    return _kept(view, reads=reads, clock_seconds=60)
 
 
-def _kept(view: View, *, clock_seconds: int | None) -> View:
+def _kept(view: View, *, reads: tuple[str, ...], clock_seconds: int | None) -> View:
     @wraps(view)
     def kept(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         seconds = settings.PAGE_CACHE_SECONDS
-        if not seconds or request.method not in ("GET", "HEAD"):
+        if not seconds or request.method not in ("GET", "HEAD") or not _keepable(request, reads):
             return view(request, *args, **kwargs)
         if clock_seconds:
             seconds = min(seconds, clock_seconds)
@@ -81,3 +86,7 @@ def _kept(view: View, *, clock_seconds: int | None) -> View:
         return response
 
     return kept
+
+
+def _keepable(request: HttpRequest, reads: tuple[str, ...]) -> bool:
+    return all(name in reads and len(values) == 1 for name, values in request.GET.lists())

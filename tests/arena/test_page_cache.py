@@ -75,6 +75,22 @@ def test_a_decision_moving_on_in_place_is_shown_at_once(world: World, client: Cl
     assert fetched(client, path)[2] > WATERMARK_QUERIES
 
 
+def test_two_decisions_trading_places_in_place_are_shown_at_once(
+    world: World, client: Client
+) -> None:
+    """One team's submission claimed while another's is reopened: each status keeps its count,
+    but not its decisions."""
+    one, other = Decision.objects.filter(cohort=world.cohort).order_by("pk")[:2]
+    Decision.objects.filter(pk=one.pk).update(status=Decision.Status.AWAITING)
+    Decision.objects.filter(pk=other.pk).update(status=Decision.Status.RUNNING)
+    path = reverse("arena:decision", args=[one.pk])
+    fetched(client, path)
+    assert fetched(client, path)[2] <= WATERMARK_QUERIES
+    Decision.objects.filter(pk=one.pk).update(status=Decision.Status.RUNNING)
+    Decision.objects.filter(pk=other.pk).update(status=Decision.Status.AWAITING)
+    assert fetched(client, path)[2] > WATERMARK_QUERIES
+
+
 def test_a_row_added_or_the_lineup_changed_renders_the_page_again(
     world: World, client: Client
 ) -> None:
@@ -96,12 +112,28 @@ def test_the_query_is_part_of_what_is_kept_and_only_200_is_kept(
 ) -> None:
     path = reverse("arena:cohort", args=[world.cohort.number])
     fetched(client, path + "?range=1M")
-    status, everything, queries = fetched(client, path + "?range=ALL")
+    status, _, queries = fetched(client, path + "?range=ALL")
     assert status == 200
     assert queries > WATERMARK_QUERIES
-    missing = reverse("arena:cohort", args=[world.cohort.number + 999])
+    # The parameters in another order ask for the same page.
+    fetched(client, "/?sort=alpha&cohorts=completed")
+    assert fetched(client, "/?cohorts=completed&sort=alpha")[2] <= WATERMARK_QUERIES
+    # A decision the page cannot find answers 404 (its view's own answer): asked again, it is
+    # looked up again.
+    missing = reverse("arena:decision", args=[world.decision.pk + 999_999])
     assert fetched(client, missing)[0] == 404
-    assert fetched(client, missing)[2] > WATERMARK_QUERIES  # asked again, looked up again
+    assert fetched(client, missing)[2] > WATERMARK_QUERIES
+
+
+@pytest.mark.parametrize("query", ["?utm_source=feed", "?range=1M&range=ALL", "?range=1M&x=1"])
+def test_a_query_the_page_does_not_read_is_rendered_and_not_kept(
+    world: World, client: Client, query: str
+) -> None:
+    """Made-up queries would otherwise fill the cache with copies of one page and push out
+    the pages visitors ask for."""
+    path = reverse("arena:cohort", args=[world.cohort.number]) + query
+    assert fetched(client, path)[0] == 200
+    assert fetched(client, path)[2] > WATERMARK_QUERIES
 
 
 def test_the_seal_beginning_is_another_page(world: World, client: Client) -> None:
