@@ -301,8 +301,6 @@ def read_every_variable(env: EnvironmentReader) -> Environment:
         redis_url=env.redis_url("REDIS_URL", ""),
         api_rate_limit=env.int("API_RATE_LIMIT", 120, validate=AT_LEAST_0),
         # With DEBUG on a template edited is shown at the next request, not ten minutes on.
-        page_cache_seconds=env.int(
-            "PAGE_CACHE_SECONDS", 0 if debug else 600, validate=AT_LEAST_0
-        ),
+        page_cache_seconds=env.int("PAGE_CACHE_SECONDS", 0 if debug else 600, validate=AT_LEAST_0),
         api_rate_window_seconds=env.int("API_RATE_WINDOW_SECONDS", 60, validate=AT_LEAST_1),
     )
