@@ -3,12 +3,13 @@
 A page of the year's arena (a model's 52 cohorts, the leaderboard's figures) takes a hundred
 milliseconds and more to render, and between two ticks every visitor would be shown the same
 bytes. So a page is kept whole, per process, under a key of its path and query and of the data
-watermark (arena/selectors/watermark.py: every table the arena adds rows to, the runs that
-record its updates in place, the admin's log, the decisions still under way, the lineup's
-changes and the seal in force), for at most PAGE_CACHE_SECONDS. A request reads the watermark
-(one query of index reads) and, when nothing moved, is answered with the kept bytes. What
-changes with no mark moving (a row changed from a shell, say) shows within
-PAGE_CACHE_SECONDS.
+watermark (arena/selectors/watermark.py: the tables whose rows the pages show, the runs that
+record the updates made in place, the admin's log, the decisions still under way, the
+lineup's changes and the seal in force), for at most PAGE_CACHE_SECONDS. A request reads the
+watermark (one query of index reads) and, when nothing moved, is answered with the kept
+bytes. What changes with no mark moving (a row changed from a shell, say) shows within
+PAGE_CACHE_SECONDS; the analytics' figures a page shows are kept apart, until their own
+watermark moves (arena/selectors/analytics/cache.py).
 
 Only a GET answered 200 is kept, with its headers; the middleware (security headers, the seal)
 runs on every request as before.
