@@ -122,9 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     # Before any world is built: a run near a week's seal runs on a clock moved past it, and
     # the processes it starts inherit the moved clock (tests/suite_clock.py).
-    from django.conf import settings
-
-    os.environ.update(start_suite_clock(settings.OUTSIDE_WINDOW_CLOSES_MINUTES))
+    os.environ.update(start_suite_clock())
     queue = os.environ.get("CELERY_TEST_QUEUE")
     if queue:
         from forecaster.celery import app

@@ -25,28 +25,27 @@ from datetime import UTC, datetime, timedelta
 MARGIN = timedelta(minutes=30)
 
 
-def seal_windows(now: datetime, closes_minutes: int) -> list[tuple[datetime, datetime]]:
-    """The seals of the week `now` is in and of the next: (Sunday 00:00, the window's close)."""
-    midnight = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    sunday = midnight - timedelta(days=(midnight.weekday() + 1) % 7)
+def seal_windows(now: datetime) -> list[tuple[datetime, datetime]]:
+    """The seals of the week `now` is in and of the next: (Sunday 00:00, the outside window's
+    close), by the arena's own week arithmetic."""
+    from arena.weeks import cohort_week_start, outside_window, week_opens
+
+    week = cohort_week_start(now)
     return [
-        (opens, opens + timedelta(minutes=closes_minutes))
-        for opens in (sunday, sunday + timedelta(weeks=1))
+        (week_opens(start), outside_window(start)[1]) for start in (week, week + timedelta(weeks=1))
     ]
 
 
-def suite_start(now: datetime, closes_minutes: int) -> datetime | None:
+def suite_start(now: datetime) -> datetime | None:
     """Where the suite's clock starts when the run begins at `now`: None for the real clock,
     or MARGIN past the end of a seal that `now` is in or within MARGIN of."""
-    for opens, closes in seal_windows(now, closes_minutes):
+    for opens, closes in seal_windows(now):
         if opens - MARGIN <= now < closes:
             return closes + MARGIN
     return None
 
 
-def suite_clock(
-    environ: Mapping[str, str], real: float, closes_minutes: int
-) -> tuple[datetime | None, dict[str, str]]:
+def suite_clock(environ: Mapping[str, str], real: float) -> tuple[datetime | None, dict[str, str]]:
     """Where the suite's clock starts, at Unix time `real`, and what a process it starts needs
     to keep the same clock: (None, {}) for the real clock. SUITE_NOW in `environ` starts it
     there (and SUITE_NOW_SET_AT, a process started by a moved run, runs on from then)."""
@@ -54,18 +53,18 @@ def suite_clock(
     now = datetime.fromisoformat(asked) if asked else datetime.fromtimestamp(real, UTC)
     if asked and environ.get("SUITE_NOW_SET_AT"):
         now += timedelta(seconds=real - float(environ["SUITE_NOW_SET_AT"]))
-    start = suite_start(now, closes_minutes) or (now if asked else None)
+    start = suite_start(now) or (now if asked else None)
     if start is None:
         return None, {}
     return start, {"SUITE_NOW": start.isoformat(), "SUITE_NOW_SET_AT": repr(real)}
 
 
-def start_suite_clock(closes_minutes: int) -> dict[str, str]:
+def start_suite_clock() -> dict[str, str]:
     """Move this process's clock where `suite_clock` says, running on; return what a process
     this one starts needs to keep the same clock (empty when the clock is the real one)."""
     import time_machine
 
-    start, inherited = suite_clock(os.environ, time.time(), closes_minutes)
+    start, inherited = suite_clock(os.environ, time.time())
     if start is not None:
         time_machine.travel(start, tick=True).start()
     return inherited

@@ -35,31 +35,31 @@ SUNDAY = datetime(2026, 11, 29, tzinfo=UTC)
 def test_a_run_near_or_in_a_seal_runs_past_its_end(
     began: datetime, runs_at: datetime | None
 ) -> None:
-    assert suite_start(began, CLOSES) == runs_at
+    assert settings.OUTSIDE_WINDOW_CLOSES_MINUTES == CLOSES
+    assert suite_start(began) == runs_at
 
 
 def test_the_windows_it_steers_by_are_the_arenas_seals() -> None:
-    closes = settings.OUTSIDE_WINDOW_CLOSES_MINUTES
     moment = SUNDAY - timedelta(days=1)
     while moment < SUNDAY + timedelta(days=8):
-        inside = any(opens <= moment < end for opens, end in seal_windows(moment, closes))
+        inside = any(opens <= moment < end for opens, end in seal_windows(moment))
         assert inside == (seal_at(moment) is not None), moment
         moment += timedelta(minutes=5)  # landing on each window's first and last minutes
 
 
 def test_a_run_in_the_seal_tells_the_processes_it_starts_where_its_clock_went() -> None:
     real = (SUNDAY + timedelta(minutes=20)).timestamp()
-    start, inherited = suite_clock({}, real, CLOSES)
+    start, inherited = suite_clock({}, real)
     assert start == SUNDAY + timedelta(minutes=CLOSES) + MARGIN
     assert inherited == {"SUITE_NOW": start.isoformat(), "SUITE_NOW_SET_AT": repr(real)}
     # A process started 90 s later keeps the same clock: its start plus the 90 s.
-    later, again = suite_clock(inherited, real + 90, CLOSES)
+    later, again = suite_clock(inherited, real + 90)
     assert later == start + timedelta(seconds=90)
     assert again["SUITE_NOW"] == later.isoformat()
     # Far from a seal, the real clock; asked for a moment, that moment.
-    assert suite_clock({}, (SUNDAY + timedelta(days=3)).timestamp(), CLOSES) == (None, {})
+    assert suite_clock({}, (SUNDAY + timedelta(days=3)).timestamp()) == (None, {})
     wednesday = SUNDAY + timedelta(days=3)
-    assert suite_clock({"SUITE_NOW": wednesday.isoformat()}, real, CLOSES)[0] == wednesday
+    assert suite_clock({"SUITE_NOW": wednesday.isoformat()}, real)[0] == wednesday
 
 
 @pytest.mark.drill

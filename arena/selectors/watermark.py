@@ -67,8 +67,8 @@ def data_watermark() -> str:
     decision, lineup = Decision._meta.db_table, BenchmarkModel._meta.db_table
     # Only our own table names are formatted in; the values are parameters.
     terms = [f"(SELECT MAX(id) FROM {model._meta.db_table})" for model in GROWING]  # nosec B608
-    # Which decisions, not only how many: two moving opposite ways (one team's claim, another's
-    # reopened submission) would leave every count as it was.
+    # Which rows, not only how many: two decisions moving opposite ways (one team's claim,
+    # another's reopened submission) would leave every count as it was.
     which = "COUNT(*) || ':' || COALESCE(SUM(id), 0)"
     terms += [
         f"(SELECT {which} FROM {decision} WHERE status = %s)"  # nosec B608
@@ -78,11 +78,10 @@ def data_watermark() -> str:
     # which moves it between boards), a dozen rows.
     terms += [
         f"(SELECT MAX(updated_at) FROM {lineup})",  # nosec B608
-        f"(SELECT COUNT(*) FROM {lineup} WHERE admitted_to_main_board = %s)",  # nosec B608
-        f"(SELECT SUM(id) FROM {lineup} WHERE admitted_to_main_board = %s)",  # nosec B608
+        f"(SELECT {which} FROM {lineup} WHERE admitted_to_main_board = %s)",  # nosec B608
     ]
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {', '.join(terms)}", [*UNFINISHED, True, True])
+        cursor.execute(f"SELECT {', '.join(terms)}", [*UNFINISHED, True])
         row = cursor.fetchone()
     # An answer read under the seal is another answer than the same data's unsealed one.
     marks = "-".join([*("" if part is None else str(part) for part in row), cache_part()])

@@ -1,5 +1,4 @@
-"""The big tables' rows: `{% path %}`, `{% url %}` for ids that are whole numbers, and
-`{% model_label %}`, an agent's model with its badges.
+"""`{% path %}`: `{% url %}` for the rows of the big tables, whose ids are whole numbers.
 
 A model's page links ~400 rows (its cohorts, agents, decisions, markets); `reverse` costs
 ~60 µs each, a quarter of the template. A route's path with whole-number arguments is the same
@@ -17,8 +16,6 @@ from django import template
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.urls import get_script_prefix, reverse
-from django.utils.html import conditional_escape, format_html
-from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
 
@@ -61,32 +58,3 @@ def route_path(name: str, *args: Any) -> str:
 def path(name: str, *args: Any) -> str:
     """`{% path 'arena:agent' number agent_id %}`: as `{% url %}` (see the module docstring)."""
     return route_path(name, *args)
-
-
-@register.simple_tag
-def model_label(
-    agent: Any, offline: bool = False, *, nolink: bool = False, nostatus: bool = False
-) -> SafeString:
-    """An agent's model: its display name linked to the model's page (plain text with
-    `nolink`, for use inside another link), then its badges (the bankrupt one left out with
-    `nostatus`, where the row is not the agent). Written here, not included from a template:
-    the market and cohort pages draw it on every row."""
-    model = agent.model
-    parts: list[str]
-    if nolink:
-        parts = [conditional_escape(model.display_name)]
-    else:
-        href = route_path("arena:model", model.internal_id)
-        parts = [format_html('<a href="{}">{}</a>', href, model.display_name)]
-    if model.is_baseline:
-        parts.append(' <span class="badge baseline">baseline</span>')
-    elif model.is_outside:
-        parts.append(
-            ' <span class="badge outside" title="an outside team\'s agent, deciding through the'
-            ' API">outside</span>'
-        )
-    elif offline:
-        parts.append(' <span class="badge offline">offline</span>')
-    if agent.status == "bankrupt" and not nostatus:
-        parts.append(' <span class="badge bankrupt">bankrupt</span>')
-    return mark_safe("".join(parts))  # noqa: S308  # nosec B308 B703: the name is escaped above

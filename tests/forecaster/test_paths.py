@@ -1,5 +1,6 @@
 """`{% path %}` gives what `{% url %}` gives: for whole numbers from a route reversed once, for
-anything else through `reverse` itself, with its checks."""
+anything else through `reverse` itself, with its checks. `{% model_label %}` writes what the
+template it replaced wrote."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ def test_model_label_writes_what_its_template_did(
             {"agent": agent, "offline": offline, **{f.split("=")[0]: True for f in flags.split()}}
         )
     )
-    tag = Template(f"{{% load paths %}}{{% model_label agent offline {with_flags} %}}").render(
+    tag = Template(f"{{% load labels %}}{{% model_label agent offline {with_flags} %}}").render(
         Context({"agent": agent, "offline": offline})
     )
     assert tag == included
