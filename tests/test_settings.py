@@ -197,6 +197,25 @@ def test_the_retry_bounds_default_to_three_rounds_by_the_end_of_sunday() -> None
 
 
 @pytest.mark.parametrize(
+    ("url", "options"),
+    [
+        ("postgres://u@db:5432/arena", "-c jit=off"),
+        ("postgres://u@db:5432/arena?options=-c%20statement_timeout%3D5000",
+         "-c statement_timeout=5000 -c jit=off"),
+        ("postgres://u@db:5432/arena?options=-c%20jit%3Don", "-c jit=on"),
+    ],
+    ids=["default", "with other options", "jit chosen by the URL"],
+)  # fmt: skip
+def test_postgresql_connections_run_without_jit_unless_the_url_chooses(
+    url: str, options: str
+) -> None:
+    """PostgreSQL's JIT compiles a statement past its cost threshold anew each time; the
+    project's statements never repay it (0.4 s of a 0.55 s read of two years of bets)."""
+    read = environment.read_environment({"DATABASE_URL": url})
+    assert read.database["OPTIONS"]["options"] == options
+
+
+@pytest.mark.parametrize(
     "environ",
     [PRODUCTION_WITHOUT_KEY, {**PRODUCTION_WITHOUT_KEY, "OFFLINE_AGENTS": "0"}],
     ids=["production without a key", "production OFFLINE_AGENTS=0"],

@@ -11,11 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scoring.bootstrap import bootstrap_pooled_interval, bootstrap_ranks
 from scoring.statistics import (
     MIN_BOOTSTRAP_WEEKS,
     Interval,
-    bootstrap_pooled_interval,
-    bootstrap_ranks,
     cell_mean_interval,
     clustered_variance,
     holm_adjusted,

@@ -31,8 +31,10 @@ def compute_analytics(*, cohorts: str = "all", bins: int = DEFAULT_BINS) -> Anal
     bets, categories = read.resolved_bets(scope=scope)
     questions = read.coverage_questions(scope=scope)
     rows = [ModelAnalytics(model=model, offline=offline) for model, offline in scope.rows]
-    compute.fill_rows(rows=rows, bets=bets, categories=categories, questions=questions, bins=bins)
-    compute.rank_rows(bets=bets, rows=rows)
+    worlds = compute.fill_rows(
+        rows=rows, bets=bets, categories=categories, questions=questions, bins=bins
+    )
+    compute.rank_rows(worlds=worlds, rows=rows)
     return Analytics(
         cohorts=cohorts,
         bins=bins,

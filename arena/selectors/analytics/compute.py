@@ -36,15 +36,14 @@ from arena.selectors.analytics.figures import (
 from arena.selectors.analytics.read import Bets, Questions
 from scoring.aggregates import RANDOM_BRIER
 from scoring.alpha import RANDOM_UNIFORM_BRIER, bet_alphas, predictions_needed
+from scoring.bootstrap import ResampledWorlds
 from scoring.codes import row_codes
 from scoring.crowd import grouped_geometric_mean_odds, grouped_median
 from scoring.difficulty import design_support, difficulty_fit, difficulty_influence
 from scoring.murphy import alpha_anatomy, murphy_decomposition
 from scoring.statistics import (
     Interval,
-    bootstrap_ranks,
     cell_mean_interval,
-    grouped_bootstrap_intervals,
     holm_adjusted,
     paired_difference_test,
     pooled_mean_interval,
@@ -103,15 +102,16 @@ def fill_rows(
     categories: list[str],
     questions: Questions,
     bins: int,
-) -> None:
+) -> ResampledWorlds:
     """Fill every row's figures from the scope's bets (`rows` in the order `bets.row` indexes),
     with `bins` forecast bins; `categories` names the bets' category indexes and `questions`
-    are each row's questions of the coverage-adjusted Alpha."""
+    are each row's questions of the coverage-adjusted Alpha. Return the bootstrap's resampled
+    worlds of every row's Alpha and Brier (`rank_rows` ranks the rows in them)."""
     framed = _framed(bets)
     for number, row in enumerate(rows):
         _fill_row(row, bets, framed, bets.row == number, categories, bins)
     # Every row's bootstrap in the same resampled worlds: one set of draws for them all.
-    bootstraps = grouped_bootstrap_intervals(
+    worlds = ResampledWorlds(
         [bets.delta, bets.brier],
         bets.row,
         bets.week,
@@ -119,11 +119,12 @@ def fill_rows(
         resamples=BOOTSTRAP_RESAMPLES,
         seed=BOOTSTRAP_SEED,
     )
-    for number, (alpha_bootstrap, brier_bootstrap) in bootstraps.items():
+    for number, (alpha_bootstrap, brier_bootstrap) in worlds.intervals().items():
         rows[number].alpha_bootstrap = within_range(alpha_bootstrap, -1.0, 1.0)
         rows[number].brier_bootstrap = within_range(brier_bootstrap, 0.0, 1.0)
     _coverage(bets, questions, rows)
     _difficulty(bets, rows)
+    return worlds
 
 
 def _fill_row(
@@ -612,13 +613,13 @@ def _holm(comparisons: list[Comparison], rows: list[ModelAnalytics]) -> list[Com
     return [replace(c, holm_p=p) for c, p in zip(comparisons, adjusted, strict=True)]
 
 
-def rank_rows(*, bets: Bets, rows: list[ModelAnalytics]) -> None:
+def rank_rows(*, worlds: ResampledWorlds, rows: list[ModelAnalytics]) -> None:
     """Rank each board's rows by Brier with the uncertainty of the ranks: the LLM rows that
     are not provisional, real and offline apart, the main board and the outside agents' apart.
-    Each gets its rank range and P(rank 1) over the pigeonhole bootstrap's worlds (all rows of
-    a board resampled together), and a tier: in Brier order, a tier is its first row and every
-    later row whose rank range reaches that first row's rank; the first row beyond starts the
-    next tier."""
+    Each gets its rank range and P(rank 1) over the pigeonhole bootstrap's `worlds` (those of
+    the rows' intervals, `fill_rows`: all rows resampled together), and a tier: in Brier
+    order, a tier is its first row and every later row whose rank range reaches that first
+    row's rank; the first row beyond starts the next tier."""
     families: dict[tuple[bool, bool], list[int]] = {}
     for index, row in enumerate(rows):
         if row.model.is_baseline or row.provisional or row.brier is None:
@@ -627,15 +628,7 @@ def rank_rows(*, bets: Bets, rows: list[ModelAnalytics]) -> None:
     for members in families.values():
         if len(members) < 2:
             continue
-        mask = np.isin(bets.row, members)
-        ranges = bootstrap_ranks(
-            bets.brier[mask],
-            bets.row[mask],
-            bets.week[mask],
-            bets.market[mask],
-            resamples=BOOTSTRAP_RESAMPLES,
-            seed=BOOTSTRAP_SEED,
-        )
+        ranges = worlds.rank_ranges(members, column=1)  # the worlds' Brier
         ordered = sorted(members, key=lambda i: (rows[i].brier, rows[i].model.display_order))
         tier, leader_rank = 0, 0
         for rank, index in enumerate(ordered, start=1):

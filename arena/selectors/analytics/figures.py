@@ -13,13 +13,13 @@ from arena.selectors.analytics.definitions import KAPPA, MIN_RANKED_BETS, MIN_RA
 from arena.selectors.standings import ModelRow, rows_ranked
 from scoring.aggregates import RANDOM_BRIER, brier_skill_score
 from scoring.alpha import bets_to_separate
+from scoring.bootstrap import RankRange
 from scoring.murphy import AlphaAnatomy, Murphy
 from scoring.statistics import (
     MIN_WEEKS_TO_CLAIM,
     Interval,
     MeanTest,
     PairedDifference,
-    RankRange,
 )
 
 Metric = Literal["alpha", "brier"]
