@@ -470,19 +470,20 @@ def paired_difference_test(
     mine = np.asarray(first, dtype=np.bool_)
     if mine.shape != v.shape:
         raise ValueError(f"first must have one entry per bet, got shape {mine.shape}")
-    shared = np.intersect1d(np.unique(c[mine]), np.unique(c[~mine]))
-    keep = np.isin(c, shared)
-    v, c, m, mine = v[keep], c[keep], m[keep], mine[keep]
-    _, c = np.unique(c, return_inverse=True)
-    _, m = np.unique(m, return_inverse=True)
-    c, m = c.reshape(-1), m.reshape(-1)
+    week_count = _groups_of(c)
+    shared = (np.bincount(c[mine], minlength=week_count) > 0) & (
+        np.bincount(c[~mine], minlength=week_count) > 0
+    )
+    keep = shared[c]
+    v, mine = v[keep], mine[keep]
+    c, m = _codes("weeks", c[keep], len(v)), _codes("markets", m[keep], len(v))
     groups = min(_groups_of(c), _groups_of(m))
     if groups < 2:
         return None
     a, b = v[mine], v[~mine]
     mean_a, mean_b = math.fsum(a.tolist()) / len(a), math.fsum(b.tolist()) / len(b)
     psi = np.where(mine, (v - mean_a) / len(a), -(v - mean_b) / len(b))
-    error = math.sqrt(_two_way(psi, c.astype(np.intp), m.astype(np.intp)))
+    error = math.sqrt(_two_way(psi, c, m))
     difference = mean_a - mean_b
     t, p = _t_and_p(difference, error, groups - 1)
     return PairedDifference(
@@ -491,7 +492,7 @@ def paired_difference_test(
         t=t,
         df=groups - 1,
         p_value=p,
-        pairs=len(shared),
+        pairs=int(shared.sum()),
     )
 
 

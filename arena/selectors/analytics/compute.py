@@ -423,17 +423,8 @@ class _Framed:
 
 def _framed(bets: Bets) -> _Framed:
     flip = bets.second_side
-    outcome_codes: dict[str, int] = {}
-    frame = np.fromiter(
-        (
-            -1 if binary else outcome_codes.setdefault(side, len(outcome_codes))
-            for binary, side in zip(bets.binary.tolist(), bets.side, strict=True)
-        ),
-        np.int64,
-        len(bets.side),
-    )
     return _Framed(
-        frame=frame,
+        frame=bets.frame,
         forecast=np.where(flip, 1.0 - bets.forecast, bets.forecast),
         price=np.where(flip, 1.0 - bets.price, bets.price),
         outcome=np.where(flip, 1.0 - bets.outcome, bets.outcome),
@@ -582,6 +573,10 @@ def pairwise_comparisons(*, bets: Bets, rows: list[ModelAnalytics]) -> list[Comp
         ("alpha", bets.delta),
         ("brier", bets.brier),
     )
+    # Weeks as dense codes, once: the tests code what they are given, and week ordinals
+    # (~739,000) would be sorted for every pair, where small codes are counted.
+    _, weeks = np.unique(bets.week, return_inverse=True)
+    weeks = weeks.reshape(-1)
     for number, (i, first) in enumerate(llms):
         for j, second in llms[number + 1 :]:
             if first.offline != second.offline:
@@ -591,7 +586,7 @@ def pairwise_comparisons(*, bets: Bets, rows: list[ModelAnalytics]) -> list[Comp
             both = (bets.row == i) | (bets.row == j)
             for metric, values in metrics:
                 test = paired_difference_test(
-                    values[both], bets.week[both], bets.market[both], bets.row[both] == i
+                    values[both], weeks[both], bets.market[both], bets.row[both] == i
                 )
                 if test is not None:
                     comparisons.append(Comparison(first.key, second.key, metric, test))
