@@ -169,6 +169,9 @@ class ResampledWorlds:
         return result
 
 
+_WORLDS_A_BLOCK = 64
+
+
 def _worlds(
     c: NDArray[np.intp], m: NDArray[np.intp], *, resamples: int, seed: int
 ) -> Iterator[tuple[NDArray[np.float32], NDArray[np.float32]]]:
@@ -222,15 +225,21 @@ def _resampled_means(
     cells = {g: _cells(values, index, c, m) for g, index in members.items()}
     resampled: dict[int, list[NDArray[np.float64]]] = {g: [] for g in members}
     for week_weights, market_weights in _worlds(c, m, resamples=resamples, seed=seed):
-        for g, (sums, weeks, markets) in cells.items():
-            weights = week_weights[weeks] * market_weights[markets]  # cells × worlds
-            # einsum, not BLAS: a threaded BLAS on matrices this small, on a busy machine, spends
-            # more time handing work between threads than multiplying.
-            totals = np.einsum("kn,nw->kw", sums, weights).astype(np.float64)  # columns+1 × worlds
-            with np.errstate(invalid="ignore", divide="ignore"):
-                # A world can miss every bet (0 / 0): it says nothing of the mean.
-                means = totals[:-1] / np.where(totals[-1] > 0.0, totals[-1], np.nan)
-            resampled[g].append(means)
+        # The worlds a few dozen at a time: each group's cells × worlds of weights then stay in
+        # the processor's cache, which halves the time on a year of bets.
+        for start in range(0, week_weights.shape[1], _WORLDS_A_BLOCK):
+            block = slice(start, start + _WORLDS_A_BLOCK)
+            week_block = np.ascontiguousarray(week_weights[:, block])
+            market_block = np.ascontiguousarray(market_weights[:, block])
+            for g, (sums, weeks, markets) in cells.items():
+                weights = week_block[weeks] * market_block[markets]  # cells × worlds
+                # einsum, not BLAS: a threaded BLAS on matrices this small, on a busy machine,
+                # spends more time handing work between threads than multiplying.
+                totals = np.einsum("kn,nw->kw", sums, weights).astype(np.float64)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    # A world can miss every bet (0 / 0): it says nothing of the mean.
+                    means = totals[:-1] / np.where(totals[-1] > 0.0, totals[-1], np.nan)
+                resampled[g].append(means)
     return {g: np.concatenate(parts, axis=1) for g, parts in resampled.items()}
 
 

@@ -348,7 +348,10 @@ def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
             )
         except ArithmeticError:
             influence = None  # the figures stand; their intervals are not shown
-        weeks, markets = bets.week[in_part], bets.market[in_part]
+        # Weeks as small dense codes: each row's interval clusters by them, and week ordinals
+        # (~739,000) would be sorted anew for every row where small codes are counted.
+        _, weeks = np.unique(bets.week[in_part], return_inverse=True)
+        weeks, markets = weeks.reshape(-1), bets.market[in_part]
         for index in shown:
             own = forecasters == index
             own_weeks, own_markets = len(np.unique(weeks[own])), len(np.unique(markets[own]))

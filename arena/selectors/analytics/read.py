@@ -129,6 +129,34 @@ def _looked_up(table: dict[int, int], keys: NDArray[np.int64]) -> NDArray[np.int
     return found
 
 
+def _sides(
+    market_ids: Sequence[int], sides: Sequence[str], markets: dict[int, tuple[str, str | None]]
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64]]:
+    """Per bet: whether its market has two outcomes, whether it is on the second of them, and
+    the outcome its question asks of (`Bets.frame`); worked out once per distinct (market,
+    side), `markets` giving each market's first outcome when it has two."""
+    pair_of: dict[tuple[int, str], int] = {}
+    pair = np.fromiter(
+        (pair_of.setdefault(key, len(pair_of)) for key in zip(market_ids, sides, strict=True)),
+        np.int64,
+        len(market_ids),
+    )
+    outcome_codes: dict[str, int] = {}
+    binary, second, frame = [], [], []
+    for market_id, side in pair_of:
+        first = markets[market_id][1]
+        binary.append(first is not None)
+        second.append(first is not None and side.lower() != first)
+        frame.append(
+            -1 if first is not None else outcome_codes.setdefault(side, len(outcome_codes))
+        )
+    return (
+        np.array(binary, dtype=np.bool_)[pair],
+        np.array(second, dtype=np.bool_)[pair],
+        np.array(frame, dtype=np.int64)[pair],
+    )
+
+
 def resolved_bets(*, scope: Scope) -> tuple[Bets, list[str]]:
     """Return the scope's scored bets as columns, and the names of the categories their
     `category` column indexes (sorted)."""
@@ -178,22 +206,7 @@ def resolved_bets(*, scope: Scope) -> tuple[Bets, list[str]]:
     agent_ids, run_ids, weeks, market_ids, sides, prices, confidences, won, in_universe = columns
     agent = np.array(agent_ids, dtype=np.int64)
     market = np.array(market_ids, dtype=np.int64)
-    # What a bet's market and side say of it is worked out once per distinct (market, side).
-    pair_of: dict[tuple[int, str], int] = {}
-    pair = np.fromiter(
-        (pair_of.setdefault(key, len(pair_of)) for key in zip(market_ids, sides, strict=True)),
-        np.int64,
-        len(market_ids),
-    )
-    outcome_codes: dict[str, int] = {}
-    pair_binary, pair_second, pair_frame = [], [], []
-    for market_id, side in pair_of:
-        first = markets[market_id][1]
-        pair_binary.append(first is not None)
-        pair_second.append(first is not None and side.lower() != first)
-        pair_frame.append(
-            -1 if first is not None else outcome_codes.setdefault(side, len(outcome_codes))
-        )
+    binary, second_side, frame = _sides(market_ids, sides, markets)
     bets = Bets(
         agent=agent,
         row=_looked_up(scope.row_of_agent, agent),
@@ -201,9 +214,9 @@ def resolved_bets(*, scope: Scope) -> tuple[Bets, list[str]]:
         run=np.array([r or 0 for r in run_ids], dtype=np.int64),
         week=_ordinals(weeks),
         market=market,
-        binary=np.array(pair_binary, dtype=np.bool_)[pair],
-        second_side=np.array(pair_second, dtype=np.bool_)[pair],
-        frame=np.array(pair_frame, dtype=np.int64)[pair],
+        binary=binary,
+        second_side=second_side,
+        frame=frame,
         category=_looked_up(
             {pk: category_index[category] for pk, (category, _) in markets.items()}, market
         ),
