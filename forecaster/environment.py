@@ -15,6 +15,7 @@ README.md has the table of every variable.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,10 @@ def absolute(path: Path) -> None:
         raise ValidationError("must be an absolute path")
 
 
+# `-c jit=…` or `--jit=…` in libpq's start-up options (setting names ignore case).
+_SETS_JIT = re.compile(r"(?:^|\s)(?:-c\s*|--)jit\s*=", re.IGNORECASE)
+
+
 def database(value: str) -> dict[str, Any]:
     """Return Django's DATABASES entry for a sqlite:// or postgres:// URL."""
     try:
@@ -93,13 +98,17 @@ def database(value: str) -> dict[str, Any]:
         if not config.get("NAME"):
             raise ValidationError("a postgres:// URL needs a database name")
         options = dict(config.get("OPTIONS") or {})
-        startup = str(options.get("options", ""))
-        if "jit" not in startup:
+        given = options.get("options", "")
+        # A repeated `?options=` comes as a list: its parts are one string of start-up options.
+        startup = " ".join(given) if isinstance(given, list) else str(given)
+        if not _SETS_JIT.search(startup):
             # The project's statements run in milliseconds to a few hundred; PostgreSQL's JIT,
             # on by default past a cost estimate the analytics' read and the tick's snapshot
             # write reach, compiles each one anew (0.4 s of a 0.55 s read of two years of
             # bets) and never pays it back. A URL that sets `jit` itself keeps its choice.
-            options["options"] = f"{startup} -c jit=off".strip()
+            startup = f"{startup} -c jit=off".strip()
+        if startup:
+            options["options"] = startup
         config["OPTIONS"] = options
         return dict(config)
     if engine != "django.db.backends.sqlite3":

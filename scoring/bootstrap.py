@@ -41,25 +41,6 @@ def _poisson_one_table(levels: int = 1 << 16) -> NDArray[np.float32]:
 _POISSON_ONE = _poisson_one_table()
 
 
-def grouped_bootstrap_intervals(
-    columns: list[ArrayLike],
-    groups: ArrayLike,
-    weeks: ArrayLike,
-    markets: ArrayLike,
-    *,
-    level: float = 0.95,
-    resamples: int = 1000,
-    seed: int = 0,
-) -> dict[int, list[Interval | None]]:
-    """Return, for each group of bets (a leaderboard row), `bootstrap_pooled_interval` of each
-    column of per-bet values, all from the same resampled worlds (`ResampledWorlds`). Keys are
-    the groups present."""
-    _check_level(level)
-    return ResampledWorlds(
-        columns, groups, weeks, markets, resamples=resamples, seed=seed
-    ).intervals(level=level)
-
-
 class ResampledWorlds:
     """The pigeonhole bootstrap's resampled worlds of grouped bets, computed once and read as
     intervals and as rank ranges.
@@ -95,10 +76,10 @@ class ResampledWorlds:
             raise ValueError("groups must be non-negative integers, one per bet")
         self.weeks = _codes("weeks", weeks, length)
         self.markets = _codes("markets", markets, length)
-        self.members = {int(g): np.flatnonzero(group == g) for g in np.unique(group).tolist()}
-        self.resamples = resamples
+        # Each group's bets (their indexes), by group.
+        self.bets_of = {int(g): np.flatnonzero(group == g) for g in np.unique(group).tolist()}
         self.means = _resampled_means(
-            self.values, self.members, self.weeks, self.markets, resamples=resamples, seed=seed
+            self.values, self.bets_of, self.weeks, self.markets, resamples=resamples, seed=seed
         )
 
     def intervals(self, *, level: float = 0.95) -> dict[int, list[Interval | None]]:
@@ -108,7 +89,7 @@ class ResampledWorlds:
         for a group of fewer than `MIN_BOOTSTRAP_WEEKS` weeks or two markets."""
         _check_level(level)
         results: dict[int, list[Interval | None]] = {}
-        for g, index in self.members.items():
+        for g, index in self.bets_of.items():
             week_count = len(np.unique(self.weeks[index]))
             market_count = len(np.unique(self.markets[index]))
             if week_count < MIN_BOOTSTRAP_WEEKS or market_count < 2:
@@ -133,9 +114,9 @@ class ResampledWorlds:
         return results
 
     def rank_ranges(
-        self, members: Sequence[int], *, column: int = 0, level: float = 0.95
+        self, groups: Sequence[int], *, column: int, level: float = 0.95
     ) -> dict[int, RankRange]:
-        """Each of the groups `members`' range of ranks by its pooled mean of `column` (the
+        """Each of the `groups`' range of ranks by its pooled mean of `column` (the
         lowest mean ranks 1: a Brier), all of them ranked in each world that weights some of
         every one's bets (a world that weights none of a group's bets cannot rank it and is
         left out). A rank range is the (1 − level)/2 and (1 + level)/2 quantiles of the
@@ -143,13 +124,13 @@ class ResampledWorlds:
         `level` of them); ties take the best of their ranks, and k groups tied for first share
         that world's P(rank 1) equally. {} with fewer than two groups present."""
         _check_level(level)
-        present = [g for g in members if g in self.means]
+        present = [g for g in groups if g in self.means]
         if len(present) < 2:
             return {}
         means = np.stack([self.means[g][column] for g in present])  # groups × worlds
         means = means[:, np.all(np.isfinite(means), axis=0)]
-        worlds = means.shape[1]
-        if worlds == 0:
+        drawn = means.shape[1]
+        if drawn == 0:
             return {}
         # A group's rank: 1 + the groups with a strictly lower mean (ties share the best).
         ranks = (means[None, :, :] < means[:, None, :]).sum(axis=1) + 1
@@ -163,8 +144,8 @@ class ResampledWorlds:
                 high=int(np.ceil(np.quantile(row, upper))),
                 # A world where k groups tie for first credits each with 1/k, so the shares of
                 # all groups add up to 1.
-                p_first=float(np.sum((row == 1) / firsts)) / worlds,
-                worlds=worlds,
+                p_first=float(np.sum((row == 1) / firsts)) / drawn,
+                worlds=drawn,
             )
         return result
 
@@ -200,9 +181,9 @@ def _cells(
 ) -> tuple[NDArray[np.float32], NDArray[np.intp], NDArray[np.intp]]:
     """A group's bets summed per cell (week × market), whose bets share every world's weight:
     (columns + 1) × cells of sums (the last the bets counted), and each cell's week and market."""
-    markets = _groups_of(m)
+    market_count = _groups_of(m)
     cell, first, inverse = np.unique(
-        c[index] * markets + m[index], return_index=True, return_inverse=True
+        c[index] * market_count + m[index], return_index=True, return_inverse=True
     )
     inverse = inverse.reshape(-1)
     sums = [np.bincount(inverse, weights=v[index], minlength=len(cell)) for v in values]
@@ -213,7 +194,7 @@ def _cells(
 
 def _resampled_means(
     values: list[NDArray[np.float64]],
-    members: dict[int, NDArray[np.intp]],
+    bets_of: dict[int, NDArray[np.intp]],
     c: NDArray[np.intp],
     m: NDArray[np.intp],
     *,
@@ -222,8 +203,8 @@ def _resampled_means(
 ) -> dict[int, NDArray[np.float64]]:
     """Each group's pooled mean of every column in each resampled world (columns × worlds),
     the worlds drawn from `seed` in chunks; NaN in a world that weights none of its bets."""
-    cells = {g: _cells(values, index, c, m) for g, index in members.items()}
-    resampled: dict[int, list[NDArray[np.float64]]] = {g: [] for g in members}
+    cells = {g: _cells(values, index, c, m) for g, index in bets_of.items()}
+    resampled: dict[int, list[NDArray[np.float64]]] = {g: [] for g in bets_of}
     for week_weights, market_weights in _worlds(c, m, resamples=resamples, seed=seed):
         # The worlds a few dozen at a time: each group's cells × worlds of weights then stay in
         # the processor's cache, which halves the time on a year of bets.
@@ -298,8 +279,8 @@ def bootstrap_ranks(
     """
     _check_level(level)
     v, c, m = _bets(values, weeks, markets)
-    worlds = ResampledWorlds([v], groups, c, m, resamples=resamples, seed=seed)
-    return worlds.rank_ranges(sorted(worlds.members), level=level)
+    resampled = ResampledWorlds([v], groups, c, m, resamples=resamples, seed=seed)
+    return resampled.rank_ranges(sorted(resampled.bets_of), column=0, level=level)
 
 
 def bootstrap_pooled_interval(
@@ -330,8 +311,9 @@ def bootstrap_pooled_interval(
         _check_level(level)
         _codes("weeks", weeks, 0)
         return None
-    (interval,) = grouped_bootstrap_intervals(
-        [v], np.zeros(len(v), dtype=np.int64), weeks, markets,
-        level=level, resamples=resamples, seed=seed,
-    )[0]  # fmt: skip
+    _check_level(level)
+    resampled = ResampledWorlds(
+        [v], np.zeros(len(v), dtype=np.int64), weeks, markets, resamples=resamples, seed=seed
+    )
+    (interval,) = resampled.intervals(level=level)[0]
     return interval

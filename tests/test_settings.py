@@ -203,8 +203,18 @@ def test_the_retry_bounds_default_to_three_rounds_by_the_end_of_sunday() -> None
         ("postgres://u@db:5432/arena?options=-c%20statement_timeout%3D5000",
          "-c statement_timeout=5000 -c jit=off"),
         ("postgres://u@db:5432/arena?options=-c%20jit%3Don", "-c jit=on"),
+        ("postgres://u@db:5432/arena?options=-c%20JIT%3Don", "-c JIT=on"),
+        ("postgres://u@db:5432/arena?options=-c%20jit_above_cost%3D1",
+         "-c jit_above_cost=1 -c jit=off"),
+        ("postgres://u@db:5432/arena?currentSchema=jitter",
+         "-c search_path=jitter -c jit=off"),
+        ("postgres://u@db:5432/arena?options=-c%20a%3D1&options=-c%20b%3D2",
+         "-c a=1 -c b=2 -c jit=off"),
     ],
-    ids=["default", "with other options", "jit chosen by the URL"],
+    ids=[
+        "default", "with other options", "jit chosen by the URL", "JIT in capitals",
+        "another jit setting", "a schema named jitter", "options given twice",
+    ],
 )  # fmt: skip
 def test_postgresql_connections_run_without_jit_unless_the_url_chooses(
     url: str, options: str
@@ -213,6 +223,13 @@ def test_postgresql_connections_run_without_jit_unless_the_url_chooses(
     project's statements never repay it (0.4 s of a 0.55 s read of two years of bets)."""
     read = environment.read_environment({"DATABASE_URL": url})
     assert read.database["OPTIONS"]["options"] == options
+
+
+def test_the_jit_option_keeps_the_urls_other_connection_options() -> None:
+    read = environment.read_environment(
+        {"DATABASE_URL": "postgres://u@db:5432/arena?sslmode=require"}
+    )
+    assert read.database["OPTIONS"] == {"sslmode": "require", "options": "-c jit=off"}
 
 
 @pytest.mark.parametrize(

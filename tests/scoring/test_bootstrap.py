@@ -1,6 +1,6 @@
-"""The pigeonhole bootstrap's resampled worlds (scoring/bootstrap.py): a bet weighs its week's
-Poisson(1) draw times its market's, every group is resampled in the same worlds, and the
-intervals and the rank ranges are read from those same worlds."""
+"""The pigeonhole bootstrap's resampled worlds (scoring/bootstrap.py): a bet is weighted by its
+week's Poisson(1) draw times its market's, every group is resampled in the same worlds, and
+the intervals and the rank ranges are read from those same worlds."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _bets(seed: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     return values, groups, weeks, markets
 
 
-def test_each_groups_resampled_mean_weighs_every_bet_by_its_weeks_draw_times_its_markets() -> None:
+def test_each_groups_resampled_mean_weights_every_bet_by_its_weeks_draw_times_its_markets() -> None:
     values, groups, weeks, markets = _bets()
     worlds = ResampledWorlds([values], groups, weeks, markets, resamples=300, seed=11)
     c, m = _codes("weeks", weeks, len(values)), _codes("markets", markets, len(values))
@@ -37,8 +37,8 @@ def test_each_groups_resampled_mean_weighs_every_bet_by_its_weeks_draw_times_its
         np.testing.assert_allclose(worlds.means[g][0], expected, rtol=1e-5, equal_nan=True)
 
 
-def test_a_world_that_weighs_none_of_a_groups_bets_says_nothing_of_its_mean() -> None:
-    # Group 0 has one bet: a world weighs it 0 when its week's or its market's draw is 0,
+def test_a_world_that_weights_none_of_a_groups_bets_says_nothing_of_its_mean() -> None:
+    # Group 0 has one bet: a world weights it 0 when its week's or its market's draw is 0,
     # P = 1 − (1 − e⁻¹)² ≈ 0.60.
     values = np.array([0.2, 0.3, 0.4, 0.5])
     worlds = ResampledWorlds(
@@ -47,7 +47,7 @@ def test_a_world_that_weighs_none_of_a_groups_bets_says_nothing_of_its_mean() ->
     missing = ~np.isfinite(worlds.means[0][0])
     assert 200 < missing.sum() < 280
     np.testing.assert_allclose(worlds.means[0][0][~missing], 0.2, rtol=1e-6)
-    ranges = worlds.rank_ranges([0, 1])
+    ranges = worlds.rank_ranges([0, 1], column=0)
     assert ranges[0].worlds == ranges[1].worlds <= 400 - missing.sum()
 
 
@@ -65,8 +65,8 @@ def test_the_rank_ranges_of_the_rows_worlds_are_the_rank_bootstraps_of_the_same_
 def test_intervals_and_ranks_come_from_one_set_of_draws_whatever_the_groups_ranked() -> None:
     values, groups, weeks, markets = _bets(seed=9)
     worlds = ResampledWorlds([values], groups, weeks, markets, resamples=400, seed=3)
-    pair = worlds.rank_ranges([1, 2])
-    all_three = worlds.rank_ranges([0, 1, 2])
+    pair = worlds.rank_ranges([1, 2], column=0)
+    all_three = worlds.rank_ranges([0, 1, 2], column=0)
     assert pair[1].worlds == all_three[1].worlds  # every group drawn in every world here
     intervals = worlds.intervals()
     for g in range(3):

@@ -31,10 +31,10 @@ def compute_analytics(*, cohorts: str = "all", bins: int = DEFAULT_BINS) -> Anal
     bets, categories = read.resolved_bets(scope=scope)
     questions = read.coverage_questions(scope=scope)
     rows = [ModelAnalytics(model=model, offline=offline) for model, offline in scope.rows]
-    worlds = compute.fill_rows(
+    resampled = compute.fill_rows(
         rows=rows, bets=bets, categories=categories, questions=questions, bins=bins
     )
-    compute.rank_rows(worlds=worlds, rows=rows)
+    compute.rank_rows(resampled=resampled, rows=rows)
     return Analytics(
         cohorts=cohorts,
         bins=bins,
@@ -79,7 +79,7 @@ def analytics(*, cohorts: str = "all", bins: int = DEFAULT_BINS) -> Analytics:
     # The mark holds timestamps (spaces, colons): hashed, the key suits every cache backend.
     mark = hashlib.sha256(analytics_watermark().encode()).hexdigest()[:32]
     # The pickle names the figures' classes by module: the version moves when they do.
-    key = f"analytics:v3:{cohorts}:{bins}:{mark}"
+    key = f"analytics:v4:{cohorts}:{bins}:{mark}"
     found = caches["default"].get(key)
     if isinstance(found, Analytics):
         return found

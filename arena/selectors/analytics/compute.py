@@ -55,6 +55,8 @@ from scoring.statistics import (
     within_range,
 )
 
+_BRIER = 1  # the column of the rows' bootstrap (`fill_rows`: Alpha's δ, then Brier) ranked
+
 
 def _scaled(interval: Interval | None, factor: float) -> Interval | None:
     """The interval of factor × x (factor > 0) from the interval of x."""
@@ -111,20 +113,20 @@ def fill_rows(
     for number, row in enumerate(rows):
         _fill_row(row, bets, framed, bets.row == number, categories, bins)
     # Every row's bootstrap in the same resampled worlds: one set of draws for them all.
-    worlds = ResampledWorlds(
-        [bets.delta, bets.brier],
+    resampled = ResampledWorlds(
+        [bets.delta, bets.brier],  # Brier's at _BRIER
         bets.row,
         bets.week,
         bets.market,
         resamples=BOOTSTRAP_RESAMPLES,
         seed=BOOTSTRAP_SEED,
     )
-    for number, (alpha_bootstrap, brier_bootstrap) in worlds.intervals().items():
+    for number, (alpha_bootstrap, brier_bootstrap) in resampled.intervals().items():
         rows[number].alpha_bootstrap = within_range(alpha_bootstrap, -1.0, 1.0)
         rows[number].brier_bootstrap = within_range(brier_bootstrap, 0.0, 1.0)
     _coverage(bets, questions, rows)
     _difficulty(bets, rows)
-    return worlds
+    return resampled
 
 
 def _fill_row(
@@ -418,7 +420,6 @@ class _Framed:
     forecasts 1 − c that the first wins; its price and outcome flip with it, so every figure of
     the question is the same in either frame."""
 
-    frame: NDArray[np.int64]  # the first outcome of a binary market (-1), else the outcome bet on
     forecast: NDArray[np.float64]
     price: NDArray[np.float64]
     outcome: NDArray[np.float64]
@@ -427,7 +428,6 @@ class _Framed:
 def _framed(bets: Bets) -> _Framed:
     flip = bets.second_side
     return _Framed(
-        frame=bets.frame,
         forecast=np.where(flip, 1.0 - bets.forecast, bets.forecast),
         price=np.where(flip, 1.0 - bets.price, bets.price),
         outcome=np.where(flip, 1.0 - bets.outcome, bets.outcome),
@@ -462,7 +462,7 @@ def _references_over(
     bets: Bets, framed: _Framed, members: NDArray[np.intp], *, offline: bool, bins: int
 ) -> list[ReferenceAnalytics]:
     """The references over the questions of the bets `members` (real rows', or offline)."""
-    keys = row_codes(bets.run[members], bets.market[members], framed.frame[members])
+    keys = row_codes(bets.run[members], bets.market[members], bets.frame[members])
     _, first_of, question = np.unique(keys, return_index=True, return_inverse=True)
     question = question.reshape(-1)
     first = members[first_of]
@@ -476,7 +476,7 @@ def _references_over(
     voter_question = question[voter_first]
     models_per_question = np.bincount(voter_question, minlength=len(first))
     q_price, q_outcome = framed.price[first], framed.outcome[first]
-    two = framed.frame[first] == -1  # the questions of two-outcome markets
+    two = bets.frame[first] == -1  # the questions of two-outcome markets
     market_brier = float(((q_price - q_outcome) ** 2).mean())
     label = " — on the offline stand-ins' questions" if offline else ""
     references = [
@@ -611,11 +611,11 @@ def _holm(comparisons: list[Comparison], rows: list[ModelAnalytics]) -> list[Com
     return [replace(c, holm_p=p) for c, p in zip(comparisons, adjusted, strict=True)]
 
 
-def rank_rows(*, worlds: ResampledWorlds, rows: list[ModelAnalytics]) -> None:
+def rank_rows(*, resampled: ResampledWorlds, rows: list[ModelAnalytics]) -> None:
     """Rank each board's rows by Brier with the uncertainty of the ranks: the LLM rows that
     are not provisional, real and offline apart, the main board and the outside agents' apart.
-    Each gets its rank range and P(rank 1) over the pigeonhole bootstrap's `worlds` (those of
-    the rows' intervals, `fill_rows`: all rows resampled together), and a tier: in Brier
+    Each gets its rank range and P(rank 1) over the pigeonhole bootstrap's worlds (`resampled`:
+    those of the rows' intervals, `fill_rows`, all rows resampled together), and a tier: in Brier
     order, a tier is its first row and every later row whose rank range reaches that first
     row's rank; the first row beyond starts the next tier."""
     families: dict[tuple[bool, bool], list[int]] = {}
@@ -626,7 +626,7 @@ def rank_rows(*, worlds: ResampledWorlds, rows: list[ModelAnalytics]) -> None:
     for members in families.values():
         if len(members) < 2:
             continue
-        ranges = worlds.rank_ranges(members, column=1)  # the worlds' Brier
+        ranges = resampled.rank_ranges(members, column=_BRIER)
         ordered = sorted(members, key=lambda i: (rows[i].brier, rows[i].model.display_order))
         tier, leader_rank = 0, 0
         for rank, index in enumerate(ordered, start=1):

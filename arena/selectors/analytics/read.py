@@ -117,10 +117,12 @@ def _ordinals(days: Sequence[date | str]) -> NDArray[np.int64]:
 
 
 def _looked_up(table: dict[int, int], keys: NDArray[np.int64]) -> NDArray[np.int64]:
-    """`table[k]` for every k of `keys` (each one of the table's keys), by one sorted search
-    instead of a dictionary lookup per bet."""
+    """`table[k]` for every k of `keys` (each one of the table's keys; KeyError otherwise): one
+    sorted search in numpy, where a dictionary lookup per bet costs Python a call each."""
     known = np.fromiter(table, np.int64, len(table))
     values = np.fromiter(table.values(), np.int64, len(table))
+    if len(keys) and not len(known):
+        raise KeyError("a key the table does not hold")
     order = np.argsort(known)
     at = order[np.minimum(np.searchsorted(known, keys, sorter=order), len(known) - 1)]
     if len(keys) and not np.array_equal(known[at], keys):
