@@ -159,6 +159,28 @@ def _sides(
     )
 
 
+MARKETS_A_QUERY = 900  # ids in one `IN`: under SQLite's smallest limit of parameters (999)
+
+
+def _markets_of(market_ids: Sequence[int]) -> dict[int, tuple[str, str | None]]:
+    """Each market of `market_ids` (the bets' markets): its category and, for a
+    two-outcome market, its first outcome in lower case, the frame its questions are asked in
+    (YES of a Yes/No market; a bet's side is "YES", "NO" or the outcome's name). Read by id,
+    a few hundred at a time: asking for the markets of the scope's bets would scan the bets
+    again."""
+    ids = sorted(set(market_ids))
+    markets: dict[int, tuple[str, str | None]] = {}
+    for start in range(0, len(ids), MARKETS_A_QUERY):
+        for pk, category, outcomes in (
+            Market.objects.filter(pk__in=ids[start : start + MARKETS_A_QUERY])
+            .order_by()
+            .values_list("pk", "category", "outcomes")
+        ):
+            two = isinstance(outcomes, list) and len(outcomes) == 2
+            markets[pk] = (category or "", str(outcomes[0]).lower() if two else None)
+    return markets
+
+
 def resolved_bets(*, scope: Scope) -> tuple[Bets, list[str]]:
     """Return the scope's scored bets as columns, and the names of the categories their
     `category` column indexes (sorted)."""
@@ -190,22 +212,12 @@ def resolved_bets(*, scope: Scope) -> tuple[Bets, list[str]]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    # Each market's category and, for a two-outcome market, its first outcome: the frame its
-    # questions are asked in (YES of a Yes/No market; a bet's side is "YES", "NO" or the name).
-    markets: dict[int, tuple[str, str | None]] = {
-        pk: (
-            category or "",
-            str(outcomes[0]).lower() if isinstance(outcomes, list) and len(outcomes) == 2 else None,
-        )
-        for pk, category, outcomes in Market.objects.filter(
-            pk__in=trades.order_by().values("market_id")
-        ).values_list("pk", "category", "outcomes")
-    }
-    categories = sorted({category for category, _ in markets.values()})
-    category_index = {name: number for number, name in enumerate(categories)}
     # Columns at once (one transpose), not a generator per column over 40,000 tuples.
     columns = list(zip(*rows, strict=True)) if rows else [()] * 9
     agent_ids, run_ids, weeks, market_ids, sides, prices, confidences, won, in_universe = columns
+    markets = _markets_of(market_ids)
+    categories = sorted({category for category, _ in markets.values()})
+    category_index = {name: number for number, name in enumerate(categories)}
     agent = np.array(agent_ids, dtype=np.int64)
     market = np.array(market_ids, dtype=np.int64)
     binary, second_side, frame = _sides(market_ids, sides, markets)
@@ -234,8 +246,7 @@ def coverage_questions(*, scope: Scope) -> Questions:
     """Return, per row, the resolved markets of the top 500 each run showed, for every run one
     of the row's agents decided in: the questions of the coverage-adjusted Alpha."""
     agent_ids = scope.agents.order_by().values("pk")
-    universe: dict[int, list[int]] = defaultdict(list)
-    for run_id, market_id in (
+    query = (
         SnapshotMarket.objects.filter(
             rank__isnull=False,
             market__resolution=Market.Resolution.RESOLVED,
@@ -243,9 +254,16 @@ def coverage_questions(*, scope: Scope) -> Questions:
         )
         .order_by()
         .values_list("run_id", "market_id")
-    ):
-        universe[run_id].append(market_id)
-    shown = {run_id: np.array(ids, dtype=np.int64) for run_id, ids in universe.items()}
+    )
+    # Two integer columns of ~50,000 rows a year: read by the cursor and split by run in numpy.
+    sql, params = query.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        pairs = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 2)
+    pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
+    runs, starts = np.unique(pairs[:, 0], return_index=True)
+    # (With no pair at all, `split` still gives one empty part, and no run takes it.)
+    shown = dict(zip(runs.tolist(), np.split(pairs[:, 1], starts[1:]), strict=False))
     seen: Questions = defaultdict(list)
     for agent_id, run_id, week in (
         Decision.objects.filter(agent_id__in=agent_ids, run_id__isnull=False)
