@@ -296,11 +296,18 @@ def _coverage(bets: Bets, questions: Questions, rows: list[ModelAnalytics]) -> N
         if not questions.get(index):
             continue
         parts = questions[index]
-        weeks = np.concatenate([np.full(len(ids), w, dtype=np.int64) for w, ids in parts])
-        markets = np.concatenate([ids for _, ids in parts])
-        # A cell (week, market) as one integer: the row's questions counted per cell.
+        weeks = np.concatenate([np.full(len(ids), w, dtype=np.int64) for w, ids, _ in parts])
+        markets = np.concatenate([ids for _, ids, _ in parts])
+        agents = np.concatenate([np.full(len(ids), k, dtype=np.int64) for _, ids, k in parts])
+        # A cell (week, market) as one integer: the row's questions counted per cell, each
+        # run's markets once per agent of the row deciding in it.
         base = int(max(markets.max(), bets.market.max() if len(bets.market) else 0)) + 1
-        cells, counts = np.unique(weeks * base + markets, return_counts=True)
+        cells, counts = weeks * base + markets, agents
+        if len(cells) > 1 and not np.all(cells[1:] > cells[:-1]):
+            # Two runs in one week (ascending by week, then by market within a run) share
+            # cells: count them together.
+            cells, inverse = np.unique(cells, return_inverse=True)
+            counts = np.bincount(inverse.reshape(-1), weights=counts).astype(np.int64)
         mine = np.flatnonzero(bet_rows == index)
         at = np.searchsorted(cells, bet_weeks[mine] * base + bet_markets[mine])
         # A scored bet on a market not (or no longer) counted resolved is not a question: the

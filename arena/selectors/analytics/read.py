@@ -3,7 +3,7 @@ markets each row's runs showed (the questions of the coverage-adjusted Alpha).""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -20,9 +20,10 @@ from arena.selectors.standings import agents_in_scope, offline_agent_ids
 from markets.models import Market
 from scoring.alpha import bet_alphas
 
-# Per row index: (week, the resolved markets its run showed) for each run one of the row's
-# agents decided in; a week as the ordinal of its start (`Bets.week`).
-Questions = dict[int, list[tuple[int, NDArray[np.int64]]]]
+# Per row index, for each run one of the row's agents decided in, in the order of the weeks:
+# (its week as the ordinal of its start (`Bets.week`), the resolved markets the run showed in
+# ascending order, how many of the row's agents decided in it).
+Questions = dict[int, list[tuple[int, NDArray[np.int64], int]]]
 
 
 @dataclass(frozen=True)
@@ -260,11 +261,11 @@ def coverage_questions(*, scope: Scope) -> Questions:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         pairs = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 2)
-    pairs = pairs[np.argsort(pairs[:, 0], kind="stable")]
+    pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]  # by run, then market
     runs, starts = np.unique(pairs[:, 0], return_index=True)
     # (With no pair at all, `split` still gives one empty part, and no run takes it.)
     shown = dict(zip(runs.tolist(), np.split(pairs[:, 1], starts[1:]), strict=False))
-    seen: Questions = defaultdict(list)
+    deciding: Counter[tuple[int, int, int]] = Counter()  # (row, week, run): its agents
     for agent_id, run_id, week in (
         Decision.objects.filter(agent_id__in=agent_ids, run_id__isnull=False)
         .order_by()
@@ -272,5 +273,8 @@ def coverage_questions(*, scope: Scope) -> Questions:
         .distinct()
     ):
         if run_id in shown:
-            seen[scope.row_of_agent[agent_id]].append((week.toordinal(), shown[run_id]))
+            deciding[(scope.row_of_agent[agent_id], week.toordinal(), run_id)] += 1
+    seen: Questions = defaultdict(list)
+    for (row, ordinal, run_id), agents in sorted(deciding.items()):
+        seen[row].append((ordinal, shown[run_id], agents))
     return seen
