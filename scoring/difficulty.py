@@ -217,13 +217,17 @@ def difficulty_influence(
     bets_f = np.bincount(f, minlength=count).astype(np.float64)
     bets_q = np.bincount(q, minlength=question_count).astype(np.float64)
     safe_f, safe_q = np.where(bets_f > 0, bets_f, 1.0), np.where(bets_q > 0, bets_q, 1.0)
+    # The bets per question and forecaster: each pass's sums over the bets are two products
+    # with this Q × F table, where summing over every bet costs a pass several times more.
+    table = np.bincount(q * count + f, minlength=question_count * count).astype(np.float64)
+    table = table.reshape(question_count, count)
     for forecaster in np.flatnonzero(bets_f > 0).tolist():
         w = -bets_f / n
         w[forecaster] += 1.0
         a, d = np.zeros(count), np.zeros(question_count)
         for _ in range(max_iterations):
-            new_a = (w - np.bincount(f, weights=d[q], minlength=count)) / safe_f
-            new_d = -np.bincount(q, weights=new_a[f], minlength=question_count) / safe_q
+            new_a = (w - d @ table) / safe_f
+            new_d = -(table @ new_a) / safe_q
             change = max(float(np.max(np.abs(new_a - a))), float(np.max(np.abs(new_d - d))))
             a, d = new_a, new_d
             if change < tolerance:
