@@ -180,18 +180,16 @@ def _codes(name: str, values: ArrayLike, length: int) -> NDArray[np.intp]:
     labels = np.asarray(values)
     if labels.shape != (length,):
         raise ValueError(f"{name} must be 1-d with one entry per bet, got shape {labels.shape}")
-    if (
-        length
-        and np.issubdtype(labels.dtype, np.integer)
-        and 0 <= int(labels.min())
-        and int(labels.max()) <= 4 * length + 1024
-    ):
-        # Small non-negative integers (week ordinals, ids): dense codes by counting, not by
-        # sorting — the analytics code a few hundred groupings of thousands of bets.
-        present = np.bincount(labels, minlength=int(labels.max()) + 1) > 0
-        dense: NDArray[np.intp] = (np.cumsum(present) - 1).astype(np.intp)
-        coded: NDArray[np.intp] = dense[labels.astype(np.intp)]
-        return coded
+    if length and np.issubdtype(labels.dtype, np.integer):
+        low = int(labels.min())
+        if int(labels.max()) - low <= 4 * length + 1024:
+            # Integers over a narrow span (week ordinals, ids): dense codes by counting, not
+            # by sorting — the analytics code a few hundred groupings of thousands of bets.
+            offset = (labels - low).astype(np.intp)
+            present = np.bincount(offset) > 0
+            dense: NDArray[np.intp] = (np.cumsum(present) - 1).astype(np.intp)
+            coded: NDArray[np.intp] = dense[offset]
+            return coded
     _, codes = np.unique(labels, return_inverse=True)
     return codes.reshape(-1).astype(np.intp)
 

@@ -357,10 +357,7 @@ def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
             )
         except ArithmeticError:
             influence = None  # the figures stand; their intervals are not shown
-        # Weeks as small dense codes: each row's interval clusters by them, and week ordinals
-        # (~739,000) would be sorted anew for every row where small codes are counted.
-        _, weeks = np.unique(bets.week[in_part], return_inverse=True)
-        weeks, markets = weeks.reshape(-1), bets.market[in_part]
+        weeks, markets = bets.week[in_part], bets.market[in_part]
         for index in shown:
             own = forecasters == index
             own_weeks, own_markets = len(np.unique(weeks[own])), len(np.unique(markets[own]))
@@ -583,10 +580,6 @@ def pairwise_comparisons(*, bets: Bets, rows: list[ModelAnalytics]) -> list[Comp
         ("alpha", bets.delta),
         ("brier", bets.brier),
     )
-    # Weeks as dense codes, once: the tests code what they are given, and week ordinals
-    # (~739,000) would be sorted for every pair, where small codes are counted.
-    _, weeks = np.unique(bets.week, return_inverse=True)
-    weeks = weeks.reshape(-1)
     for number, (i, first) in enumerate(llms):
         for j, second in llms[number + 1 :]:
             if first.offline != second.offline:
@@ -596,7 +589,7 @@ def pairwise_comparisons(*, bets: Bets, rows: list[ModelAnalytics]) -> list[Comp
             both = (bets.row == i) | (bets.row == j)
             for metric, values in metrics:
                 test = paired_difference_test(
-                    values[both], weeks[both], bets.market[both], bets.row[both] == i
+                    values[both], bets.week[both], bets.market[both], bets.row[both] == i
                 )
                 if test is not None:
                     comparisons.append(Comparison(first.key, second.key, metric, test))
