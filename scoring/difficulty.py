@@ -177,8 +177,7 @@ def difficulty_influence(
     *,
     forecaster_count: int | None = None,
     component: ArrayLike | None = None,
-    max_iterations: int = 2000,
-    tolerance: float = 1e-10,
+    tolerance: float = 1e-9,
 ) -> NDArray[np.float64]:
     """Return the F × N matrix B with `difficulty_adjusted_brier(scores, …)` = B @ scores for
     every score vector, on a design whose forecasters are all linked by shared questions (one
@@ -191,12 +190,19 @@ def difficulty_influence(
     so the figure is w · (a, d) + mean score, w = e_f − n/N on the a's (n the forecasters'
     bets) and 0 on the d's. w sums to zero over a connected design, the one direction the
     effects are not identified in, so u = (XᵀX)⁺w solves the normal equations and the row is
-    B[f] = X u + 1/N, X the design (bet i's row picks a_f and d_q). Each u is found by
-    Gauss–Seidel on the normal equations, as the fit is. Rows of forecasters without bets are
-    0. `component`, each forecaster's linked part as `design_support` gives it, spares
-    working it out again. Raise ValueError as `design_support` does, or when the forecasters
-    with bets are not one connected part; ArithmeticError when a solve has not converged in
-    `max_iterations` passes."""
+    B[f] = X u + 1/N, X the design (bet i's row picks a_f and d_q).
+
+    How u is found: the question equations give d = −T a / n_q (T the questions × forecasters
+    table of bets, n_q each question's bets), which leaves the forecasters' equations
+    L a = w, L = diag(n_f) − Tᵀ diag(1/n_q) T: the Laplacian of the forecasters linked by
+    their shared questions, singular only along an equal shift of every a (which moves no
+    a_f + d_q). With one forecaster's a held at 0 it is positive definite on a connected
+    design, and one small solve gives every forecaster's u at once. Rows of forecasters
+    without bets are 0. `component`, each forecaster's linked part as `design_support` gives
+    it, spares working it out again. Raise ValueError as `design_support` does, or when the
+    forecasters with bets are not one connected part; ArithmeticError when the solve does not
+    meet its equations within `tolerance` (a part linked so thinly that the equations are
+    numerically singular)."""
     f = _codes("forecasters", forecasters)
     q = _codes("questions", questions)
     if len(f) != len(q):
@@ -216,24 +222,30 @@ def difficulty_influence(
     question_count = int(q.max()) + 1
     bets_f = np.bincount(f, minlength=count).astype(np.float64)
     bets_q = np.bincount(q, minlength=question_count).astype(np.float64)
-    safe_f, safe_q = np.where(bets_f > 0, bets_f, 1.0), np.where(bets_q > 0, bets_q, 1.0)
-    # The bets per question and forecaster: each pass's sums over the bets are two products
-    # with this Q × F table, where summing over every bet costs a pass several times more.
-    table = np.bincount(q * count + f, minlength=question_count * count).astype(np.float64)
-    table = table.reshape(question_count, count)
-    for forecaster in np.flatnonzero(bets_f > 0).tolist():
-        w = -bets_f / n
-        w[forecaster] += 1.0
-        a, d = np.zeros(count), np.zeros(question_count)
-        for _ in range(max_iterations):
-            new_a = (w - d @ table) / safe_f
-            new_d = -(table @ new_a) / safe_q
-            change = max(float(np.max(np.abs(new_a - a))), float(np.max(np.abs(new_d - d))))
-            a, d = new_a, new_d
-            if change < tolerance:
-                break
-        else:
-            # A part linked by a thread converges slowly: an unfinished solve is no answer.
-            raise ArithmeticError(f"influence did not converge in {max_iterations} passes")
-        influence[forecaster] = a[f] + d[q] + 1.0 / n
+    active = np.flatnonzero(bets_f > 0)
+    # The bets per question and forecaster (with bets): a Q × F table, F small.
+    where = np.full(count, -1, dtype=np.intp)
+    where[active] = np.arange(len(active))
+    table = np.bincount(q * len(active) + where[f], minlength=question_count * len(active)).astype(
+        np.float64
+    )
+    table = table.reshape(question_count, len(active))
+    safe_q = np.where(bets_q > 0, bets_q, 1.0)
+    laplacian = np.diag(bets_f[active]) - table.T @ (table / safe_q[:, None])
+    # Column k: forecaster active[k]'s w, on the forecasters with bets (the rest are 0).
+    w = np.eye(len(active)) - (bets_f[active] / n)[:, None]
+    a = np.zeros((len(active), len(active)))
+    try:
+        # The first forecaster's a held at 0: its equation follows from the others', since
+        # every row of L and every w sums to zero.
+        a[1:] = np.linalg.solve(laplacian[1:, 1:], w[1:])
+    except np.linalg.LinAlgError as error:
+        raise ArithmeticError(f"influence: the design's equations are singular ({error})") from None
+    if not float(np.max(np.abs(laplacian @ a - w))) <= tolerance:
+        raise ArithmeticError("influence: the solve does not meet the design's equations")
+    # Row by row (each forecaster's a and d as contiguous rows): B[f] = a[f_i] + d[q_i] + 1/N.
+    d = np.ascontiguousarray((-(table @ a) / safe_q[:, None]).T)
+    a_rows, own = np.ascontiguousarray(a.T), where[f]
+    for k, forecaster in enumerate(active.tolist()):
+        influence[forecaster] = a_rows[k][own] + d[k][q] + 1.0 / n
     return influence

@@ -23,6 +23,8 @@ from statistics import NormalDist
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from scoring.codes import dense_codes
+
 _EPSILON = 1e-16
 _TINY = 1e-300
 _MAX_TERMS = 100_000
@@ -180,18 +182,7 @@ def _codes(name: str, values: ArrayLike, length: int) -> NDArray[np.intp]:
     labels = np.asarray(values)
     if labels.shape != (length,):
         raise ValueError(f"{name} must be 1-d with one entry per bet, got shape {labels.shape}")
-    if length and np.issubdtype(labels.dtype, np.integer):
-        low = int(labels.min())
-        if int(labels.max()) - low <= 4 * length + 1024:
-            # Integers over a narrow span (week ordinals, ids): dense codes by counting, not
-            # by sorting — the analytics code a few hundred groupings of thousands of bets.
-            offset = (labels - low).astype(np.intp)
-            present = np.bincount(offset) > 0
-            dense: NDArray[np.intp] = (np.cumsum(present) - 1).astype(np.intp)
-            coded: NDArray[np.intp] = dense[offset]
-            return coded
-    _, codes = np.unique(labels, return_inverse=True)
-    return codes.reshape(-1).astype(np.intp)
+    return dense_codes(labels)
 
 
 def _bets(
@@ -228,15 +219,27 @@ def clustered_variance(influence: ArrayLike, clusters: ArrayLike) -> float:
     return _clustered(psi, codes, _groups_of(codes))
 
 
-def _two_way(psi: NDArray[np.float64], c: NDArray[np.intp], m: NDArray[np.intp]) -> float:
+def _cells(c: NDArray[np.intp], m: NDArray[np.intp]) -> NDArray[np.intp]:
+    """Codes of the (week, market) cells of the bets coded `c` and `m`."""
     weeks, markets = _groups_of(c), _groups_of(m)
-    by_week = _clustered(psi, c, weeks)
-    by_market = _clustered(psi, m, markets)
     cells = c * markets + m
-    if weeks * markets > 4 * len(psi) + 1024:
+    if weeks * markets > 4 * len(c) + 1024:
         # A sparse table (most cells hold no bet): count only the cells that hold bets, not a
         # bin for every week × market.
         cells = _codes("cells", cells, len(cells))
+    return cells
+
+
+def _two_way(
+    psi: NDArray[np.float64],
+    c: NDArray[np.intp],
+    m: NDArray[np.intp],
+    cells: NDArray[np.intp] | None = None,
+) -> float:
+    by_week = _clustered(psi, c, _groups_of(c))
+    by_market = _clustered(psi, m, _groups_of(m))
+    if cells is None:
+        cells = _cells(c, m)
     by_cell = _clustered(psi, cells, _groups_of(cells))
     # Cameron, Gelbach and Miller's estimator can come out below either one-way variance (or
     # at or below 0) with few clusters: a second way of clustering never makes the interval
@@ -256,6 +259,22 @@ def two_way_variance(influence: ArrayLike, weeks: ArrayLike, markets: ArrayLike)
     """
     psi = _finite_values("influence", influence)
     return _two_way(psi, _codes("weeks", weeks, len(psi)), _codes("markets", markets, len(psi)))
+
+
+def two_way_variances(
+    influences: ArrayLike, weeks: ArrayLike, markets: ArrayLike
+) -> NDArray[np.float64]:
+    """Return `two_way_variance` of each row of `influences` (K × N, one row per statistic of
+    the same N bets), the bets' weeks and markets coded once for them all."""
+    psi = np.asarray(influences, dtype=np.float64)
+    if psi.ndim != 2:
+        raise ValueError(f"influences must be 2-d, one row per statistic, got shape {psi.shape}")
+    if not bool(np.all(np.isfinite(psi))):
+        raise ValueError("influences must be finite")
+    c = _codes("weeks", weeks, psi.shape[1])
+    m = _codes("markets", markets, psi.shape[1])
+    cells = _cells(c, m)
+    return np.array([_two_way(row, c, m, cells) for row in psi], dtype=np.float64)
 
 
 def pooled_mean_interval(
@@ -327,12 +346,14 @@ def cell_mean_interval(
         raise ValueError("counts must be non-negative whole numbers")
     kept = n > 0.0
     totals, n = totals[kept], n[kept]
-    c, m = np.unique(c[kept], return_inverse=True)[1], np.unique(m[kept], return_inverse=True)[1]
-    c, m = c.reshape(-1).astype(np.intp), m.reshape(-1).astype(np.intp)
+    c, m = _codes("weeks", c[kept], len(n)), _codes("markets", m[kept], len(n))
     values = int(n.sum())
     if values == 0:
         return None
-    estimate = math.fsum(totals.tolist()) / values
+    # Most cells of a coverage figure sum to 0: summed exactly, they add nothing (unless every
+    # one is 0, whose sign is then kept as fsum gives it).
+    nonzero = totals[totals != 0.0]
+    estimate = math.fsum((nonzero if len(nonzero) else totals).tolist()) / values
     week_count, market_count = _groups_of(c), _groups_of(m)
     groups = min(week_count, market_count)
     if groups < 2:
@@ -464,34 +485,53 @@ def paired_difference_test(
     the fewer of shared weeks and markets. Return None with fewer than two shared weeks
     or markets. Raise ValueError for unequal lengths or non-finite values.
     """
-    v, c, m = _bets(values, weeks, markets)
+    return paired_difference_tests([values], weeks, markets, first)[0]
+
+
+def paired_difference_tests(
+    columns: Sequence[ArrayLike], weeks: ArrayLike, markets: ArrayLike, first: ArrayLike
+) -> list[PairedDifference | None]:
+    """Return `paired_difference_test` of each of `columns` (values of the same bets: a
+    forecaster pair's Alpha and Brier, say), the bets' weeks and markets coded once."""
+    values = [_finite_values("values", column) for column in columns]
+    length = len(values[0]) if values else 0
+    if any(len(v) != length for v in values):
+        raise ValueError("the columns must have one entry per bet each")
+    c, m = _codes("weeks", weeks, length), _codes("markets", markets, length)
     mine = np.asarray(first, dtype=np.bool_)
-    if mine.shape != v.shape:
+    if mine.shape != (length,):
         raise ValueError(f"first must have one entry per bet, got shape {mine.shape}")
     week_count = _groups_of(c)
     shared = (np.bincount(c[mine], minlength=week_count) > 0) & (
         np.bincount(c[~mine], minlength=week_count) > 0
     )
     keep = shared[c]
-    v, mine = v[keep], mine[keep]
-    c, m = _codes("weeks", c[keep], len(v)), _codes("markets", m[keep], len(v))
+    mine = mine[keep]
+    kept = int(np.count_nonzero(keep))
+    c, m = _codes("weeks", c[keep], kept), _codes("markets", m[keep], kept)
     groups = min(_groups_of(c), _groups_of(m))
     if groups < 2:
-        return None
-    a, b = v[mine], v[~mine]
-    mean_a, mean_b = math.fsum(a.tolist()) / len(a), math.fsum(b.tolist()) / len(b)
-    psi = np.where(mine, (v - mean_a) / len(a), -(v - mean_b) / len(b))
-    error = math.sqrt(_two_way(psi, c, m))
-    difference = mean_a - mean_b
-    t, p = _t_and_p(difference, error, groups - 1)
-    return PairedDifference(
-        mean_difference=difference,
-        standard_error=error,
-        t=t,
-        df=groups - 1,
-        p_value=p,
-        pairs=int(shared.sum()),
-    )
+        return [None for _ in values]
+    cells = _cells(c, m)
+    tests: list[PairedDifference | None] = []
+    for v in (column[keep] for column in values):
+        a, b = v[mine], v[~mine]
+        mean_a, mean_b = math.fsum(a.tolist()) / len(a), math.fsum(b.tolist()) / len(b)
+        psi = np.where(mine, (v - mean_a) / len(a), -(v - mean_b) / len(b))
+        error = math.sqrt(_two_way(psi, c, m, cells))
+        difference = mean_a - mean_b
+        t, p = _t_and_p(difference, error, groups - 1)
+        tests.append(
+            PairedDifference(
+                mean_difference=difference,
+                standard_error=error,
+                t=t,
+                df=groups - 1,
+                p_value=p,
+                pairs=int(shared.sum()),
+            )
+        )
+    return tests
 
 
 def share_positive(values: ArrayLike) -> float | None:

@@ -12,6 +12,7 @@ market-following baseline in the first. f = implied confidence, b = the price th
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import itertools
 import math
@@ -748,6 +749,89 @@ def test_query_count_does_not_grow_with_the_data(world: World) -> None:
     with CaptureQueriesContext(connection) as large:
         compute_analytics()
     assert len(large) == len(small)
+
+
+def figures_of(result: Analytics) -> dict[str, Any]:
+    """Every figure of `result` by its path, the time it was computed left out."""
+    leaves: dict[str, Any] = {}
+
+    def walk(value: Any, path: str) -> None:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                if f.name != "computed_at":
+                    walk(getattr(value, f.name), f"{path}.{f.name}")
+        elif isinstance(value, list | tuple):
+            for number, item in enumerate(value):
+                walk(item, f"{path}[{number}]")
+        elif isinstance(value, BenchmarkModel):
+            leaves[path] = value.internal_id
+        else:
+            leaves[path] = value
+
+    walk(result, "")
+    return leaves
+
+
+def assert_same_figures(result: Analytics, expected: Analytics) -> None:
+    """Every figure of `result` is `expected`'s: numbers to 1e-12 (sums in another order)."""
+    got, want = figures_of(result), figures_of(expected)
+    assert got.keys() == want.keys()
+    for path, value in want.items():
+        if isinstance(value, float) and isinstance(got[path], float):
+            assert got[path] == pytest.approx(value, rel=1e-12, abs=1e-15, nan_ok=True), path
+        else:
+            assert got[path] == value, path
+
+
+def bets_read(queries: CaptureQueriesContext) -> list[str]:
+    """The statements of `queries` that read bets with their decisions (the bets' read)."""
+    return [
+        q["sql"] for q in queries.captured_queries if '"implied_confidence"' in q["sql"]
+        and '"arena_decision"' in q["sql"]
+    ]  # fmt: skip
+
+
+def test_a_completed_cohorts_bets_are_kept_and_give_the_same_figures(world: World) -> None:
+    cache.clear()
+    fresh = compute_analytics()
+    with CaptureQueriesContext(connection) as queries:
+        again = compute_analytics()
+    # The two completed cohorts' bets came from the cache: the read asked for the others only.
+    [read] = bets_read(queries)
+    assert '"number" IN' in read
+    assert_same_figures(again, fresh)
+    cache.clear()
+    assert_same_figures(compute_analytics(), fresh)
+
+
+def test_a_bet_settled_again_in_a_kept_cohort_is_read_again(world: World) -> None:
+    cache.clear()
+    compute_analytics()
+    # A market of the first (completed) cohort settled again the other way: its bets' wins
+    # and scores flip, at the same scoring time (a clock that did not move).
+    flipped = world.universes[0][0]
+    for trade in Trade.objects.filter(market=flipped):
+        won = not trade.side_won
+        trade.side_won = won
+        trade.brier_score = ((trade.implied_confidence or 0.0) - (1.0 if won else 0.0)) ** 2
+        trade.save(update_fields=["side_won", "brier_score"])
+    after = compute_analytics()
+    cache.clear()
+    assert_same_figures(after, compute_analytics())
+    # gpt-5.1's YES on it now lost: its first cohort's Alpha is no longer what it was.
+    gpt = row(after, "gpt-5.1")
+    first = next(c for c in gpt.per_cohort if c.cohort == world.cohorts[0].number)
+    assert first.alpha == pytest.approx(
+        (delta(0.6, 0.8, won=False) + delta(0.7, 0.5, won=True)) / 2
+    )
+
+
+def test_a_category_edited_after_its_cohort_was_kept_shows_at_once(world: World) -> None:
+    cache.clear()
+    compute_analytics()
+    Market.objects.filter(pk=world.universes[0][0].pk).update(category="Weather")
+    categories = {c.category for c in row(compute_analytics(), "gpt-5.1").categories}
+    assert "Weather" in categories
 
 
 def test_the_answer_is_kept_until_a_bet_is_scored(world: World) -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scoring.codes import row_codes
+from scoring.codes import dense_codes, row_codes
 
 
 @given(
@@ -50,3 +50,21 @@ def test_ids_far_apart_are_ranked_first_and_group_as_the_rows_do() -> None:
     assert by_codes[1].reshape(-1).tolist() == by_rows[1].reshape(-1).tolist()
     # Each column's three values ranked 0, 1, 2 and read as the digits of base 3.
     assert codes.tolist() == [26, 0, 26, 13, 0]
+
+
+@given(
+    st.lists(st.integers(-(2**40), 2**40), max_size=60)
+    | st.lists(st.integers(-5, 50), max_size=60)
+    | st.lists(st.sampled_from([10**6, 3 * 10**6, 5 * 10**6 + 1]), max_size=60)
+)
+def test_dense_codes_are_the_inverse_of_a_unique_however_wide_the_span(labels: list[int]) -> None:
+    array = np.array(labels, dtype=np.int64)
+    assert dense_codes(array).tolist() == np.unique(array, return_inverse=True)[1].tolist()
+
+
+def test_dense_codes_take_any_sortable_labels_and_refuse_a_table() -> None:
+    assert dense_codes(["b", "a", "b", "c"]).tolist() == [1, 0, 1, 2]
+    assert dense_codes([0.5, -1.0, 0.5]).tolist() == [1, 0, 1]
+    assert dense_codes(np.zeros(0, dtype=np.int64)).tolist() == []
+    with pytest.raises(ValueError, match="1-d"):
+        dense_codes(np.zeros((2, 2), dtype=np.int64))

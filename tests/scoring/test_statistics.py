@@ -19,6 +19,7 @@ from scoring.statistics import (
     clustered_variance,
     holm_adjusted,
     paired_difference_test,
+    paired_difference_tests,
     pooled_mean_interval,
     pooled_mean_test,
     quantile_mc_error,
@@ -28,6 +29,7 @@ from scoring.statistics import (
     student_t_cdf,
     student_t_quantile,
     two_way_variance,
+    two_way_variances,
     within_range,
 )
 
@@ -146,6 +148,21 @@ def test_the_two_way_variance_is_never_below_either_one_way_variance() -> None:
     by_cell = clustered_variance(psi, [w * 100 + m for w, m in zip(weeks, markets, strict=True)])
     assert by_week + by_market - by_cell < max(by_week, by_market)
     assert two_way_variance(psi, weeks, markets) == pytest.approx(max(by_week, by_market))
+
+
+def test_two_way_variances_of_several_statistics_are_each_ones_two_way_variance() -> None:
+    rng = np.random.default_rng(11)
+    weeks = rng.integers(738_000, 738_040, 300)  # week ordinals
+    markets = rng.integers(0, 10**6, 300)  # a sparse week × market table
+    influences = rng.normal(size=(4, 300))
+
+    variances = two_way_variances(influences, weeks, markets)
+
+    assert variances.tolist() == [two_way_variance(row, weeks, markets) for row in influences]
+    with pytest.raises(ValueError, match="2-d"):
+        two_way_variances(influences[0], weeks, markets)
+    with pytest.raises(ValueError, match="finite"):
+        two_way_variances(np.array([[math.nan] * 300]), weeks, markets)
 
 
 def test_cluster_variances_by_hand() -> None:
@@ -287,6 +304,21 @@ def test_paired_difference_keeps_only_shared_weeks_and_weights_bets() -> None:
     assert paired_difference_test([1.0, 0.5], [1, 1], [2, 3], [True, False]) is None
     with pytest.raises(ValueError, match="one entry per bet"):
         paired_difference_test([1.0, 2.0], [1, 2], [1, 2], [True])
+
+
+def test_paired_tests_of_several_columns_are_each_columns_paired_test() -> None:
+    rng = np.random.default_rng(12)
+    weeks, markets = rng.integers(0, 12, 200), rng.integers(0, 40, 200)
+    first = rng.random(200) < 0.5
+    columns = [rng.random(200), rng.normal(size=200)]
+
+    tests = paired_difference_tests(columns, weeks, markets, first)
+
+    assert tests == [paired_difference_test(c, weeks, markets, first) for c in columns]
+    assert all(test is not None for test in tests)
+    assert paired_difference_tests(columns, [1] * 200, markets, first) == [None, None]
+    with pytest.raises(ValueError, match="one entry per bet"):
+        paired_difference_tests([columns[0], columns[1][:10]], weeks, markets, first)
 
 
 def test_share_positive_is_beat_percent() -> None:

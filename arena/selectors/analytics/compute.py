@@ -37,7 +37,7 @@ from arena.selectors.analytics.read import Bets, Questions
 from scoring.aggregates import RANDOM_BRIER
 from scoring.alpha import RANDOM_UNIFORM_BRIER, bet_alphas, predictions_needed
 from scoring.bootstrap import ResampledWorlds
-from scoring.codes import row_codes
+from scoring.codes import dense_codes, row_codes
 from scoring.crowd import grouped_geometric_mean_odds, grouped_median
 from scoring.difficulty import design_support, difficulty_fit, difficulty_influence
 from scoring.murphy import alpha_anatomy, murphy_decomposition
@@ -45,13 +45,13 @@ from scoring.statistics import (
     Interval,
     cell_mean_interval,
     holm_adjusted,
-    paired_difference_test,
+    paired_difference_tests,
     pooled_mean_interval,
     pooled_mean_test,
     ratio_interval,
     share_positive,
     student_t_quantile,
-    two_way_variance,
+    two_way_variances,
     within_range,
 )
 
@@ -335,18 +335,18 @@ def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
     figures shown are fitted over that part's bets alone, with a t interval clustered by
     week and market from each bet's influence on the figure (`difficulty_influence`)."""
     offline_rows = np.array([r.offline for r in rows], dtype=np.bool_)
+    every_question = dense_codes(row_codes(bets.market, bets.run)) if len(bets.row) else None
     for offline in (False, True):
         mask = offline_rows[bets.row] == offline
-        if len(np.unique(bets.row[mask])) < DIFFICULTY_MIN_ROWS:
+        if every_question is None or len(np.unique(bets.row[mask])) < DIFFICULTY_MIN_ROWS:
             continue
-        shown, part, component = _difficulty_part(bets, rows, mask, offline)
+        shown, part, component = _difficulty_part(
+            bets, rows, mask, offline, dense_codes(every_question[mask])
+        )
         if len(shown) < DIFFICULTY_MIN_ROWS:
             continue
         in_part = mask & np.isin(bets.row, part)
-        _, questions = np.unique(
-            row_codes(bets.market[in_part], bets.run[in_part]), return_inverse=True
-        )
-        questions = questions.reshape(-1)
+        questions = dense_codes(every_question[in_part])
         forecasters = bets.row[in_part]
         adjusted, residuals = difficulty_fit(
             bets.brier[in_part], forecasters, questions, forecaster_count=len(rows)
@@ -358,31 +358,36 @@ def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
         except ArithmeticError:
             influence = None  # the figures stand; their intervals are not shown
         weeks, markets = bets.week[in_part], bets.market[in_part]
-        for index in shown:
+        # Every shown row's influences are clustered over the same bets: coded once.
+        variances = (
+            None
+            if influence is None
+            else two_way_variances(influence[shown] * residuals, weeks, markets)
+        )
+        week_codes, market_codes = dense_codes(weeks), dense_codes(markets)
+        for number, index in enumerate(shown):
             own = forecasters == index
-            own_weeks, own_markets = len(np.unique(weeks[own])), len(np.unique(markets[own]))
             rows[index].difficulty_adjusted_brier = float(adjusted[index])
             rows[index].difficulty_interval = _difficulty_interval(
                 float(adjusted[index]),
-                None if influence is None else influence[index] * residuals,
-                weeks,
-                markets,
+                None if variances is None else float(variances[number]),
                 bets=int(own.sum()),
-                own_weeks=own_weeks,
-                own_markets=own_markets,
+                own_weeks=int(np.count_nonzero(np.bincount(week_codes[own]))),
+                own_markets=int(np.count_nonzero(np.bincount(market_codes[own]))),
             )
 
 
 def _difficulty_part(
-    bets: Bets, rows: list[ModelAnalytics], mask: NDArray[np.bool_], offline: bool
+    bets: Bets,
+    rows: list[ModelAnalytics],
+    mask: NDArray[np.bool_],
+    offline: bool,
+    questions: NDArray[np.intp],
 ) -> tuple[list[int], list[int], NDArray[np.int64]]:
     """The rows shown (those sharing at least DIFFICULTY_MIN_SHARED questions, in the linked
     part of the design holding the most of them, the lowest label on a tie), every row of
-    that part, and each row's part (`design_support`)."""
-    _, codes = np.unique(row_codes(bets.market[mask], bets.run[mask]), return_inverse=True)
-    shared, component = design_support(
-        bets.row[mask], codes.reshape(-1), forecaster_count=len(rows)
-    )
+    that part, and each row's part (`design_support`); `questions` codes the bets of `mask`."""
+    shared, component = design_support(bets.row[mask], questions, forecaster_count=len(rows))
     parts: dict[int, list[int]] = {}
     for index, row in enumerate(rows):
         if row.offline == offline and component[index] >= 0:
@@ -396,23 +401,21 @@ def _difficulty_part(
 
 def _difficulty_interval(
     estimate: float,
-    influence: NDArray[np.float64] | None,
-    weeks: NDArray[np.int64],
-    markets: NDArray[np.int64],
+    variance: float | None,
     *,
     bets: int,
     own_weeks: int,
     own_markets: int,
 ) -> Interval:
-    """The figure's 95% t interval: its influences' variance clustered by week and market,
-    df the fewer of the row's own weeks and markets less one (its influence sits mostly on
-    its own questions), as every row interval here. Not kept inside [0, 1]: the figure is a
-    contrast between rows, which can leave it. None bounds under two weeks or markets, or
-    without the influences."""
+    """The figure's 95% t interval: `variance`, its influences' variance clustered by week and
+    market, df the fewer of the row's own weeks and markets less one (its influence sits
+    mostly on its own questions), as every row interval here. Not kept inside [0, 1]: the
+    figure is a contrast between rows, which can leave it. None bounds under two weeks or
+    markets, or without the influences."""
     groups = min(own_weeks, own_markets)
-    if groups < 2 or influence is None:
+    if groups < 2 or variance is None:
         return Interval(estimate, None, None, None, own_weeks, bets, own_markets)
-    error = math.sqrt(two_way_variance(influence, weeks, markets))
+    error = math.sqrt(variance)
     half = student_t_quantile(0.975, groups - 1) * error
     return Interval(estimate, estimate - half, estimate + half, error, own_weeks, bets, own_markets)
 
@@ -587,10 +590,13 @@ def pairwise_comparisons(*, bets: Bets, rows: list[ModelAnalytics]) -> list[Comp
             if first.model.on_outside_board != second.model.on_outside_board:
                 continue
             both = (bets.row == i) | (bets.row == j)
-            for metric, values in metrics:
-                test = paired_difference_test(
-                    values[both], bets.week[both], bets.market[both], bets.row[both] == i
-                )
+            tests = paired_difference_tests(
+                [values[both] for _, values in metrics],
+                bets.week[both],
+                bets.market[both],
+                bets.row[both] == i,
+            )
+            for (metric, _), test in zip(metrics, tests, strict=True):
                 if test is not None:
                     comparisons.append(Comparison(first.key, second.key, metric, test))
     return _holm(comparisons, rows)

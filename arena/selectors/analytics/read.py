@@ -1,21 +1,32 @@
 """The analytics' reads: the leaderboard rows of a scope, its resolved bets as columns, and the
-markets each row's runs showed (the questions of the coverage-adjusted Alpha)."""
+markets each row's runs showed (the questions of the coverage-adjusted Alpha).
+
+A completed cohort's bets are kept in the cache between computations (`CohortBets`), under a
+stamp of which of its bets are scored and which won: the only things about a bet that change
+once it is made. A cohort whose stamp moved (a bet scored late, a market settled again or
+cancelled) is read again; what a bet's market says (its category, its outcomes) is read fresh
+every time. So a computation reads the bets of the active cohorts and of the cohorts that
+moved, and takes the rest as they were."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
+from typing import Any
 
 import numpy as np
+from django.core.cache import caches
 from django.db import connection
-from django.db.models import Exists, FloatField, OuterRef, QuerySet
+from django.db.models import Case, Count, Exists, FloatField, OuterRef, QuerySet, Sum, When
 from django.db.models.functions import Cast
 from numpy.typing import NDArray
 
 from agents.models import BenchmarkModel
-from arena.models import Agent, Decision, SnapshotMarket, Trade
+from arena.models import Agent, Cohort, Decision, SnapshotMarket, Trade
+from arena.seal import cache_part
 from arena.selectors.standings import agents_in_scope, offline_agent_ids
 from markets.models import Market
 from scoring.alpha import bet_alphas
@@ -34,6 +45,7 @@ class Scope:
     rows: list[tuple[BenchmarkModel, bool]]  # (model, offline), in the leaderboard's order
     row_of_agent: dict[int, int]  # agent id: index into `rows`
     cohort_of_agent: dict[int, int]  # agent id: cohort number
+    completed: QuerySet[Agent]  # those of `agents` whose cohort has completed
 
 
 @dataclass
@@ -78,6 +90,7 @@ def analytics_scope(*, cohorts: str) -> Scope:
     lineup_order = {m.pk: number for number, m in enumerate(lineup)}
     by_pk = {m.pk: m for m in lineup}
     agent_rows = list(agents.order_by().values_list("pk", "model_id", "cohort__number"))
+    completed = agents.filter(cohort__status=Cohort.Status.COMPLETED).order_by()
     offline = offline_agent_ids(agents.order_by().values("pk"))
     played = {(model_id, pk in offline) for pk, model_id, _ in agent_rows}
     seen = {model_id for model_id, _ in played}
@@ -91,6 +104,7 @@ def analytics_scope(*, cohorts: str) -> Scope:
         rows=[(by_pk[model_id], off) for model_id, off in keys],
         row_of_agent={pk: index[(model_id, pk in offline)] for pk, model_id, _ in agent_rows},
         cohort_of_agent={pk: number for pk, _, number in agent_rows},
+        completed=completed,
     )
 
 
@@ -133,25 +147,28 @@ def _looked_up(table: dict[int, int], keys: NDArray[np.int64]) -> NDArray[np.int
 
 
 def _sides(
-    market_ids: Sequence[int], sides: Sequence[str], markets: dict[int, tuple[str, str | None]]
+    market: NDArray[np.int64],
+    side: NDArray[np.int64],
+    side_names: Sequence[str],
+    markets: dict[int, tuple[str, str | None]],
 ) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.int64]]:
     """Per bet: whether its market has two outcomes, whether it is on the second of them, and
     the outcome its question asks of (`Bets.frame`); worked out once per distinct (market,
-    side), `markets` giving each market's first outcome when it has two."""
-    pair_of: dict[tuple[int, str], int] = {}
-    pair = np.fromiter(
-        (pair_of.setdefault(key, len(pair_of)) for key in zip(market_ids, sides, strict=True)),
-        np.int64,
-        len(market_ids),
-    )
+    side), the sides as codes into `side_names`, `markets` giving each market's first outcome
+    when it has two."""
+    pairs, pair = np.unique(market * len(side_names) + side, return_inverse=True)
     outcome_codes: dict[str, int] = {}
     binary, second, frame = [], [], []
-    for market_id, side in pair_of:
-        first = markets[market_id][1]
+    for market_id, side_code in zip(
+        (pairs // max(len(side_names), 1)).tolist(),
+        (pairs % max(len(side_names), 1)).tolist(),
+        strict=True,
+    ):
+        first, name = markets[market_id][1], side_names[side_code]
         binary.append(first is not None)
-        second.append(first is not None and side.lower() != first)
+        second.append(first is not None and name.lower() != first)
         frame.append(
-            -1 if first is not None else outcome_codes.setdefault(side, len(outcome_codes))
+            -1 if first is not None else outcome_codes.setdefault(name, len(outcome_codes))
         )
     return (
         np.array(binary, dtype=np.bool_)[pair],
@@ -164,28 +181,138 @@ MARKETS_A_QUERY = 900  # ids in one `IN`: under SQLite's smallest limit of param
 
 
 def _markets_of(market_ids: Sequence[int]) -> dict[int, tuple[str, str | None]]:
-    """Each market of `market_ids` (the bets' markets): its category and, for a
-    two-outcome market, its first outcome in lower case, the frame its questions are asked in
-    (YES of a Yes/No market; a bet's side is "YES", "NO" or the outcome's name). Read by id,
-    a few hundred at a time: asking for the markets of the scope's bets would scan the bets
-    again."""
+    """Each market of `market_ids` (the bets' markets): its category and, for a two-outcome
+    market, its first outcome in lower case, the frame its questions are asked in (YES of a
+    Yes/No market; a bet's side is "YES", "NO" or the outcome's name). Read by id: asking for
+    the markets of the scope's bets would scan the bets again. On PostgreSQL the ids are one
+    array parameter (lists of hundreds of ids cost it more to plan than to run); elsewhere a
+    few hundred to a query."""
     ids = sorted(set(market_ids))
-    markets: dict[int, tuple[str, str | None]] = {}
-    for start in range(0, len(ids), MARKETS_A_QUERY):
-        for pk, category, outcomes in (
+    table = Market._meta.db_table
+    queries: list[tuple[str, Sequence[Any]]]
+    if connection.vendor == "postgresql":
+        # Only our own table's name is formatted in; the ids are a parameter.
+        queries = [(f"SELECT id, category, outcomes FROM {table} WHERE id = ANY(%s)", [ids])]  # nosec B608
+    else:
+        queries = [
             Market.objects.filter(pk__in=ids[start : start + MARKETS_A_QUERY])
             .order_by()
             .values_list("pk", "category", "outcomes")
-        ):
-            two = isinstance(outcomes, list) and len(outcomes) == 2
-            markets[pk] = (category or "", str(outcomes[0]).lower() if two else None)
+            .query.sql_with_params()
+            for start in range(0, len(ids), MARKETS_A_QUERY)
+        ]
+    markets: dict[int, tuple[str, str | None]] = {}
+    with connection.cursor() as cursor:
+        for sql, params in queries:
+            cursor.execute(sql, params)
+            for pk, category, stored in cursor.fetchall():
+                # The JSON as the driver gives it: text (decoded as the field would), or decoded.
+                outcomes = json.loads(stored) if isinstance(stored, str) else stored
+                two = isinstance(outcomes, list) and len(outcomes) == 2
+                markets[pk] = (category or "", str(outcomes[0]).lower() if two else None)
     return markets
 
 
-def resolved_bets(*, scope: Scope) -> tuple[Bets, list[str]]:
-    """Return the scope's scored bets as columns, and the names of the categories their
-    `category` column indexes (sorted)."""
-    trades = _scored_bets(scope.agents)
+@dataclass(frozen=True)
+class CohortBets:
+    """Scored bets as the database gives them (`_read_bets`): what never changes about a bet
+    once it is made (whose, which run and week, which market and side, at what price and
+    confidence, whether the market was in the universe shown), and whether it won. What its
+    market says (category, outcomes) is read with each computation instead. A completed
+    cohort's are kept between computations (`_cohort_parts`)."""
+
+    agent: NDArray[np.int64]
+    run: NDArray[np.int64]
+    week: NDArray[np.int64]  # the ordinal of its decision's week start
+    market: NDArray[np.int64]
+    side: NDArray[np.int64]  # index into `side_names`
+    side_names: tuple[str, ...]
+    in_universe: NDArray[np.bool_]
+    forecast: NDArray[np.float64]
+    price: NDArray[np.float64]
+    outcome: NDArray[np.float64]
+
+    def take(self, members: NDArray[np.intp]) -> CohortBets:
+        """The bets at `members`."""
+        return CohortBets(
+            agent=self.agent[members],
+            run=self.run[members],
+            week=self.week[members],
+            market=self.market[members],
+            side=self.side[members],
+            side_names=self.side_names,
+            in_universe=self.in_universe[members],
+            forecast=self.forecast[members],
+            price=self.price[members],
+            outcome=self.outcome[members],
+        )
+
+    @classmethod
+    def joined(cls, parts: Sequence[CohortBets]) -> CohortBets:
+        """The bets of every part, in turn, their sides coded anew over all of them."""
+        side_code: dict[str, int] = {}
+        sides = [
+            np.array(
+                [side_code.setdefault(name, len(side_code)) for name in part.side_names],
+                dtype=np.int64,
+            )[part.side]
+            for part in parts
+        ]
+
+        def joined(column: list[NDArray[Any]], dtype: type[Any]) -> NDArray[Any]:
+            return np.concatenate(column) if column else np.zeros(0, dtype=dtype)
+
+        return CohortBets(
+            agent=joined([p.agent for p in parts], np.int64),
+            run=joined([p.run for p in parts], np.int64),
+            week=joined([p.week for p in parts], np.int64),
+            market=joined([p.market for p in parts], np.int64),
+            side=joined(sides, np.int64),
+            side_names=tuple(side_code),
+            in_universe=joined([p.in_universe for p in parts], np.bool_),
+            forecast=joined([p.forecast for p in parts], np.float64),
+            price=joined([p.price for p in parts], np.float64),
+            outcome=joined([p.outcome for p in parts], np.float64),
+        )
+
+
+# Kept for a week at most: a stamp that moved makes a part unreachable, and this only lets the
+# cache drop what no key will ask for again.
+KEPT_SECONDS = 7 * 24 * 3600
+
+
+def _kept_key(cohort: int, stamp: tuple[int, int, int]) -> str:
+    # The pickle names CohortBets by module: the version moves when it does, or its fields.
+    count, ids, won = stamp
+    return f"analytics-bets:v1:{cohort}:{count}:{ids}:{won}:{cache_part()}"
+
+
+def _stamps(scope: Scope) -> dict[int, tuple[int, int, int]]:
+    """Per completed cohort of the scope (by number): how many of its bets are scored, the sum
+    of their ids, and the sum of the ids of those that won. A bet scored late, cancelled or
+    settled again moves its cohort's stamp; nothing else about a bet changes once it is
+    made. One grouped query, by agent (grouping by cohort would join the agents)."""
+    grouped = (
+        _scored_bets(scope.completed)
+        .order_by()
+        .values("agent_id")
+        .annotate(
+            n=Count("pk"),
+            ids=Sum("pk"),
+            won=Sum(Case(When(side_won=True, then="pk"), default=0)),
+        )
+        .values_list("agent_id", "n", "ids", "won")
+    )
+    stamps: dict[int, tuple[int, int, int]] = {}
+    for agent_id, n, ids, won in grouped:
+        cohort = scope.cohort_of_agent[agent_id]
+        count, id_sum, won_sum = stamps.get(cohort, (0, 0, 0))
+        stamps[cohort] = (count + n, id_sum + (ids or 0), won_sum + (won or 0))
+    return stamps
+
+
+def _read_bets(trades: QuerySet[Trade]) -> list[tuple[Any, ...]]:
+    """`trades` as rows of the columns of `CohortBets` (the side as its name)."""
     universe = SnapshotMarket.objects.filter(
         run_id=OuterRef("decision__run_id"), market_id=OuterRef("market_id"), rank__isnull=False
     )
@@ -212,33 +339,98 @@ def resolved_bets(*, scope: Scope) -> tuple[Bets, list[str]]:
     sql, params = query.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        rows = cursor.fetchall()
+        rows: list[tuple[Any, ...]] = cursor.fetchall()
+    return rows
+
+
+def _parts_of(rows: list[tuple[Any, ...]], scope: Scope) -> dict[int, CohortBets]:
+    """The rows `_read_bets` gave, as one CohortBets per cohort (by number)."""
+    if not rows:
+        return {}
     # Columns at once (one transpose), not a generator per column over 40,000 tuples.
-    columns = list(zip(*rows, strict=True)) if rows else [()] * 9
-    agent_ids, run_ids, weeks, market_ids, sides, prices, confidences, won, in_universe = columns
-    markets = _markets_of(market_ids)
+    agents, runs, weeks, markets, sides, prices, confidences, won, shown = zip(*rows, strict=True)
+    side_code: dict[str, int] = {}
+    every = CohortBets(
+        agent=np.array(agents, dtype=np.int64),
+        run=np.array([r or 0 for r in runs], dtype=np.int64),
+        week=_ordinals(weeks),
+        market=np.array(markets, dtype=np.int64),
+        side=np.fromiter(
+            (side_code.setdefault(name, len(side_code)) for name in sides), np.int64, len(sides)
+        ),
+        side_names=(),
+        in_universe=np.array(shown, dtype=np.bool_),
+        forecast=np.array(confidences, dtype=np.float64),  # never null (filtered)
+        price=np.array(prices, dtype=np.float64),  # never null (filtered)
+        outcome=np.array(won, dtype=np.float64),
+    )
+    every = replace(every, side_names=tuple(side_code))
+    cohort = _looked_up(scope.cohort_of_agent, every.agent)
+    order = np.argsort(cohort, kind="stable")
+    numbers, starts = np.unique(cohort[order], return_index=True)
+    return {
+        number: every.take(members)
+        for number, members in zip(numbers.tolist(), np.split(order, starts[1:]), strict=True)
+    }
+
+
+def _cohort_parts(scope: Scope) -> list[CohortBets]:
+    """The scope's scored bets, a part per cohort in the cohorts' order: each completed
+    cohort's from the cache while its stamp has not moved, the rest read (and the completed
+    ones among them kept)."""
+    stamps = _stamps(scope)
+    cache = caches["default"]
+    keys = {cohort: _kept_key(cohort, stamp) for cohort, stamp in stamps.items()}
+    found = cache.get_many(list(keys.values()))
+    kept = {
+        cohort: part
+        for cohort, key in keys.items()
+        if isinstance(part := found.get(key), CohortBets)
+    }
+    missing = sorted(set(scope.cohort_of_agent.values()) - kept.keys())
+    read: dict[int, CohortBets] = {}
+    if missing:
+        agents = scope.agents
+        if kept:
+            # By the shorter list of the two: the cohorts to read, or those kept.
+            agents = (
+                agents.filter(cohort__number__in=missing)
+                if len(missing) <= len(kept)
+                else agents.exclude(cohort__number__in=sorted(kept))
+            )
+        read = _parts_of(_read_bets(_scored_bets(agents)), scope)
+    cache.set_many(
+        {keys[cohort]: part for cohort, part in read.items() if cohort in keys}, KEPT_SECONDS
+    )
+    parts = kept | read
+    return [parts[cohort] for cohort in sorted(parts)]
+
+
+def resolved_bets(*, scope: Scope) -> tuple[Bets, list[str]]:
+    """Return the scope's scored bets as columns, and the names of the categories their
+    `category` column indexes (sorted)."""
+    read = CohortBets.joined(_cohort_parts(scope))
+    markets = _markets_of(np.unique(read.market).tolist())
     categories = sorted({category for category, _ in markets.values()})
     category_index = {name: number for number, name in enumerate(categories)}
-    agent = np.array(agent_ids, dtype=np.int64)
-    market = np.array(market_ids, dtype=np.int64)
-    binary, second_side, frame = _sides(market_ids, sides, markets)
+    binary, second_side, frame = _sides(read.market, read.side, read.side_names, markets)
     bets = Bets(
-        agent=agent,
-        row=_looked_up(scope.row_of_agent, agent),
-        cohort=_looked_up(scope.cohort_of_agent, agent),
-        run=np.array([r or 0 for r in run_ids], dtype=np.int64),
-        week=_ordinals(weeks),
-        market=market,
+        agent=read.agent,
+        row=_looked_up(scope.row_of_agent, read.agent),
+        cohort=_looked_up(scope.cohort_of_agent, read.agent),
+        run=read.run,
+        week=read.week,
+        market=read.market,
         binary=binary,
         second_side=second_side,
         frame=frame,
         category=_looked_up(
-            {pk: category_index[category] for pk, (category, _) in markets.items()}, market
+            {pk: category_index[category] for pk, (category, _) in markets.items()}, read.market
         ),
-        in_universe=np.array(in_universe, dtype=np.bool_),
-        forecast=np.array(confidences, dtype=np.float64),  # never null (filtered)
-        price=np.array(prices, dtype=np.float64),  # never null (filtered)
-        outcome=np.array(won, dtype=np.float64),
+        in_universe=read.in_universe,
+        forecast=read.forecast,
+        price=read.price,
+        outcome=read.outcome,
     )
     return bets, categories
 
