@@ -41,11 +41,11 @@ def row_codes(*columns: ArrayLike) -> NDArray[np.int64]:
     return codes
 
 
-# Counting pays over sorting while the labels' span is at most this many times their number
-# (plus a floor): a bin per value of the span, against a sort of the labels; and never more
-# bins than DENSE_SPAN_MOST (32 MB of counts).
-DENSE_SPAN_PER_LABEL = 16
-DENSE_SPAN_FLOOR = 65_536
+# Counting pays over sorting while the labels' span is at most about twice their number: past
+# that its bins leave the processor's cache, and numpy's sort wins (measured on 2,000 to
+# 74,000 labels). A floor for small sets, and never more bins than DENSE_SPAN_MOST.
+DENSE_SPAN_PER_LABEL = 2
+DENSE_SPAN_FLOOR = 16_384
 DENSE_SPAN_MOST = 2**22
 
 
