@@ -42,6 +42,7 @@ from arena.models import (
     Trade,
 )
 from arena.selectors import standings
+from arena.selectors.analytics import read
 from arena.selectors.analytics.cache import analytics, analytics_watermark, compute_analytics
 from arena.selectors.analytics.figures import Analytics, claim
 from arena.selectors.exports import bet_rows
@@ -824,6 +825,21 @@ def test_a_bet_settled_again_in_a_kept_cohort_is_read_again(world: World) -> Non
     assert first.alpha == pytest.approx(
         (delta(0.6, 0.8, won=False) + delta(0.7, 0.5, won=True)) / 2
     )
+
+
+def test_every_scoring_of_a_completed_cohort_moves_its_stamp(world: World) -> None:
+    # Scored again with the same outcome: the sums stay, the time of the latest scoring moves
+    # (two flips whose ids offset each other would leave the sums alone too).
+    scope = read.analytics_scope(cohorts="all")
+    number = world.cohorts[0].number
+    before = read._stamps(scope)[number]
+    bet = Trade.objects.filter(agent__cohort=world.cohorts[0], side_won__isnull=False).first()
+    assert bet is not None and bet.scored_at is not None
+    Trade.objects.filter(pk=bet.pk).update(scored_at=bet.scored_at + timedelta(hours=1))
+    after = read._stamps(scope)[number]
+    assert (after.count, after.ids, after.won) == (before.count, before.ids, before.won)
+    assert after != before
+    assert world.cohorts[2].number not in read._stamps(scope)  # an active cohort: read always
 
 
 def test_a_category_edited_after_its_cohort_was_kept_shows_at_once(world: World) -> None:

@@ -14,13 +14,23 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
 import numpy as np
 from django.core.cache import caches
 from django.db import connection
-from django.db.models import Case, Count, Exists, FloatField, OuterRef, QuerySet, Sum, When
+from django.db.models import (
+    Case,
+    Count,
+    Exists,
+    FloatField,
+    Max,
+    OuterRef,
+    QuerySet,
+    Sum,
+    When,
+)
 from django.db.models.functions import Cast
 from numpy.typing import NDArray
 
@@ -276,22 +286,36 @@ class CohortBets:
         )
 
 
-# Kept for a week at most: a stamp that moved makes a part unreachable, and this only lets the
-# cache drop what no key will ask for again.
-KEPT_SECONDS = 7 * 24 * 3600
+# What `_cohort_parts` keeps: each completed cohort's parts under the stamp they were read at,
+# by number. One entry, so that the cache's count of entries never culls part of it.
+Kept = dict[int, tuple["Stamp", CohortBets]]
 
 
-def _kept_key(cohort: int, stamp: tuple[int, int, int]) -> str:
-    # The pickle names CohortBets by module: the version moves when it does, or its fields.
-    count, ids, won = stamp
-    return f"analytics-bets:v1:{cohort}:{count}:{ids}:{won}:{cache_part()}"
+@dataclass(frozen=True)
+class Stamp:
+    """What can still change about a completed cohort's scored bets: which are scored (how
+    many, the sum of their ids), which of them won (the sum of their ids), and when the
+    latest was scored (every scoring, a market settled again included, sets it to its time)."""
+
+    count: int = 0
+    ids: int = 0
+    won: int = 0
+    scored_at: datetime | None = None
+
+    def plus(self, count: int, ids: int, won: int, scored_at: datetime | None) -> Stamp:
+        latest = max((t for t in (self.scored_at, scored_at) if t is not None), default=None)
+        return Stamp(self.count + count, self.ids + ids, self.won + won, latest)
 
 
-def _stamps(scope: Scope) -> dict[int, tuple[int, int, int]]:
-    """Per completed cohort of the scope (by number): how many of its bets are scored, the sum
-    of their ids, and the sum of the ids of those that won. A bet scored late, cancelled or
-    settled again moves its cohort's stamp; nothing else about a bet changes once it is
-    made. One grouped query, by agent (grouping by cohort would join the agents)."""
+def _kept_key() -> str:
+    # The pickle names CohortBets and Stamp by module: the version moves when they do.
+    return f"analytics-bets:v1:{cache_part()}"
+
+
+def _stamps(scope: Scope) -> dict[int, Stamp]:
+    """Each completed cohort's Stamp (by number). A bet scored late, cancelled or settled
+    again moves its cohort's; nothing else about a bet changes once it is made. One grouped
+    query, by agent (grouping by cohort would join the agents)."""
     grouped = (
         _scored_bets(scope.completed)
         .order_by()
@@ -300,14 +324,14 @@ def _stamps(scope: Scope) -> dict[int, tuple[int, int, int]]:
             n=Count("pk"),
             ids=Sum("pk"),
             won=Sum(Case(When(side_won=True, then="pk"), default=0)),
+            latest=Max("scored_at"),
         )
-        .values_list("agent_id", "n", "ids", "won")
+        .values_list("agent_id", "n", "ids", "won", "latest")
     )
-    stamps: dict[int, tuple[int, int, int]] = {}
-    for agent_id, n, ids, won in grouped:
+    stamps: dict[int, Stamp] = {}
+    for agent_id, n, ids, won, latest in grouped:
         cohort = scope.cohort_of_agent[agent_id]
-        count, id_sum, won_sum = stamps.get(cohort, (0, 0, 0))
-        stamps[cohort] = (count + n, id_sum + (ids or 0), won_sum + (won or 0))
+        stamps[cohort] = stamps.get(cohort, Stamp()).plus(n, ids or 0, won or 0, latest)
     return stamps
 
 
@@ -376,16 +400,17 @@ def _parts_of(rows: list[tuple[Any, ...]], scope: Scope) -> dict[int, CohortBets
 
 def _cohort_parts(scope: Scope) -> list[CohortBets]:
     """The scope's scored bets, a part per cohort in the cohorts' order: each completed
-    cohort's from the cache while its stamp has not moved, the rest read (and the completed
-    ones among them kept)."""
+    cohort's as kept in this process's cache while its stamp has not moved, the rest read
+    (and the completed ones among them kept). Nothing kept expires: a part's stamp says
+    whether it still holds."""
     stamps = _stamps(scope)
     cache = caches["default"]
-    keys = {cohort: _kept_key(cohort, stamp) for cohort, stamp in stamps.items()}
-    found = cache.get_many(list(keys.values()))
+    found = cache.get(_kept_key())
+    before: Kept = found if isinstance(found, dict) else {}
     kept = {
         cohort: part
-        for cohort, key in keys.items()
-        if isinstance(part := found.get(key), CohortBets)
+        for cohort, (stamp, part) in before.items()
+        if stamps.get(cohort) == stamp and isinstance(part, CohortBets)
     }
     missing = sorted(set(scope.cohort_of_agent.values()) - kept.keys())
     read: dict[int, CohortBets] = {}
@@ -399,9 +424,10 @@ def _cohort_parts(scope: Scope) -> list[CohortBets]:
                 else agents.exclude(cohort__number__in=sorted(kept))
             )
         read = _parts_of(_read_bets(_scored_bets(agents)), scope)
-    cache.set_many(
-        {keys[cohort]: part for cohort, part in read.items() if cohort in keys}, KEPT_SECONDS
-    )
+    fresh = {cohort: (stamps[cohort], part) for cohort, part in read.items() if cohort in stamps}
+    if fresh:
+        # Merged with what other scopes kept (a methodology's scope reads some cohorts only).
+        cache.set(_kept_key(), before | fresh, None)
     parts = kept | read
     return [parts[cohort] for cohort in sorted(parts)]
 
