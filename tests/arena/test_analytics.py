@@ -834,7 +834,8 @@ def test_every_scoring_of_a_completed_cohort_moves_its_stamp(world: World) -> No
     number = world.cohorts[0].number
     before = read._stamps(scope)[number]
     bet = Trade.objects.filter(agent__cohort=world.cohorts[0], side_won__isnull=False).first()
-    assert bet is not None and bet.scored_at is not None
+    assert bet is not None
+    assert bet.scored_at is not None
     Trade.objects.filter(pk=bet.pk).update(scored_at=bet.scored_at + timedelta(hours=1))
     after = read._stamps(scope)[number]
     assert (after.count, after.ids, after.won) == (before.count, before.ids, before.won)
