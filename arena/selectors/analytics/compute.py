@@ -349,7 +349,11 @@ def _difficulty(bets: Bets, rows: list[ModelAnalytics]) -> None:
         questions = dense_codes(every_question[in_part])
         forecasters = bets.row[in_part]
         adjusted, residuals = difficulty_fit(
-            bets.brier[in_part], forecasters, questions, forecaster_count=len(rows)
+            bets.brier[in_part],
+            forecasters,
+            questions,
+            forecaster_count=len(rows),
+            component=component,
         )
         try:
             influence: NDArray[np.float64] | None = difficulty_influence(

@@ -24,6 +24,7 @@ from django.db.models import (
     Case,
     Count,
     Exists,
+    F,
     FloatField,
     Max,
     OuterRef,
@@ -294,28 +295,43 @@ Kept = dict[int, tuple["Stamp", CohortBets]]
 @dataclass(frozen=True)
 class Stamp:
     """What can still change about a completed cohort's scored bets: which are scored (how
-    many, the sum of their ids), which of them won (the sum of their ids), and when the
-    latest was scored (every scoring, a market settled again included, sets it to its time)."""
+    many, the sum of their ids), which of them won (the sum of their ids, and a sum of a
+    product of two residues of each, so that bets starting and stopping to win with equal
+    sums of ids still move it), and when the latest was scored (every scoring sets it to its
+    time; a correction made by hand must too: docs/resolution.md)."""
 
     count: int = 0
     ids: int = 0
     won: int = 0
+    won_mixed: int = 0
     scored_at: datetime | None = None
 
-    def plus(self, count: int, ids: int, won: int, scored_at: datetime | None) -> Stamp:
-        latest = max((t for t in (self.scored_at, scored_at) if t is not None), default=None)
-        return Stamp(self.count + count, self.ids + ids, self.won + won, latest)
+    def plus(self, other: Stamp) -> Stamp:
+        latest = max((t for t in (self.scored_at, other.scored_at) if t is not None), default=None)
+        return Stamp(
+            self.count + other.count,
+            self.ids + other.ids,
+            self.won + other.won,
+            self.won_mixed + other.won_mixed,
+            latest,
+        )
+
+
+# Residues of a bet's id whose product is summed over the bets that won: below 2¹⁶ each, so a
+# million bets' sum stays far inside 63 bits on every database.
+_RESIDUES = (65_521, 65_519)
 
 
 def _kept_key() -> str:
     # The pickle names CohortBets and Stamp by module: the version moves when they do.
-    return f"analytics-bets:v1:{cache_part()}"
+    return "analytics-bets:v2"
 
 
 def _stamps(scope: Scope) -> dict[int, Stamp]:
-    """Each completed cohort's Stamp (by number). A bet scored late, cancelled or settled
-    again moves its cohort's; nothing else about a bet changes once it is made. One grouped
-    query, by agent (grouping by cohort would join the agents)."""
+    """Each completed cohort's Stamp (by number). A bet scored late or settled again moves
+    its cohort's; nothing else about a bet changes once it is made. One grouped query, by
+    agent (grouping by cohort would join the agents)."""
+    first, second = _RESIDUES
     grouped = (
         _scored_bets(scope.completed)
         .order_by()
@@ -324,19 +340,23 @@ def _stamps(scope: Scope) -> dict[int, Stamp]:
             n=Count("pk"),
             ids=Sum("pk"),
             won=Sum(Case(When(side_won=True, then="pk"), default=0)),
+            won_mixed=Sum(
+                Case(When(side_won=True, then=(F("pk") % first) * (F("pk") % second)), default=0)
+            ),
             latest=Max("scored_at"),
         )
-        .values_list("agent_id", "n", "ids", "won", "latest")
+        .values_list("agent_id", "n", "ids", "won", "won_mixed", "latest")
     )
     stamps: dict[int, Stamp] = {}
-    for agent_id, n, ids, won, latest in grouped:
+    for agent_id, n, ids, won, won_mixed, latest in grouped:
         cohort = scope.cohort_of_agent[agent_id]
-        stamps[cohort] = stamps.get(cohort, Stamp()).plus(n, ids or 0, won or 0, latest)
+        own = Stamp(n, int(ids or 0), int(won or 0), int(won_mixed or 0), latest)
+        stamps[cohort] = stamps.get(cohort, Stamp()).plus(own)
     return stamps
 
 
 def _read_bets(trades: QuerySet[Trade]) -> list[tuple[Any, ...]]:
-    """`trades` as rows of the columns of `CohortBets` (the side as its name)."""
+    """`trades` as rows of their ids and the columns of `CohortBets` (the side as its name)."""
     universe = SnapshotMarket.objects.filter(
         run_id=OuterRef("decision__run_id"), market_id=OuterRef("market_id"), rank__isnull=False
     )
@@ -346,6 +366,7 @@ def _read_bets(trades: QuerySet[Trade]) -> list[tuple[Any, ...]]:
         # cost a third of the read on SQLite.
         .annotate(in_universe=Exists(universe), price_float=Cast("price", FloatField()))
         .values_list(
+            "pk",
             "agent_id",
             "decision__run_id",
             "decision__week_start",
@@ -367,12 +388,15 @@ def _read_bets(trades: QuerySet[Trade]) -> list[tuple[Any, ...]]:
     return rows
 
 
-def _parts_of(rows: list[tuple[Any, ...]], scope: Scope) -> dict[int, CohortBets]:
-    """The rows `_read_bets` gave, as one CohortBets per cohort (by number)."""
+def _parts_of(rows: list[tuple[Any, ...]], scope: Scope) -> dict[int, tuple[CohortBets, Stamp]]:
+    """The rows `_read_bets` gave, as one CohortBets per cohort (by number), each with the
+    stamp of what it holds (its `scored_at` left unset: the rows do not carry it)."""
     if not rows:
         return {}
     # Columns at once (one transpose), not a generator per column over 40,000 tuples.
-    agents, runs, weeks, markets, sides, prices, confidences, won, shown = zip(*rows, strict=True)
+    ids, agents, runs, weeks, markets, sides, prices, confidences, won, shown = zip(
+        *rows, strict=True
+    )
     side_code: dict[str, int] = {}
     every = CohortBets(
         agent=np.array(agents, dtype=np.int64),
@@ -389,13 +413,26 @@ def _parts_of(rows: list[tuple[Any, ...]], scope: Scope) -> dict[int, CohortBets
         outcome=np.array(won, dtype=np.float64),
     )
     every = replace(every, side_names=tuple(side_code))
+    bet_ids = np.array(ids, dtype=np.int64)
+    first, second = _RESIDUES
+    winning = every.outcome > 0.5
+    mixed = (bet_ids % first) * (bet_ids % second)
     cohort = _looked_up(scope.cohort_of_agent, every.agent)
-    order = np.argsort(cohort, kind="stable")
+    # By cohort, and in each by the bet's id: a part's order, and so the order of every sum
+    # over the bets, is the same whichever query read it (the database gives no order).
+    order = np.lexsort((bet_ids, cohort))
     numbers, starts = np.unique(cohort[order], return_index=True)
-    return {
-        number: every.take(members)
-        for number, members in zip(numbers.tolist(), np.split(order, starts[1:]), strict=True)
-    }
+    parts: dict[int, tuple[CohortBets, Stamp]] = {}
+    for number, members in zip(numbers.tolist(), np.split(order, starts[1:]), strict=True):
+        won_members = members[winning[members]]
+        stamp = Stamp(
+            count=len(members),
+            ids=int(bet_ids[members].sum()),
+            won=int(bet_ids[won_members].sum()),
+            won_mixed=int(mixed[won_members].sum()),
+        )
+        parts[number] = (every.take(members), stamp)
+    return parts
 
 
 def _cohort_parts(scope: Scope) -> list[CohortBets]:
@@ -404,16 +441,17 @@ def _cohort_parts(scope: Scope) -> list[CohortBets]:
     (and the completed ones among them kept). Nothing kept expires: a part's stamp says
     whether it still holds."""
     stamps = _stamps(scope)
-    cache = caches["default"]
+    cache, seal = caches["default"], cache_part()
     found = cache.get(_kept_key())
-    before: Kept = found if isinstance(found, dict) else {}
+    entry: dict[str, Kept] = found if isinstance(found, dict) else {}
+    before = entry.get(seal, {})
     kept = {
         cohort: part
         for cohort, (stamp, part) in before.items()
         if stamps.get(cohort) == stamp and isinstance(part, CohortBets)
     }
     missing = sorted(set(scope.cohort_of_agent.values()) - kept.keys())
-    read: dict[int, CohortBets] = {}
+    read: dict[int, tuple[CohortBets, Stamp]] = {}
     if missing:
         agents = scope.agents
         if kept:
@@ -424,11 +462,23 @@ def _cohort_parts(scope: Scope) -> list[CohortBets]:
                 else agents.exclude(cohort__number__in=sorted(kept))
             )
         read = _parts_of(_read_bets(_scored_bets(agents)), scope)
-    fresh = {cohort: (stamps[cohort], part) for cohort, part in read.items() if cohort in stamps}
+    # A part is kept under the stamp of what it holds, counted from its own rows (a bet
+    # scored, or a correction made and undone, between the stamps' query and the bets' read
+    # cannot pair a part with another state's stamp), with the latest scoring time the
+    # stamps' query saw before the read: a scoring during the read moves the stamp again.
+    fresh = {
+        cohort: (replace(own, scored_at=stamps[cohort].scored_at), part)
+        for cohort, (part, own) in read.items()
+        if cohort in stamps
+    }
     if fresh:
-        # Merged with what other scopes kept (a methodology's scope reads some cohorts only).
-        cache.set(_kept_key(), before | fresh, None)
-    parts = kept | read
+        # Merged with what other scopes kept (a methodology's scope reads some cohorts only);
+        # beside this seal's parts, only the latest other seal's are kept (the week's seal
+        # and the open arena), so a seal that lifted is dropped at the next one.
+        others = {part: k for part, k in entry.items() if part != seal}
+        latest = dict(list(others.items())[-1:])
+        cache.set(_kept_key(), {**latest, seal: before | fresh}, None)
+    parts = kept | {cohort: part for cohort, (part, _) in read.items()}
     return [parts[cohort] for cohort in sorted(parts)]
 
 
