@@ -811,17 +811,23 @@ def test_a_completed_cohorts_bets_are_kept_and_give_the_same_figures(world: Worl
     assert_same_figures(compute_analytics(), fresh)
 
 
+def settle_again_the_other_way(flipped: Market) -> None:
+    """Flip the wins and scores of every bet on `flipped`, leaving their scoring time alone
+    (a clock that did not move)."""
+    for trade in Trade.objects.filter(market=flipped):
+        won = not trade.side_won
+        trade.side_won = won
+        trade.brier_score = ((trade.implied_confidence or 0.0) - (1.0 if won else 0.0)) ** 2
+        trade.save(update_fields=["side_won", "brier_score"])
+
+
 def test_a_bet_settled_again_in_a_kept_cohort_is_read_again(world: World) -> None:
     cache.clear()
     compute_analytics()
     # A market of the first (completed) cohort settled again the other way: its bets' wins
     # and scores flip, at the same scoring time (a clock that did not move).
     flipped = world.universes[0][0]
-    for trade in Trade.objects.filter(market=flipped):
-        won = not trade.side_won
-        trade.side_won = won
-        trade.brier_score = ((trade.implied_confidence or 0.0) - (1.0 if won else 0.0)) ** 2
-        trade.save(update_fields=["side_won", "brier_score"])
+    settle_again_the_other_way(flipped)
     after = compute_analytics()
     cache.clear()
     assert_same_figures(after, compute_analytics())
@@ -864,11 +870,7 @@ def test_bets_that_start_and_stop_winning_with_equal_sums_of_ids_are_read_again(
     assert first.pk + fourth.pk == second.pk + third.pk
     cache.clear()
     compute_analytics()
-    for trade in Trade.objects.filter(market=flipped):
-        won = not trade.side_won
-        trade.side_won = won
-        trade.brier_score = ((trade.implied_confidence or 0.0) - (1.0 if won else 0.0)) ** 2
-        trade.save(update_fields=["side_won", "brier_score"])
+    settle_again_the_other_way(flipped)
     after = compute_analytics()
     cache.clear()
     assert_same_figures(after, compute_analytics())
