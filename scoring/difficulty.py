@@ -190,6 +190,12 @@ class _Design:
         return a
 
 
+def _one_part(parts: NDArray[np.int64], f: NDArray[np.intp]) -> bool:
+    """Whether the forecasters with bets (`f`) all fall in one part of `parts` (each
+    forecaster's, as `design_support` gives them)."""
+    return len(set(parts[np.bincount(f, minlength=len(parts)) > 0].tolist())) == 1
+
+
 def _exact_question_effects(
     y: NDArray[np.float64],
     f: NDArray[np.intp],
@@ -201,8 +207,7 @@ def _exact_question_effects(
     design whose forecasters with bets are one linked part; None on any other design, or
     where the solve is numerically singular (the caller backfits)."""
     parts = design_support(f, q, forecaster_count=count)[1] if component is None else component
-    parts = np.asarray(parts)
-    if len(set(parts[np.bincount(f, minlength=count) > 0].tolist())) != 1:
+    if not _one_part(np.asarray(parts), f):
         return None
     design = _Design.of(f, q, count)
     s_f = np.bincount(design.own, weights=y, minlength=len(design.active))
@@ -293,7 +298,7 @@ def difficulty_influence(
         else np.asarray(component)
     )
     count = len(parts)
-    if len(set(parts[np.bincount(f, minlength=count) > 0].tolist())) > 1:
+    if len(f) and not _one_part(parts, f):
         raise ValueError("the forecasters must be linked by shared questions into one part")
     influence = np.zeros((count, len(f)))
     if len(f) == 0:

@@ -219,7 +219,7 @@ def clustered_variance(influence: ArrayLike, clusters: ArrayLike) -> float:
     return _clustered(psi, codes, _groups_of(codes))
 
 
-def _cells(c: NDArray[np.intp], m: NDArray[np.intp]) -> NDArray[np.intp]:
+def _cell_codes(c: NDArray[np.intp], m: NDArray[np.intp]) -> NDArray[np.intp]:
     """Codes of the (week, market) cells of the bets coded `c` and `m`."""
     weeks, markets = _groups_of(c), _groups_of(m)
     cells = c * markets + m
@@ -239,7 +239,7 @@ def _two_way(
     by_week = _clustered(psi, c, _groups_of(c))
     by_market = _clustered(psi, m, _groups_of(m))
     if cells is None:
-        cells = _cells(c, m)
+        cells = _cell_codes(c, m)
     by_cell = _clustered(psi, cells, _groups_of(cells))
     # Cameron, Gelbach and Miller's estimator can come out below either one-way variance (or
     # at or below 0) with few clusters: a second way of clustering never makes the interval
@@ -273,7 +273,7 @@ def two_way_variances(
         raise ValueError("influences must be finite")
     c = _codes("weeks", weeks, psi.shape[1])
     m = _codes("markets", markets, psi.shape[1])
-    cells = _cells(c, m)
+    cells = _cell_codes(c, m)
     return np.array([_two_way(row, c, m, cells) for row in psi], dtype=np.float64)
 
 
@@ -512,7 +512,7 @@ def paired_difference_tests(
     groups = min(_groups_of(c), _groups_of(m))
     if groups < 2:
         return [None for _ in values]
-    cells = _cells(c, m)
+    cells = _cell_codes(c, m)
     tests: list[PairedDifference | None] = []
     for v in (column[keep] for column in values):
         a, b = v[mine], v[~mine]

@@ -1,12 +1,12 @@
 """The analytics' reads: the leaderboard rows of a scope, its resolved bets as columns, and the
 markets each row's runs showed (the questions of the coverage-adjusted Alpha).
 
-A completed cohort's bets are kept in the cache between computations (`CohortBets`), under a
-stamp of which of its bets are scored and which won: the only things about a bet that change
-once it is made. A cohort whose stamp moved (a bet scored late, a market settled again or
-cancelled) is read again; what a bet's market says (its category, its outcomes) is read fresh
-every time. So a computation reads the bets of the active cohorts and of the cohorts that
-moved, and takes the rest as they were."""
+A completed cohort's bets are kept in each process's cache between computations (`CohortBets`),
+under a stamp of which of its bets are scored, which won and when the latest was scored: the
+only things about a bet that change once it is made (`Stamp`). A cohort whose stamp moved (a
+bet scored late, a market settled again) is read again; what a bet's market says (its
+category, its outcomes) is read fresh every time. So a computation reads the bets of the
+active cohorts and of the cohorts that moved, and takes the rest as they were."""
 
 from __future__ import annotations
 
@@ -167,13 +167,12 @@ def _sides(
     the outcome its question asks of (`Bets.frame`); worked out once per distinct (market,
     side), the sides as codes into `side_names`, `markets` giving each market's first outcome
     when it has two."""
-    pairs, pair = np.unique(market * len(side_names) + side, return_inverse=True)
+    radix = max(len(side_names), 1)
+    pairs, pair = np.unique(market * radix + side, return_inverse=True)
     outcome_codes: dict[str, int] = {}
     binary, second, frame = [], [], []
     for market_id, side_code in zip(
-        (pairs // max(len(side_names), 1)).tolist(),
-        (pairs % max(len(side_names), 1)).tolist(),
-        strict=True,
+        (pairs // radix).tolist(), (pairs % radix).tolist(), strict=True
     ):
         first, name = markets[market_id][1], side_names[side_code]
         binary.append(first is not None)
@@ -287,8 +286,9 @@ class CohortBets:
         )
 
 
-# What `_cohort_parts` keeps: each completed cohort's parts under the stamp they were read at,
-# by number. One entry, so that the cache's count of entries never culls part of it.
+# What `_cohort_parts` keeps for one seal state (`cache_part`): each completed cohort's part
+# under the stamp of what it holds, by number. All of them in one cache entry (KEPT_KEY), so
+# that the cache's count of entries never culls some of them.
 Kept = dict[int, tuple["Stamp", CohortBets]]
 
 
@@ -322,9 +322,8 @@ class Stamp:
 _RESIDUES = (65_521, 65_519)
 
 
-def _kept_key() -> str:
-    # The pickle names CohortBets and Stamp by module: the version moves when they do.
-    return "analytics-bets:v2"
+# The pickle names CohortBets and Stamp by module: the version moves when they do.
+KEPT_KEY = "analytics-bets:v2"
 
 
 def _stamps(scope: Scope) -> dict[int, Stamp]:
@@ -442,7 +441,7 @@ def _cohort_parts(scope: Scope) -> list[CohortBets]:
     whether it still holds."""
     stamps = _stamps(scope)
     cache, seal = caches["default"], cache_part()
-    found = cache.get(_kept_key())
+    found = cache.get(KEPT_KEY)
     entry: dict[str, Kept] = found if isinstance(found, dict) else {}
     before = entry.get(seal, {})
     kept = {
@@ -477,7 +476,7 @@ def _cohort_parts(scope: Scope) -> list[CohortBets]:
         # and the open arena), so a seal that lifted is dropped at the next one.
         others = {part: k for part, k in entry.items() if part != seal}
         latest = dict(list(others.items())[-1:])
-        cache.set(_kept_key(), {**latest, seal: before | fresh}, None)
+        cache.set(KEPT_KEY, {**latest, seal: before | fresh}, None)
     parts = kept | {cohort: part for cohort, (part, _) in read.items()}
     return [parts[cohort] for cohort in sorted(parts)]
 
