@@ -22,6 +22,7 @@ State that many tests of a module read is built once for the module where it is 
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -67,6 +68,13 @@ NO_PAGE_CACHE = {"PAGE_CACHE_SECONDS": 0}
 # suite replays answer v1's prompt (no stated probabilities), and a v1 cohort is still run by
 # v1's rules. The v2 tests ask for "v2" (tests/arena/test_methodology_v2.py).
 METHODOLOGY_V1 = {"METHODOLOGY_VERSION": "v1"}
+# The collector's thresholds for a test process. A test process holds hundreds of thousands of
+# long-lived objects (Django, numpy, hypothesis, the modules' worlds), and at the interpreter's
+# defaults (700, 10, 10) the ORM's short-lived cycles set off a full collection over all of them
+# every few hundred queries: a fifth of the suite's CPU time, measured on test_pages, test_charts,
+# test_api, test_seal and test_engine_integrity (24.3 s → 18.4 s). Garbage is still collected,
+# young objects every 50,000 allocations; a test process grows by ~5% more memory.
+GC_THRESHOLDS = (50_000, 50, 1_000)
 
 
 def uses_database(item: pytest.Item) -> bool:
@@ -101,6 +109,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Send this pass's tasks to its own Celery queue (CELERY_TEST_QUEUE), which its workers,
     threads and processes alike (tests/worker_settings.py), consume."""
+    gc.set_threshold(*GC_THRESHOLDS)
     budget = config.getoption("--time-budget")
     if budget:
         config.pluginmanager.register(TimeBudget(budget), "time-budget")
@@ -142,6 +151,13 @@ def restores_what_it_flushes(item: pytest.Item) -> bool:
     return not transactional or (
         marker is not None and marker.kwargs.get("serialized_rollback", False)
     )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection built (the modules, their constants and strategies) lives to the end: it
+    is set apart, so the collections the tests set off no longer walk it."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
