@@ -6,8 +6,8 @@ that the machine's cores stay busy to the end instead of waiting on the longest 
 collects only its own files, so no test module is imported, and no module fixture built, twice.
 
 Files are dealt out by weight: `.ci/test_weights.json` holds each file's seconds per pass, as
-a run of the suite measured them (`.ci/weights.py` updates it), and each file of each pass goes
-to the lightest lane so far, heaviest first. A file the table knows only from the other pass has no
+a run of the suite measured them (`.ci/weights.py` updates it), and each file goes to the
+lightest shard so far, heaviest first. A file the table knows only from the other pass has no
 test for this one (it weighs its collection, NO_TESTS_WEIGHT); a file it does not know at all
 weighs DEFAULT_WEIGHT.
 Every shard reads the same files and the same table, so the shards of one pass always split
@@ -30,7 +30,6 @@ WEIGHTS = ROOT / ".ci" / "test_weights.json"
 FILE_SECONDS = "forecaster/file-seconds"  # the pytest cache's key
 DEFAULT_WEIGHT = 2.0  # seconds: a new file, until the table is measured again
 NO_TESTS_WEIGHT = 0.1
-PASSES = ("sqlite", "postgres")
 
 
 def shard_option(value: str) -> tuple[int, int]:
@@ -52,36 +51,25 @@ def suite_files() -> list[str]:
 @cache
 def shard_files(count: int, database_pass: str) -> tuple[frozenset[str], ...]:
     """The files of each of `count` shards of `database_pass` ("sqlite" or "postgres")."""
-    return lane_files(count)[database_pass]
-
-
-@cache
-def lane_files(count: int) -> dict[str, tuple[frozenset[str], ...]]:
-    """The files of each of `count` lanes, per pass: lane K is the K-th shard of each pass,
-    which `make test` runs one after the other (.ci/suite). Both passes' files are dealt out
-    together, so the lanes, not each pass's shards, carry like loads: a lane whose SQLite
-    shard is heavy gets a lighter PostgreSQL one."""
     table: dict[str, dict[str, float]] = {}
     if WEIGHTS.exists():
         table = json.loads(WEIGHTS.read_text())
     known = {name for weights in table.values() for name in weights}
+    own = table.get(database_pass, {})
 
-    def weight(database_pass: str, name: str) -> float:
-        own = table.get(database_pass, {})
+    def weight(name: str) -> float:
         if name in own:
             return own[name]
         return NO_TESTS_WEIGHT if name in known else DEFAULT_WEIGHT
 
     loads = [0.0] * count
-    lanes: dict[str, list[set[str]]] = {p: [set() for _ in range(count)] for p in PASSES}
-    units = [(weight(p, name), p, name) for p in PASSES for name in suite_files()]
-    # Heaviest first, each to the lightest lane so far (ties: the lower lane, then the pass
-    # and the name).
-    for seconds, database_pass, name in sorted(units, key=lambda u: (-u[0], u[1], u[2])):
+    shards: list[set[str]] = [set() for _ in range(count)]
+    # Heaviest first, each to the lightest shard so far (ties: the lower shard, then the name).
+    for name in sorted(suite_files(), key=lambda f: (-weight(f), f)):
         lightest = min(range(count), key=lambda i: (loads[i], i))
-        lanes[database_pass][lightest].add(name)
-        loads[lightest] += seconds
-    return {p: tuple(frozenset(files) for files in lanes[p]) for p in PASSES}
+        shards[lightest].add(name)
+        loads[lightest] += weight(name)
+    return tuple(frozenset(files) for files in shards)
 
 
 class Shard:
