@@ -98,11 +98,20 @@ def one_decision_per_agent(week: date) -> None:
 
 
 def one_run_for_the_week(week: date) -> None:
-    """The week was not split between two frozen snapshots: one run decided every agent."""
-    run = DecisionRun.objects.get(week_start=week)
-    assert set(Decision.objects.filter(week_start=week).values_list("run_id", flat=True)) == {
-        run.pk
-    }
+    """The week was not split between two frozen snapshots: one run decided every agent.
+    Otherwise the week's runs and what each decided are shown, to tell how a second came."""
+    runs = list(
+        DecisionRun.objects.filter(week_start=week)
+        .order_by("pk")
+        .values("pk", "started_at", "queued_at", "finished_at", "sync_summary")
+    )
+    decided = list(
+        Decision.objects.filter(week_start=week)
+        .order_by("run_id", "status")
+        .values_list("run_id", "status", "tries", "claimed_by")
+    )
+    assert len(runs) == 1, {"runs": runs, "decisions": decided}
+    assert {run_id for run_id, *_ in decided} == {runs[0]["pk"]}, decided
 
 
 def no_trade_twice() -> None:
