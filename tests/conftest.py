@@ -13,8 +13,9 @@ module or the session shares (the test database, a module's world) are left out 
 setup's: whichever test comes first would pay for all. A test over the budget fails unless it
 is marked `slow` with a reason, so the suite stays fast as it grows.
 
-`make test` runs each pass as shards, processes at once that each take a share of the test
-files (`--shard K/N`, tests/shards.py).
+`make test` runs each pass as shards, each a share of the test files (`--shard K/N`,
+tests/shards.py), in lanes at once, each lane a SQLite shard and a PostgreSQL shard in turn
+(.ci/suite).
 
 State that many tests of a module read is built once for the module where it is costly
 (tests/worlds.py: the module's world, in a transaction each test's own is nested in).
@@ -72,8 +73,11 @@ METHODOLOGY_V1 = {"METHODOLOGY_VERSION": "v1"}
 # long-lived objects (Django, numpy, hypothesis, the modules' worlds), and at the interpreter's
 # defaults (700, 10, 10) the ORM's short-lived cycles set off a full collection over all of them
 # every few hundred queries: a fifth of the suite's CPU time, measured on test_pages, test_charts,
-# test_api, test_seal and test_engine_integrity (24.3 s → 18.4 s). Garbage is still collected,
-# young objects every 50,000 allocations; a test process grows by ~5% more memory.
+# test_api, test_seal and test_engine_integrity (24.3 s → 18.4 s). Young objects are still
+# collected every 50,000 allocations; at these thresholds a full collection would almost never
+# come on its own, so one is made after each test module instead (`pytest_runtest_teardown`),
+# over what collection did not set apart (`pytest_collection_finish`): old garbage lives at
+# most one module.
 GC_THRESHOLDS = (50_000, 50, 1_000)
 
 
@@ -158,6 +162,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     is set apart, so the collections the tests set off no longer walk it."""
     gc.collect()
     gc.freeze()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """A full collection once a test module is done (its fixtures finalized): the garbage its
+    tests left in the oldest generation, which GC_THRESHOLDS leave alone, is freed here."""
+    if nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None):
+        gc.collect()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

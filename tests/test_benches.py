@@ -52,9 +52,13 @@ ONE_RANGE = ("1W",)  # the chart pages at one range: every page kind, a fraction
 @pytest.fixture(autouse=True)
 def _unfreeze() -> Iterator[None]:
     """The page, API and export benches freeze the process's objects out of the collector's
-    view, as a server does once loaded; the test process takes them back."""
+    view, as a server does once loaded; the test process takes them back, then sets apart
+    again what it holds (tests/conftest.py froze its collected modules: one unfreeze thaws
+    all)."""
     yield
     gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture
