@@ -124,13 +124,14 @@ class TimeBudget:
     def pytest_fixture_setup(
         self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
     ) -> Generator[None, Any, Any]:
+        if fixturedef.scope == "function":  # the test's own: counted in its setup
+            return (yield)
         cpu, wall = time.process_time(), time.perf_counter()
         try:
             return (yield)
         finally:
-            if fixturedef.scope != "function":
-                self.shared_cpu += time.process_time() - cpu
-                self.shared_wall += time.perf_counter() - wall
+            self.shared_cpu += time.process_time() - cpu
+            self.shared_wall += time.perf_counter() - wall
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

@@ -33,6 +33,7 @@ import pytest
 import tests.profiles  # noqa: F401  (loads the hypothesis profile before any test module)
 from tests.budget import TimeBudget
 from tests.replay import ReplayServer
+from tests.schema_template import templates_install
 from tests.shards import FileSeconds, Shard, shard_option
 from tests.suite_clock import start_suite_clock
 from tests.worlds import WorldsPlugin
@@ -167,9 +168,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """A full collection once a test module is done (its fixtures finalized): the garbage its
-    tests left in the oldest generation, which GC_THRESHOLDS leave alone, is freed here."""
+    tests left in the oldest generation, which GC_THRESHOLDS leave alone, is freed here, and
+    what outlives the module (caches, connections) is set apart like collection's modules, so
+    the next module's collection walks only what the next module made (35 ms → under 1 ms a
+    module of test_pages and its like)."""
     if nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None):
         gc.collect()
+        gc.freeze()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -303,7 +308,8 @@ def django_db_modify_db_settings(
     disk (`synchronous_commit=off`): a crash of the test server loses nothing a test needs, and
     every commit, flush and TRUNCATE of the suite stops paying for a disk flush. What a test
     sees is unchanged: visibility, locks and constraints behave the same. Each shard of a pass
-    has a test database of its own (test_<name>_shard<K>), as shards run at once."""
+    has a test database of its own (test_<name>_shard<K>), as shards run at once. Each test
+    database is a copy of the migrated one when a process before it migrated it."""
     from django.db import connections
 
     shard = request.config.getoption("--shard")
@@ -315,3 +321,8 @@ def django_db_modify_db_settings(
                 test["NAME"] = f"{test.get('NAME') or 'test_' + database['NAME']}_shard{shard[0]}"
             options = database.setdefault("OPTIONS", {})
             options["options"] = f"{options.get('options', '')} -c synchronous_commit=off".strip()
+    # Every process after the first of its database kind copies the migrated database instead
+    # of migrating (tests/schema_template.py).
+    cache_dir = request.config.rootpath / ".pytest_cache" / "schema"
+    for connection in connections.all(initialized_only=False):
+        templates_install(connection, cache_dir=cache_dir, root=request.config.rootpath)

@@ -1,0 +1,181 @@
+"""The migrated test database, built once and copied: every shard of a pass starts from it.
+
+Creating a test database runs all the migrations (three dozen of them, seeds included), about
+five seconds of CPU a process, most of it Django rebuilding the models' state after each
+operation. `make test` starts six test processes at once, so the first process of a database
+kind migrates as usual and keeps what the migrations left as a template; the others, waiting
+on a lock meanwhile, copy the template instead of migrating. What every test then finds is
+the same database the migrations build: the copy is of that database, tables, rows (the
+lineup, content types, groups) and all.
+
+The template is keyed by a digest of the migration files and Django's version, so any change
+to a migration builds a new one:
+- SQLite: a file under the pytest cache folder, read into the test's in-memory database
+  with SQLite's backup API;
+- PostgreSQL: a database `test_template_<digest>`, the source of `CREATE DATABASE …
+  TEMPLATE`; templates of other digests are dropped when a new one is built.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import django
+from django.conf import settings
+from django.core.management import call_command
+
+TEMPLATE_PREFIX = "test_template_"
+# pg_advisory_lock key of the template's build (arbitrary, far from the product's own keys)
+BUILD_LOCK_KEY = 0x7E57_0000_5C4E
+
+
+def schema_digest(root: Path) -> str:
+    """A digest of what decides the migrated database: every migration file and Django."""
+    digest = hashlib.sha256(django.get_version().encode())
+    for path in sorted(root.glob("*/migrations/*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def templates_install(connection: Any, cache_dir: Path, root: Path) -> None:
+    """Make the connection's test database a copy of the template when there is one; the
+    first to create one migrates as usual and keeps the result as the template."""
+    creation = connection.creation
+    creation.create_test_db = _templated(creation, cache_dir, root)
+
+
+def _templated(creation: Any, cache_dir: Path, root: Path) -> Callable[..., str]:
+    original = creation.create_test_db
+    connection = creation.connection
+    digest = schema_digest(root)
+
+    def create_test_db(
+        verbosity: int = 1,
+        autoclobber: bool = False,
+        serialize: bool = True,
+        keepdb: bool = False,
+    ) -> str:
+        build: _SqliteTemplate | _PostgresTemplate
+        if keepdb:
+            return str(original(verbosity, autoclobber, serialize, keepdb))
+        if connection.vendor == "sqlite" and creation.is_in_memory_db(creation._get_test_db_name()):
+            build = _SqliteTemplate(creation, cache_dir / f"schema-{digest}.sqlite3")
+        elif connection.vendor == "postgresql":
+            build = _PostgresTemplate(creation, TEMPLATE_PREFIX + digest)
+        else:
+            return str(original(verbosity, autoclobber, serialize, keepdb))
+        with build.locked():
+            if build.exists():
+                name = build.copy(verbosity, autoclobber)
+                _finish_without_migrating(creation, name, serialize)
+                return name
+            name = str(original(verbosity, autoclobber, serialize, keepdb))
+            build.keep()
+            return name
+
+    return create_test_db
+
+
+def _finish_without_migrating(creation: Any, name: str, serialize: bool) -> None:
+    """What `create_test_db` does after its migrations, for a database copied from them."""
+    connection = creation.connection
+    settings.DATABASES[connection.alias]["NAME"] = name
+    connection.settings_dict["NAME"] = name
+    connection.ensure_connection()
+    if serialize:
+        connection._test_serialized_contents = creation.serialize_db_to_string()
+    call_command("createcachetable", database=connection.alias)
+
+
+class _SqliteTemplate:
+    def __init__(self, creation: Any, path: Path) -> None:
+        self.creation = creation
+        self.path = path
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def copy(self, verbosity: int, autoclobber: bool) -> str:
+        connection = self.creation.connection
+        name = str(self.creation._create_test_db(verbosity, autoclobber, False))
+        connection.close()
+        connection.settings_dict["NAME"] = name
+        connection.ensure_connection()
+        source = sqlite3.connect(self.path)
+        try:
+            source.backup(connection.connection)
+        finally:
+            source.close()
+        return name
+
+    def keep(self) -> None:
+        partial = self.path.with_name(f"{self.path.name}.{os.getpid()}")
+        target = sqlite3.connect(partial)
+        try:
+            self.creation.connection.ensure_connection()
+            self.creation.connection.connection.backup(target)
+        finally:
+            target.close()
+        os.replace(partial, self.path)
+
+
+class _PostgresTemplate:
+    def __init__(self, creation: Any, name: str) -> None:
+        self.creation = creation
+        self.name = name
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        with self.creation._nodb_cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [BUILD_LOCK_KEY])
+            try:
+                yield
+            finally:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [BUILD_LOCK_KEY])
+
+    def exists(self) -> bool:
+        with self.creation._nodb_cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [self.name])
+            return cursor.fetchone() is not None
+
+    def copy(self, verbosity: int, autoclobber: bool) -> str:
+        test = self.creation.connection.settings_dict.setdefault("TEST", {})
+        before = test.get("TEMPLATE")
+        test["TEMPLATE"] = self.name
+        try:
+            return str(self.creation._create_test_db(verbosity, autoclobber, False))
+        finally:
+            test["TEMPLATE"] = before
+
+    def keep(self) -> None:
+        connection = self.creation.connection
+        source = connection.settings_dict["NAME"]
+        connection.close()  # a template is copied only while nobody is connected to it
+        quote = connection.ops.quote_name
+        with self.creation._nodb_cursor() as cursor:
+            cursor.execute(
+                "SELECT datname FROM pg_database WHERE datname LIKE %s AND datname <> %s",
+                [TEMPLATE_PREFIX + "%", self.name],
+            )
+            for (stale,) in cursor.fetchall():
+                cursor.execute(f"DROP DATABASE IF EXISTS {quote(stale)}")
+            cursor.execute(f"CREATE DATABASE {quote(self.name)} TEMPLATE {quote(source)}")
+        connection.ensure_connection()
