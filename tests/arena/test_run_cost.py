@@ -34,6 +34,16 @@ CACHE_READ = OPENROUTER_RECORDINGS / "usage_anthropic_cache_read.json"
 HOLD = json.dumps({"action": "HOLD", "reasoning": "Nothing is mispriced enough this week."})
 
 
+@pytest.fixture
+def cohort(shared_cohort: Cohort) -> Cohort:
+    return shared_cohort
+
+
+@pytest.fixture
+def run(shared_run: DecisionRun) -> DecisionRun:
+    return shared_run
+
+
 def answer(usage: Any = None) -> tuple[Reply, dict[str, Any]]:
     """A HOLD in the real recorded completion; with `usage` (a recording), its usage replaced.
     Return the reply and the usage it reports."""

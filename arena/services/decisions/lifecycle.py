@@ -147,6 +147,9 @@ def decision_claim_for(
     if claimed != 1:
         return None
     decision.refresh_from_db()
+    # The caller's agent, with what it read along (its model and cohort, in a run): what the
+    # decision records names the agent without reading it again.
+    decision.agent = agent
     return decision, reclaimed
 
 
