@@ -325,4 +325,4 @@ def django_db_modify_db_settings(
     # of migrating (tests/schema_template.py).
     cache_dir = request.config.rootpath / ".pytest_cache" / "schema"
     for connection in connections.all(initialized_only=False):
-        templates_install(connection, cache_dir=cache_dir, root=request.config.rootpath)
+        templates_install(connection, cache_dir=cache_dir)

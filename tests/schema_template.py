@@ -8,8 +8,8 @@ on a lock meanwhile, copy the template instead of migrating. What every test the
 the same database the migrations build: the copy is of that database, tables, rows (the
 lineup, content types, groups) and all.
 
-The template is keyed by a digest of the migration files and Django's version, so any change
-to a migration builds a new one:
+The template is keyed by a digest of every installed app's migration files and Django's
+version, so any change to a migration (or an upgrade bringing new ones) builds a new one:
 - SQLite: a file under the pytest cache folder, read into the test's in-memory database
   with SQLite's backup API;
 - PostgreSQL: a database `test_template_<digest>`, the source of `CREATE DATABASE …
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import django
+from django.apps import apps
 from django.conf import settings
 from django.core.management import call_command
 
@@ -36,26 +37,29 @@ TEMPLATE_PREFIX = "test_template_"
 BUILD_LOCK_KEY = 0x7E57_0000_5C4E
 
 
-def schema_digest(root: Path) -> str:
-    """A digest of what decides the migrated database: every migration file and Django."""
+def schema_digest() -> str:
+    """A digest of what decides the migrated database: Django's version and the migration
+    files of every installed app (the project's and its dependencies', such as the beat
+    schedules' and the sign-in lockouts')."""
     digest = hashlib.sha256(django.get_version().encode())
-    for path in sorted(root.glob("*/migrations/*.py")):
-        digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
+    for app in sorted(apps.get_app_configs(), key=lambda app: app.label):
+        for path in sorted(Path(app.path).glob("migrations/*.py")):
+            digest.update(f"{app.label}/{path.name}".encode())
+            digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
-def templates_install(connection: Any, cache_dir: Path, root: Path) -> None:
+def templates_install(connection: Any, cache_dir: Path) -> None:
     """Make the connection's test database a copy of the template when there is one; the
     first to create one migrates as usual and keeps the result as the template."""
     creation = connection.creation
-    creation.create_test_db = _templated(creation, cache_dir, root)
+    creation.create_test_db = _templated(creation, cache_dir)
 
 
-def _templated(creation: Any, cache_dir: Path, root: Path) -> Callable[..., str]:
+def _templated(creation: Any, cache_dir: Path) -> Callable[..., str]:
     original = creation.create_test_db
     connection = creation.connection
-    digest = schema_digest(root)
+    digest = schema_digest()
 
     def create_test_db(
         verbosity: int = 1,
@@ -127,6 +131,10 @@ class _SqliteTemplate:
         return name
 
     def keep(self) -> None:
+        for stale in self.path.parent.glob("schema-*.sqlite3"):  # other digests': done with
+            if stale != self.path:
+                stale.unlink(missing_ok=True)
+                stale.with_suffix(".lock").unlink(missing_ok=True)
         partial = self.path.with_name(f"{self.path.name}.{os.getpid()}")
         target = sqlite3.connect(partial)
         try:
