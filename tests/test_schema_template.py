@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from django.apps import apps as django_apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
@@ -30,7 +31,7 @@ def test_the_template_is_keyed_by_every_installed_apps_migration_files(
     first = migrations / "0001_initial.py"
     first.write_text("operations = []\n")
     app: Any = SimpleNamespace(label="someapp", path=str(tmp_path))
-    monkeypatch.setattr(schema_template.apps, "get_app_configs", lambda: [app])
+    monkeypatch.setattr(django_apps, "get_app_configs", lambda: [app])
 
     digest = schema_template.schema_digest()
     assert schema_template.schema_digest() == digest
