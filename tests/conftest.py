@@ -168,13 +168,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """A full collection once a test module is done (its fixtures finalized): the garbage its
-    tests left in the oldest generation, which GC_THRESHOLDS leave alone, is freed here, and
-    what outlives the module (caches, connections) is set apart like collection's modules, so
-    the next module's collection walks only what the next module made (35 ms → under 1 ms a
-    module of test_pages and its like)."""
+    tests left in the oldest generation, which GC_THRESHOLDS leave alone, is freed here, the
+    connections and sockets in it closed. (What outlives the module is not set apart as
+    collection's modules are: garbage it later becomes would never be collected, nor its
+    connections closed, for a whole shard.)"""
     if nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None):
         gc.collect()
-        gc.freeze()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -302,7 +301,9 @@ def celery_worker_on_redis(settings: Any) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def django_db_modify_db_settings(
-    django_db_modify_db_settings_parallel_suffix: None, request: pytest.FixtureRequest
+    django_db_modify_db_settings_parallel_suffix: None,
+    django_db_use_migrations: bool,
+    request: pytest.FixtureRequest,
 ) -> None:
     """On PostgreSQL, the test connections commit without waiting for the WAL to reach the
     disk (`synchronous_commit=off`): a crash of the test server loses nothing a test needs, and
@@ -325,4 +326,4 @@ def django_db_modify_db_settings(
     # of migrating (tests/schema_template.py).
     cache_dir = request.config.rootpath / ".pytest_cache" / "schema"
     for connection in connections.all(initialized_only=False):
-        templates_install(connection, cache_dir=cache_dir)
+        templates_install(connection, cache_dir=cache_dir, migrations=django_db_use_migrations)

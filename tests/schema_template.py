@@ -6,7 +6,8 @@ operation. `make test` starts six test processes at once, so the first process o
 kind migrates as usual and keeps what the migrations left as a template; the others, waiting
 on a lock meanwhile, copy the template instead of migrating. What every test then finds is
 the same database the migrations build: the copy is of that database, tables, rows (the
-lineup, content types, groups) and all.
+lineup, content types, groups) and all, the rows' automatic stamps set to the copy's moment as
+migrating then would have. Only a database with every migration applied is kept.
 
 The template is keyed by a digest of every installed app's migration files and Django's
 version, so any change to a migration (or an upgrade bringing new ones) builds a new one:
@@ -31,6 +32,9 @@ import django
 from django.apps import apps
 from django.conf import settings
 from django.core.management import call_command
+from django.db import models
+from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
 
 TEMPLATE_PREFIX = "test_template_"
 # pg_advisory_lock key of the template's build (arbitrary, far from the product's own keys)
@@ -49,9 +53,13 @@ def schema_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def templates_install(connection: Any, cache_dir: Path) -> None:
+def templates_install(connection: Any, cache_dir: Path, *, migrations: bool = True) -> None:
     """Make the connection's test database a copy of the template when there is one; the
-    first to create one migrates as usual and keeps the result as the template."""
+    first to create one migrates as usual and keeps the result as the template. Without
+    `migrations` (pytest-django's --no-migrations) nothing changes: such a database is built
+    from the models, and is no template for a migrated one."""
+    if not migrations:
+        return
     creation = connection.creation
     creation.create_test_db = _templated(creation, cache_dir)
 
@@ -82,21 +90,52 @@ def _templated(creation: Any, cache_dir: Path) -> Callable[..., str]:
                 _finish_without_migrating(creation, name, serialize)
                 return name
             name = str(original(verbosity, autoclobber, serialize, keepdb))
-            build.keep()
+            if _fully_migrated(connection):
+                build.keep()
             return name
 
     return create_test_db
 
 
+def _fully_migrated(connection: Any) -> bool:
+    """Whether every migration of every app is applied: only such a database is kept."""
+    executor = MigrationExecutor(connection)
+    applied = executor.recorder.applied_migrations()
+    return bool(applied) and not executor.migration_plan(executor.loader.graph.leaf_nodes())
+
+
 def _finish_without_migrating(creation: Any, name: str, serialize: bool) -> None:
     """What `create_test_db` does after its migrations, for a database copied from them."""
     connection = creation.connection
+    connection.close()
     settings.DATABASES[connection.alias]["NAME"] = name
     connection.settings_dict["NAME"] = name
     connection.ensure_connection()
+    _stamped_now(connection)
     if serialize:
         connection._test_serialized_contents = creation.serialize_db_to_string()
     call_command("createcachetable", database=connection.alias)
+
+
+def _stamped_now(connection: Any) -> None:
+    """Stamp the `auto_now` and `auto_now_add` fields of the rows the migrations wrote (the
+    lineup's, say) with the clock of now, as migrating now would have: the template was
+    built at another moment (another run's, or a moved suite clock's), and what reads those
+    stamps (the pages' data watermark) must see this run's."""
+    now = timezone.now()
+    today = timezone.localdate(now)
+    for model in apps.get_models():
+        meta = model._meta
+        if not meta.managed or meta.proxy:
+            continue
+        stamps = {
+            field.attname: now if isinstance(field, models.DateTimeField) else today
+            for field in meta.concrete_fields
+            if isinstance(field, models.DateField)
+            and (getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False))
+        }
+        if stamps:
+            model._base_manager.using(connection.alias).update(**stamps)
 
 
 class _SqliteTemplate:
@@ -123,7 +162,8 @@ class _SqliteTemplate:
         connection.close()
         connection.settings_dict["NAME"] = name
         connection.ensure_connection()
-        source = sqlite3.connect(self.path)
+        # Read-only: a template deleted meanwhile must fail here, not be made anew, empty.
+        source = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
         try:
             source.backup(connection.connection)
         finally:
@@ -134,7 +174,6 @@ class _SqliteTemplate:
         for stale in self.path.parent.glob("schema-*.sqlite3"):  # other digests': done with
             if stale != self.path:
                 stale.unlink(missing_ok=True)
-                stale.with_suffix(".lock").unlink(missing_ok=True)
         partial = self.path.with_name(f"{self.path.name}.{os.getpid()}")
         target = sqlite3.connect(partial)
         try:
@@ -186,4 +225,6 @@ class _PostgresTemplate:
             for (stale,) in cursor.fetchall():
                 cursor.execute(f"DROP DATABASE IF EXISTS {quote(stale)}")
             cursor.execute(f"CREATE DATABASE {quote(self.name)} TEMPLATE {quote(source)}")
+            # Nobody connects to it (a session on it, a psql left open, would stop every copy).
+            cursor.execute(f"ALTER DATABASE {quote(self.name)} WITH ALLOW_CONNECTIONS false")
         connection.ensure_connection()

@@ -11,6 +11,7 @@ import pytest
 from django.apps import apps as django_apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
 
 from agents.models import BenchmarkModel
 from tests import schema_template
@@ -21,6 +22,9 @@ def test_the_test_database_has_every_migration_of_every_app_applied_and_its_seed
     executor = MigrationExecutor(connection)
     assert executor.migration_plan(executor.loader.graph.leaf_nodes()) == []
     assert BenchmarkModel.objects.filter(kind=BenchmarkModel.Kind.LLM).count() >= 7
+    # Stamped as if seeded by this run, not when (or on whatever clock) the template was built:
+    # a change to the lineup now must move the pages' data watermark.
+    assert not BenchmarkModel.objects.filter(updated_at__gt=timezone.now()).exists()
 
 
 def test_the_template_is_keyed_by_every_installed_apps_migration_files(
