@@ -66,7 +66,7 @@ def shared_world(django_db_setup: None, django_db_blocker: Any) -> Iterator[Worl
     module (freezing 500 markets costs about a second) and deleted after it. Each test still
     runs in its own transaction, so what a test writes on top of it is rolled back.
 
-    A module opts in by overriding `cohort` and `run` with `shared_cohort` / `shared_run`."""
+    A module opts in with `cohort, run = shared_week()`: its `cohort` and `run` are then these."""
     with django_db_blocker.unblock():
         markets_before = set(Market.objects.values_list("pk", flat=True))
         syncs_before = set(MarketSyncRun.objects.values_list("pk", flat=True))
@@ -94,6 +94,21 @@ def shared_cohort(db: None, shared_world: World) -> Cohort:
 @pytest.fixture
 def shared_run(db: None, shared_world: World) -> DecisionRun:
     return DecisionRun.objects.get(pk=shared_world.run_id)
+
+
+def shared_week() -> tuple[Any, Any]:
+    """The `cohort` and `run` fixtures of a module whose tests all share the module's week
+    (`shared_world`) rather than start one each: `cohort, run = shared_week()` at the top."""
+
+    @pytest.fixture(name="cohort")
+    def shared_week_cohort(shared_cohort: Cohort) -> Cohort:
+        return shared_cohort
+
+    @pytest.fixture(name="run")
+    def shared_week_run(shared_run: DecisionRun) -> DecisionRun:
+        return shared_run
+
+    return shared_week_cohort, shared_week_run
 
 
 @pytest.fixture

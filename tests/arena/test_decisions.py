@@ -22,7 +22,7 @@ from arena.services.decisions.run import agent_is_bankrupt, decision_run, decisi
 from arena.services.frozen import FrozenMarkets
 from markets.models import Market
 from markets.sources import RecordedSource
-from tests.arena.conftest import RUN_AT, WEEK
+from tests.arena.conftest import RUN_AT, WEEK, shared_week
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply
 
 COMPLETIONS = "/chat/completions"
@@ -30,14 +30,7 @@ OK_RECORDING = OPENROUTER_RECORDINGS / "chat_completion_ok_json_content_with_rea
 CREDITS_402 = OPENROUTER_RECORDINGS / "error_402_insufficient_credits.json"
 
 
-@pytest.fixture
-def cohort(shared_cohort: Cohort) -> Cohort:
-    return shared_cohort
-
-
-@pytest.fixture
-def run(shared_run: DecisionRun) -> DecisionRun:
-    return shared_run
+cohort, run = shared_week()
 
 
 def agent_of(cohort: Cohort, internal_id: str) -> Agent:

@@ -35,7 +35,7 @@ from arena.services.trades import trade_buy, trade_reject, trade_sell
 from markets.models import Market
 from markets.resolution import Verdict
 from markets.selectors import MarketFilter, market_list
-from tests.arena.conftest import RUN_AT, WEEK
+from tests.arena.conftest import RUN_AT, WEEK, shared_week
 from tests.arena.factories import BetOrderFactory, SellOrderFactory
 
 # Pages are read a day after the run: positions opened a minute after it are still held.
@@ -43,14 +43,7 @@ PAGE_AT = RUN_AT + timedelta(days=1)
 BOUGHT_AT = RUN_AT + timedelta(minutes=1)
 
 
-@pytest.fixture
-def cohort(shared_cohort: Cohort) -> Cohort:
-    return shared_cohort
-
-
-@pytest.fixture
-def run(shared_run: DecisionRun) -> DecisionRun:
-    return shared_run
+cohort, run = shared_week()
 
 
 @pytest.fixture(autouse=True)

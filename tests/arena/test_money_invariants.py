@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from agents.types import BetOrder, MarketView, ParsedDecision, SellOrder
-from arena.models import STARTING_BALANCE, Agent, Cohort, Decision, DecisionRun, Position, Trade
+from arena.models import STARTING_BALANCE, Agent, Decision, Position, Trade
 from arena.services.decisions.lifecycle import decision_claim, decision_execute
 from arena.services.frozen import FrozenMarkets
 from markets.models import Market
-from tests.arena.conftest import RUN_AT
+from tests.arena.conftest import RUN_AT, shared_week
 from tests.arena.factories import AgentFactory, bet_decision, sell_decision
 from tests.profiles import example_count
 
@@ -34,14 +34,7 @@ EXAMPLES = settings(
 UNKNOWN_MARKET = "999999999"
 
 
-@pytest.fixture
-def cohort(shared_cohort: Cohort) -> Cohort:
-    return shared_cohort
-
-
-@pytest.fixture
-def run(shared_run: DecisionRun) -> DecisionRun:
-    return shared_run
+cohort, run = shared_week()
 
 
 class Universe:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from agents.prompts import build_messages
 from agents.types import BetOrder, DecisionContext, MarketView
 from arena.exceptions import TradeRejected
-from arena.models import Agent, Cohort, Decision, DecisionRun, PortfolioSnapshot, Trade
+from arena.models import Agent, Cohort, Decision, PortfolioSnapshot, Trade
 from arena.money import MIN_BET, cents_down
 from arena.services.decisions.context import portfolio_view
 from arena.services.decisions.lifecycle import decision_claim
@@ -29,7 +29,7 @@ from arena.services.marking import snapshots_take
 from arena.services.trades import trade_buy
 from markets.models import Market
 from scoring.portfolio import max_bet
-from tests.arena.conftest import RUN_AT, WEEK, Reprice
+from tests.arena.conftest import RUN_AT, WEEK, Reprice, shared_week
 from tests.profiles import example_count
 
 SHOWN_MAX = re.compile(
@@ -39,14 +39,7 @@ SHOWN_MAX = re.compile(
 )
 
 
-@pytest.fixture
-def cohort(shared_cohort: Cohort) -> Cohort:
-    return shared_cohort
-
-
-@pytest.fixture
-def run(shared_run: DecisionRun) -> DecisionRun:
-    return shared_run
+cohort, run = shared_week()
 
 
 def prompt_for(agent: Agent, frozen: FrozenMarkets) -> str:

@@ -24,7 +24,7 @@ from arena.selectors.status import run_costs
 from arena.services.decisions.run import decision_run
 from arena.services.frozen import FrozenMarkets
 from forecaster.templatetags.figures import ratio_percent, usd_cost
-from tests.arena.conftest import RUN_AT
+from tests.arena.conftest import RUN_AT, shared_week
 from tests.replay import OPENROUTER_RECORDINGS, ReplayServer, Reply
 
 COMPLETIONS = "/chat/completions"
@@ -34,14 +34,7 @@ CACHE_READ = OPENROUTER_RECORDINGS / "usage_anthropic_cache_read.json"
 HOLD = json.dumps({"action": "HOLD", "reasoning": "Nothing is mispriced enough this week."})
 
 
-@pytest.fixture
-def cohort(shared_cohort: Cohort) -> Cohort:
-    return shared_cohort
-
-
-@pytest.fixture
-def run(shared_run: DecisionRun) -> DecisionRun:
-    return shared_run
+cohort, run = shared_week()
 
 
 def answer(usage: Any = None) -> tuple[Reply, dict[str, Any]]:

@@ -13,12 +13,12 @@ import pytest
 
 from agents.types import BetOrder, MarketView, SellOrder
 from arena.exceptions import TradeRejected
-from arena.models import Agent, Cohort, Decision, DecisionRun, Position, Trade
+from arena.models import Agent, Decision, Position, Trade
 from arena.services.decisions.lifecycle import DecisionOutcome, decision_execute
 from arena.services.frozen import FrozenMarkets
 from arena.services.trades import trade_buy, trade_sell
 from markets.models import Market
-from tests.arena.conftest import Reprice
+from tests.arena.conftest import Reprice, shared_week
 from tests.arena.factories import (
     BetOrderFactory,
     SellOrderFactory,
@@ -29,14 +29,7 @@ from tests.arena.factories import (
 SHARE = Decimal("0.000001")
 
 
-@pytest.fixture
-def cohort(shared_cohort: Cohort) -> Cohort:
-    return shared_cohort
-
-
-@pytest.fixture
-def run(shared_run: DecisionRun) -> DecisionRun:
-    return shared_run
+cohort, run = shared_week()
 
 
 def bet(market: MarketView | str, side: str, amount: str | Decimal) -> BetOrder:
