@@ -165,15 +165,28 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
 
 
+# Modules between two full collections: each costs a walk of the whole heap (a tenth of a
+# second in a shard's later modules), and three modules' garbage is held for little longer.
+MODULES_A_FULL_COLLECTION = 3
+_modules_ended = 0
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
-    """A full collection once a test module is done (its fixtures finalized): the garbage its
-    tests left in the oldest generation, which GC_THRESHOLDS leave alone, is freed here, the
-    connections and sockets in it closed. (What outlives the module is not set apart as
-    collection's modules are: garbage it later becomes would never be collected, nor its
-    connections closed, for a whole shard.)"""
-    if nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None):
+    """A full collection every MODULES_A_FULL_COLLECTION test modules (their fixtures
+    finalized), and at the last: the garbage their tests left in the oldest generation, which
+    GC_THRESHOLDS leave alone, is freed, the connections and sockets in it closed. The
+    younger generations are collected after every module. (What outlives a module is not
+    set apart as collection's modules are: garbage it later becomes would never be
+    collected, nor its connections closed, for a whole shard.)"""
+    global _modules_ended
+    if nextitem is not None and getattr(nextitem, "module", None) is getattr(item, "module", None):
+        return
+    _modules_ended += 1
+    if nextitem is None or _modules_ended % MODULES_A_FULL_COLLECTION == 0:
         gc.collect()
+    else:
+        gc.collect(1)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

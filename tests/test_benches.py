@@ -54,11 +54,13 @@ def _unfreeze() -> Iterator[None]:
     """The page, API and export benches freeze the process's objects out of the collector's
     view, as a server does once loaded; the test process takes them back, then sets apart
     again what it holds (tests/conftest.py froze its collected modules: one unfreeze thaws
-    all)."""
+    all). A bench that froze nothing leaves nothing to take back."""
+    frozen = gc.get_freeze_count()
     yield
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
+    if gc.get_freeze_count() != frozen:
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
 
 
 @pytest.fixture

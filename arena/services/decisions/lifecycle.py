@@ -110,15 +110,11 @@ def decision_claim_for(
     a live claim alone. Each claim is a conditional UPDATE, so of two concurrent claimers
     exactly one gets row count 1.
     """
-    try:
-        with transaction.atomic():
-            decision, _ = Decision.objects.get_or_create(
-                agent=agent, cohort_id=agent.cohort_id, week_start=week_start
-            )
-    except IntegrityError:
-        decision = Decision.objects.get(
-            agent=agent, cohort_id=agent.cohort_id, week_start=week_start
-        )
+    # get_or_create inserts in a savepoint of its own and reads the row again when a
+    # concurrent claimer's insert won the unique (agent, week) race.
+    decision, _ = Decision.objects.get_or_create(
+        agent=agent, cohort_id=agent.cohort_id, week_start=week_start
+    )
     claim = {
         "status": Decision.Status.RUNNING,
         "claimed_at": now,
@@ -474,7 +470,8 @@ def decision_conclude(
     if outcome.claim_lost:
         outcome.status = CLAIM_LOST
         return outcome
-    if parsed.action == "HOLD" or round_executed(decision):
+    # An order executed here is of this round; otherwise one may have before a reclaim.
+    if parsed.action == "HOLD" or outcome.executed or round_executed(decision):
         done = decision_finish(
             decision=decision, status=Decision.Status.DONE, error="", reply=reply, parsed=parsed
         )

@@ -293,12 +293,11 @@ def agent_is_bankrupt(*, agent: Agent) -> bool:
     # One conditional UPDATE on the row as it is now: cash read earlier may be stale (a
     # settlement can pay out meanwhile), and a funded agent must never be marked bankrupt.
     holding = Position.objects.filter(agent=OuterRef("pk"), status=Position.Status.OPEN)
-    with transaction.atomic():
-        marked = (
-            Agent.objects.filter(pk=agent.pk, cash__lt=money.MIN_BET)
-            .exclude(Exists(holding))
-            .update(status=Agent.Status.BANKRUPT)
-        )
+    marked = (
+        Agent.objects.filter(pk=agent.pk, cash__lt=money.MIN_BET)
+        .exclude(Exists(holding))
+        .update(status=Agent.Status.BANKRUPT)
+    )
     if marked:
         agent.status = Agent.Status.BANKRUPT
     return bool(marked)
