@@ -179,8 +179,18 @@ def format_markets(markets: Sequence[MarketView]) -> str:
     """Return the market lines, grouped under "# category" headings.
 
     Categories appear in the order of their first market and markets keep their given order
-    (the engine's, by volume), so the output depends only on `markets`.
+    (the engine's, by volume), so the output depends only on `markets`: every agent of a run
+    is shown the same section, rendered once.
     """
+    key = tuple(markets)
+    try:
+        return _markets_section(key)
+    except TypeError:  # a value that cannot be hashed (a signalling NaN) is rendered afresh
+        return _markets_section.__wrapped__(key)
+
+
+@functools.lru_cache(maxsize=8)
+def _markets_section(markets: tuple[MarketView, ...]) -> str:
     if not markets:
         return "None."
     groups: dict[str, list[MarketView]] = {}

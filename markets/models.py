@@ -10,6 +10,10 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+# The Gamma record as received and the description: a market's largest columns, which the
+# engine never reads (`.defer(*UNREAD_BY_ENGINE)` where it reads markets in bulk or per order).
+UNREAD_BY_ENGINE = ("raw", "description")
+
 
 class Market(models.Model):
     """A Polymarket market as last seen upstream, plus our own resolution state.

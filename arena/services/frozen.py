@@ -24,7 +24,7 @@ from arena.panel import END_AFTER_WINDOW, Candidate, panel_pick, panel_seed
 from arena.selectors.ticks import held_market_ids
 from arena.weeks import cohort_week_start, outside_window
 from markets import services as market_services
-from markets.models import Market
+from markets.models import UNREAD_BY_ENGINE, Market
 from markets.sources import MarketSource, live_read_source, market_source
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def run_prepare(
             universe_size=len(universe_ids),
             sync_summary=summary,
         )
-        markets = Market.objects.defer("raw", "description").in_bulk(
+        markets = Market.objects.defer(*UNREAD_BY_ENGINE).in_bulk(
             set(universe_ids) | held | asked,
             field_name="polymarket_id",
         )
@@ -276,7 +276,7 @@ class FrozenMarkets:
             if not result.ok:
                 refused = {m: f"the live price could not be read ({result.error})" for m in wanted}
             else:
-                rows = Market.objects.defer("raw", "description").in_bulk(
+                rows = Market.objects.defer(*UNREAD_BY_ENGINE).in_bulk(
                     wanted, field_name="polymarket_id"
                 )
                 returned = {m.polymarket_id for m in result.markets}

@@ -24,7 +24,7 @@ from arena.models import (
     Trade,
 )
 from arena.services.frozen import FrozenMarkets, Quote, outcome_index
-from markets.models import Market
+from markets.models import UNREAD_BY_ENGINE, Market
 from scoring.brier import implied_confidence
 
 logger = logging.getLogger(__name__)
@@ -48,12 +48,15 @@ def _rejected_trade(
 ) -> Trade:
     is_bet = isinstance(order, BetOrder)
     market = (
-        Market.objects.filter(polymarket_id=order.market_id).first()
+        Market.objects.filter(polymarket_id=order.market_id).defer(*UNREAD_BY_ENGINE).first()
         if isinstance(order, BetOrder)
         else None
     )
     position = (
-        Position.objects.filter(pk=order.position_id, agent_id=decision.agent_id).first()
+        Position.objects.filter(pk=order.position_id, agent_id=decision.agent_id)
+        .select_related("market")
+        .defer(*(f"market__{name}" for name in UNREAD_BY_ENGINE))
+        .first()
         if isinstance(order, SellOrder) and order.position_id.isdigit()
         else None
     )
@@ -77,6 +80,11 @@ def _rejected_trade(
         stated_probability=stated_probability(order) if isinstance(order, BetOrder) else None,
         created_at=clock.now(),
     )
+
+
+def _market_locked(pk: int) -> Market:
+    """The order's market row, locked for the trade (its largest columns left unread)."""
+    return Market.objects.select_for_update(of=("self",)).defer(*UNREAD_BY_ENGINE).get(pk=pk)
 
 
 def _claim_held(decision: Decision) -> None:
@@ -127,7 +135,7 @@ def trade_buy(
         # The market is locked as a settlement locks it, and before the agent, in the
         # settlement's order (market, then agent): a buy racing the settlement either commits
         # first (and its position is settled) or sees the market resolved and is rejected.
-        market = Market.objects.select_for_update(of=("self",)).get(pk=row.market_id)
+        market = _market_locked(row.market_id)
         agent = Agent.objects.select_for_update(of=("self",)).get(pk=decision.agent_id)
         if row.closed or market.closed or market.resolution != Market.Resolution.OPEN:
             raise TradeRejected(f"market {order.market_id} is closed")
@@ -264,7 +272,7 @@ def trade_sell(
         _claim_check(decision)
         # Market first, then position and agent: the settlement's order, so a sell racing a
         # settlement waits for it instead of deadlocking against it.
-        market = Market.objects.select_for_update(of=("self",)).get(pk=market_id)
+        market = _market_locked(market_id)
         position = (
             Position.objects.select_for_update(of=("self",))
             .filter(pk=position_id, agent_id=decision.agent_id)

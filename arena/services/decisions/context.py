@@ -16,6 +16,7 @@ from arena import money
 from arena.models import Agent, DecisionRun, Position
 from arena.services.frozen import FrozenMarkets
 from arena.valuation import position_mark
+from markets.models import UNREAD_BY_ENGINE
 
 
 def portfolio_view(
@@ -72,7 +73,10 @@ def decision_context(
     """Return what `agent` is shown for the run's week: its portfolio (open positions at the
     run's frozen prices), the frozen markets and, under methodology v2, the week's panel."""
     positions = list(
-        agent.positions.filter(status=Position.Status.OPEN).select_related("market").order_by("pk")
+        agent.positions.filter(status=Position.Status.OPEN)
+        .select_related("market")
+        .defer(*(f"market__{name}" for name in UNREAD_BY_ENGINE))
+        .order_by("pk")
     )
     return DecisionContext(
         as_of=as_of,
