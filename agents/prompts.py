@@ -257,13 +257,19 @@ def _percent(price: Decimal | None) -> str:
     """Return a price in [0, 1] as a percentage with one decimal: 0.4567 → "45.7%"."""
     if price is None:
         return UNKNOWN
-    return f"{(price * 100).quantize(_TENTH, rounding=ROUND_HALF_UP):f}%"
+    return f"{_unsigned_zero((price * 100).quantize(_TENTH, rounding=ROUND_HALF_UP)):f}%"
 
 
 def _money(amount: Decimal, *, signed: bool = False) -> str:
     """Return USD with 2 decimals and thousands separators: "$1,234.50", "-$3.00"."""
     sign = "-" if amount < 0 else ("+" if signed else "")
     return f"{sign}${abs(amount):,.2f}"
+
+
+def _unsigned_zero(value: Decimal) -> Decimal:
+    """A zero without its sign: a price or volume given as "-0" reads as 0, and figures that
+    compare equal read alike (the market section is rendered once for equal markets)."""
+    return value.copy_abs() if value.is_zero() else value
 
 
 def _volume(volume: Decimal) -> str:
@@ -275,7 +281,7 @@ def _volume(volume: Decimal) -> str:
         return f"${(volume / 10**6).quantize(_TENTH, rounding=ROUND_HALF_UP):f}M"
     if volume >= Decimal("999.5"):
         return f"${(volume / 10**3).quantize(_ONE, rounding=ROUND_HALF_UP):f}k"
-    return f"${volume.quantize(_ONE, rounding=ROUND_HALF_UP):f}"
+    return f"${_unsigned_zero(volume.quantize(_ONE, rounding=ROUND_HALF_UP)):f}"
 
 
 def _utc(moment: datetime) -> datetime:

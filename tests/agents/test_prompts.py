@@ -171,6 +171,17 @@ def test_markets_are_grouped_under_one_heading_per_category() -> None:
     ]
 
 
+def test_markets_that_compare_equal_read_alike_a_zero_given_as_minus_zero_included() -> None:
+    # Equal markets are rendered once for all the agents shown them: a "-0" price or volume
+    # (Gamma's text, stored as given) must read as the 0 it equals, whichever came first.
+    signed = replace(FED, prices=(Decimal("-0.000000"), Decimal("1")), volume=Decimal("-0"))
+    unsigned = replace(FED, prices=(Decimal("0.000000"), Decimal("1")), volume=Decimal("0"))
+    assert signed == unsigned
+    line = "517311|Will the Fed cut rates in March?|$0|n/a|0.0%"
+    assert format_markets([signed]).splitlines() == ["# Politics", line]
+    assert format_markets([unsigned]).splitlines() == ["# Politics", line]
+
+
 def test_portfolio_is_shown_with_money_to_two_decimals() -> None:
     prompt = user_prompt(SMALL)
     for part in (
