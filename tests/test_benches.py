@@ -54,10 +54,20 @@ def _unfreeze() -> Iterator[None]:
     """The page, API and export benches freeze the process's objects out of the collector's
     view, as a server does once loaded; the test process takes them back, then sets apart
     again what it holds (tests/conftest.py froze its collected modules: one unfreeze thaws
-    all). A bench that froze nothing leaves nothing to take back."""
-    frozen = gc.get_freeze_count()
-    yield
-    if gc.get_freeze_count() != frozen:
+    all). A bench that never froze leaves nothing to take back."""
+    froze: list[bool] = []
+    freeze = gc.freeze
+
+    def freezing() -> None:
+        froze.append(True)
+        freeze()
+
+    gc.freeze = freezing
+    try:
+        yield
+    finally:
+        gc.freeze = freeze
+    if froze:
         gc.unfreeze()
         gc.collect()
         gc.freeze()
