@@ -14,8 +14,8 @@ setup's: whichever test comes first would pay for all. A test over the budget fa
 is marked `slow` with a reason, so the suite stays fast as it grows.
 
 `make test` runs each pass as shards, each a share of the test files (`--shard K/N`,
-tests/shards.py), in lanes at once, each lane a SQLite shard and a PostgreSQL shard in turn
-(.ci/suite).
+tests/shards.py), in lanes at once, each lane a SQLite shard and a PostgreSQL shard in turn,
+and the drills (`--shard drills`) in a lane of their own (.ci/suite).
 
 State that many tests of a module read is built once for the module where it is costly
 (tests/worlds.py: the module's world, in a transaction each test's own is nested in).
@@ -107,7 +107,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=shard_option,
         default=None,
         metavar="K/N",
-        help="run only the K-th of N shards of the test files (tests/shards.py)",
+        help="run only the K-th of N shards of the test files that are not drills, or "
+        "(`--shard drills`) only the drills (tests/shards.py)",
     )
 
 
@@ -121,8 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
     shard = config.getoption("--shard")
     if shard is not None:
         database_pass = "postgres" if config.getoption("--second-pass") else "sqlite"
-        k, n = shard
-        config.pluginmanager.register(Shard(k, n, database_pass), "shard")
+        config.pluginmanager.register(Shard(shard, database_pass), "shard")
     config.pluginmanager.register(FileSeconds(), "file-seconds")
     every_test = {
         **FAST_HASHING,
@@ -322,8 +322,9 @@ def django_db_modify_db_settings(
     disk (`synchronous_commit=off`): a crash of the test server loses nothing a test needs, and
     every commit, flush and TRUNCATE of the suite stops paying for a disk flush. What a test
     sees is unchanged: visibility, locks and constraints behave the same. Each shard of a pass
-    has a test database of its own (test_<name>_shard<K>), as shards run at once. Each test
-    database is a copy of the migrated one when a process before it migrated it."""
+    has a test database of its own (test_<name>_shard<K>, or _sharddrills), as shards run at
+    once. Each test database is a copy of the migrated one when a process before it migrated
+    it."""
     from django.db import connections
 
     shard = request.config.getoption("--shard")
@@ -332,7 +333,7 @@ def django_db_modify_db_settings(
         if database["ENGINE"] == "django.db.backends.postgresql":
             if shard is not None:
                 test = database.setdefault("TEST", {})
-                test["NAME"] = f"{test.get('NAME') or 'test_' + database['NAME']}_shard{shard[0]}"
+                test["NAME"] = f"{test.get('NAME') or 'test_' + database['NAME']}_shard{shard.tag}"
             options = database.setdefault("OPTIONS", {})
             options["options"] = f"{options.get('options', '')} -c synchronous_commit=off".strip()
     # Every process after the first of its database kind copies the migrated database instead

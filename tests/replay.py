@@ -11,6 +11,8 @@ is kept in `server.requests` so a test can check what the client sent.
 from __future__ import annotations
 
 import json
+import selectors
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -102,9 +104,10 @@ class ReplayServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        # serve_forever notices a shutdown only at its next poll: a few hundred servers a pass
+        # each waited up to a poll interval to stop. A byte on this pair stops it at once.
+        self._wake, self._waker = socket.socketpair()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
 
     @property
     def url(self) -> str:
@@ -133,13 +136,27 @@ class ReplayServer:
                 return entry.pop(0) if len(entry) > 1 else entry[0]
         return handler(request)
 
+    def _serve(self) -> None:
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._httpd, selectors.EVENT_READ)
+            selector.register(self._wake, selectors.EVENT_READ)
+            while True:
+                for key, _ in selector.select():
+                    if key.fileobj is self._wake:
+                        return
+                    self._httpd.handle_request()  # ready: accepts and hands off at once
+
     def start(self) -> ReplayServer:
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        self._httpd.shutdown()
+        if self._thread.is_alive():
+            self._waker.send(b"stop")
+            self._thread.join()
         self._httpd.server_close()
+        self._wake.close()
+        self._waker.close()
 
     def __enter__(self) -> ReplayServer:
         return self.start()

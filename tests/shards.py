@@ -10,15 +10,23 @@ a run of the suite measured them (`.ci/weights.py` updates it), and each file go
 lightest shard so far, heaviest first. A file the table knows only from the other pass has no
 test for this one (it weighs its collection, NO_TESTS_WEIGHT); a file it does not know at all
 weighs DEFAULT_WEIGHT.
+
+The drills (test files named `test_*drills.py`) are a shard of their own, `--shard drills`,
+outside the K-of-N deal: they mostly wait on the real processes they start (servers, workers,
+beats, a client reading slowly), so `make test` runs them in a lane beside the others, where
+their waits cost the busy lanes nothing, instead of inside a shard that waits with them.
+
 Every shard reads the same files and the same table, so the shards of one pass always split
-the files exactly: each test runs in one shard and only one. Weights only balance the shards;
-stale ones cost time, never a test. Each run leaves what its files took in its pytest cache
-(FILE_SECONDS), and `.ci/weights.py --last-run` puts those of the last `make test` in the table.
+the files exactly: each test runs in one shard and only one (the K of N and the drills).
+Weights only balance the shards; stale ones cost time, never a test. Each run leaves what its
+files took in its pytest cache (FILE_SECONDS), and `.ci/weights.py --last-run` puts those of
+the last `make test` in the table.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -32,15 +40,44 @@ DEFAULT_WEIGHT = 2.0  # seconds: a new file, until the table is measured again
 NO_TESTS_WEIGHT = 0.1
 
 
-def shard_option(value: str) -> tuple[int, int]:
-    """`K/N`: the K-th of N shards, 1 ≤ K ≤ N."""
+DRILLS = "drills"
+
+
+@dataclass(frozen=True)
+class ShardChoice:
+    """A shard of a pass: the K-th of N of the files that are not drills, or the drills."""
+
+    k: int = 0
+    n: int = 0
+
+    @property
+    def drills(self) -> bool:
+        return self.n == 0
+
+    @property
+    def tag(self) -> str:
+        """What names the shard's own test database, cache and queue: K, or "drills"."""
+        return DRILLS if self.drills else str(self.k)
+
+
+def is_drill(name: str) -> bool:
+    """Whether the test file (relative to the project) is one of the drills'."""
+    return name.rsplit("/", 1)[-1].endswith("drills.py")
+
+
+def shard_option(value: str) -> ShardChoice:
+    """`K/N`, the K-th of N shards (1 ≤ K ≤ N) of the files that are not drills, or `drills`."""
+    if value == DRILLS:
+        return ShardChoice()
     try:
         k, n = (int(part) for part in value.split("/"))
     except ValueError:
-        raise pytest.UsageError(f"--shard takes K/N, such as 1/2, not {value!r}") from None
+        raise pytest.UsageError(
+            f"--shard takes K/N, such as 1/2, or drills, not {value!r}"
+        ) from None
     if not 1 <= k <= n:
         raise pytest.UsageError(f"--shard {value}: K must be between 1 and N")
-    return k, n
+    return ShardChoice(k, n)
 
 
 def suite_files() -> list[str]:
@@ -50,7 +87,8 @@ def suite_files() -> list[str]:
 
 @cache
 def shard_files(count: int, database_pass: str) -> tuple[frozenset[str], ...]:
-    """The files of each of `count` shards of `database_pass` ("sqlite" or "postgres")."""
+    """The files of each of `count` shards of `database_pass` ("sqlite" or "postgres"): every
+    test file but the drills'."""
     table: dict[str, dict[str, float]] = {}
     if WEIGHTS.exists():
         table = json.loads(WEIGHTS.read_text())
@@ -65,7 +103,8 @@ def shard_files(count: int, database_pass: str) -> tuple[frozenset[str], ...]:
     loads = [0.0] * count
     shards: list[set[str]] = [set() for _ in range(count)]
     # Heaviest first, each to the lightest shard so far (ties: the lower shard, then the name).
-    for name in sorted(suite_files(), key=lambda f: (-weight(f), f)):
+    dealt = [name for name in suite_files() if not is_drill(name)]
+    for name in sorted(dealt, key=lambda f: (-weight(f), f)):
         lightest = min(range(count), key=lambda i: (loads[i], i))
         shards[lightest].add(name)
         loads[lightest] += weight(name)
@@ -75,8 +114,11 @@ def shard_files(count: int, database_pass: str) -> tuple[frozenset[str], ...]:
 class Shard:
     """Skips collecting the test files of the other shards (registered by conftest.py)."""
 
-    def __init__(self, k: int, n: int, database_pass: str) -> None:
-        self.mine = shard_files(n, database_pass)[k - 1]
+    def __init__(self, choice: ShardChoice, database_pass: str) -> None:
+        if choice.drills:
+            self.mine = frozenset(name for name in suite_files() if is_drill(name))
+        else:
+            self.mine = shard_files(choice.n, database_pass)[choice.k - 1]
 
     def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
         if collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):

@@ -1,5 +1,6 @@
 """The shards of a pass (tests/shards.py) split its test files exactly: each file runs in one
-shard and only one, whatever the number of shards, and the shards carry like loads."""
+shard and only one, whatever the number of shards, the drills in their own, and the shards
+carry like loads."""
 
 from __future__ import annotations
 
@@ -7,16 +8,46 @@ import json
 
 import pytest
 
-from tests.shards import WEIGHTS, shard_files, shard_option, suite_files
+from tests.shards import (
+    ROOT,
+    WEIGHTS,
+    Shard,
+    ShardChoice,
+    is_drill,
+    shard_files,
+    shard_option,
+    suite_files,
+)
+
+
+def files_of(choice: ShardChoice, database_pass: str) -> frozenset[str]:
+    """The test files the shard collects: those its plugin does not tell pytest to ignore."""
+    shard = Shard(choice, database_pass)
+    return frozenset(f for f in suite_files() if shard.pytest_ignore_collect(ROOT / f) is None)
 
 
 @pytest.mark.parametrize("database_pass", ["sqlite", "postgres"])
 @pytest.mark.parametrize("count", [1, 2, 3, 4])
-def test_the_shards_of_a_pass_hold_every_test_file_once(database_pass: str, count: int) -> None:
-    shards = shard_files(count, database_pass)
-    assert len(shards) == count
+def test_the_shards_of_a_pass_and_its_drills_hold_every_test_file_once(
+    database_pass: str, count: int
+) -> None:
+    shards = [files_of(ShardChoice(k, count), database_pass) for k in range(1, count + 1)]
+    shards.append(files_of(shard_option("drills"), database_pass))
     assert sum(len(files) for files in shards) == len(suite_files())
     assert frozenset().union(*shards) == frozenset(suite_files())
+
+
+def test_the_drills_are_the_files_that_wait_on_real_processes() -> None:
+    drills = {f for f in suite_files() if is_drill(f)}
+    assert {
+        "tests/test_web_drills.py",
+        "tests/arena/test_worker_drills.py",
+        "tests/arena/test_schedule_drills.py",
+        "tests/arena/test_fault_drills.py",
+    } <= drills
+    assert files_of(shard_option("drills"), "postgres") == drills
+    for shard in shard_files(3, "postgres"):
+        assert not shard & drills
 
 
 @pytest.mark.parametrize("database_pass", ["sqlite", "postgres"])
@@ -31,11 +62,14 @@ def test_no_shard_carries_much_more_than_its_share(database_pass: str) -> None:
     assert max(loads) <= max(heaviest_file, sum(loads) / 3) * 1.1, loads
 
 
-@pytest.mark.parametrize("value", ["0/2", "3/2", "1", "a/b", "1/2/3"])
+@pytest.mark.parametrize("value", ["0/2", "3/2", "1", "a/b", "1/2/3", "drill", ""])
 def test_a_shard_that_is_not_k_of_n_is_refused(value: str) -> None:
     with pytest.raises(pytest.UsageError, match="--shard"):
         shard_option(value)
 
 
-def test_a_shard_is_k_of_n() -> None:
-    assert shard_option("2/3") == (2, 3)
+def test_a_shard_is_k_of_n_or_the_drills() -> None:
+    assert shard_option("2/3") == ShardChoice(2, 3)
+    assert shard_option("2/3").tag == "2"
+    assert shard_option("drills").drills
+    assert shard_option("drills").tag == "drills"
