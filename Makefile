@@ -7,8 +7,8 @@ PG_URL ?= postgres://postgres@127.0.0.1:5432/test
 # Each database pass has its own Redis database and Celery queue: `make test` runs both at once.
 REDIS_TEST_URL ?= redis://127.0.0.1:6379/15
 REDIS_TEST_URL_POSTGRES ?= redis://127.0.0.1:6379/14
-# A shard of a pass (`make test-postgres SHARD=2/3`, tests/shards.py): its own Celery queue
-# and pytest cache; .ci/suite gives each its own Redis database too.
+# A shard of a pass (`make test-postgres SHARD=2/3`, or SHARD=drills; tests/shards.py): its
+# own Celery queue and pytest cache; .ci/suite gives each its own Redis database too.
 SHARD ?=
 SHARD_ARG = $(if $(SHARD),--shard $(SHARD))
 SHARD_TAG = $(if $(SHARD),-$(firstword $(subst /, ,$(SHARD))))
