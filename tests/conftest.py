@@ -106,7 +106,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--shard",
         type=shard_option,
         default=None,
-        metavar="K/N",
+        metavar="K/N|drills",
         help="run only the K-th of N shards of the test files that are not drills, or "
         "(`--shard drills`) only the drills (tests/shards.py)",
     )

@@ -2,7 +2,7 @@
 
 Creating a test database runs all the migrations (three dozen of them, seeds included), about
 five seconds of CPU a process, most of it Django rebuilding the models' state after each
-operation. `make test` starts six test processes at once, so the first process of a database
+operation. `make test` starts four test processes at once, so the first process of a database
 kind migrates as usual and keeps what the migrations left as a template; the others, waiting
 on a lock meanwhile, copy the template instead of migrating. What every test then finds is
 the same database the migrations build: the copy is of that database, tables, rows (the

@@ -1,8 +1,10 @@
 """Shards: one pass of the suite split by test file over several pytest processes.
 
-`make test` splits each database's pass into N shards (`--shard K/N`) and runs them in N
-lanes at once, lane K running the K-th shard of each pass one after the other (.ci/suite), so
-that the machine's cores stay busy to the end instead of waiting on the longest pass. A shard
+`make test` splits each database's pass into N shards of the files that are not drills
+(`--shard K/N`) and the drills' shard (`--shard drills`), and runs them in N + 1 lanes at once,
+lane K running the K-th shard of each pass one after the other and the last lane the drills of
+each (.ci/suite), so that the machine's cores stay busy to the end instead of waiting on the
+longest pass. A shard
 collects only its own files, so no test module is imported, and no module fixture built, twice.
 
 Files are dealt out by weight: `.ci/test_weights.json` holds each file's seconds per pass, as
@@ -11,10 +13,13 @@ lightest shard so far, heaviest first. A file the table knows only from the othe
 test for this one (it weighs its collection, NO_TESTS_WEIGHT); a file it does not know at all
 weighs DEFAULT_WEIGHT.
 
-The drills (test files named `test_*drills.py`) are a shard of their own, `--shard drills`,
-outside the K-of-N deal: they mostly wait on the real processes they start (servers, workers,
-beats, a client reading slowly), so `make test` runs them in a lane beside the others, where
-their waits cost the busy lanes nothing, instead of inside a shard that waits with them.
+The drills (the test files named `test_*drills.py`) are a shard of their own, `--shard drills`,
+outside the K-of-N deal: they mostly wait, on the real servers, workers and beats they start
+and kill, on a client reading slowly, on faults they inject, so `make test` runs them in a
+lane beside the others, where their waits cost the busy lanes nothing, instead of inside a
+shard that waits with them. (The `drill` marker is another thing: any test that starts a
+real process, which `make test-fast` leaves out.) So `--shard 1/1` is every file but the
+drills; a pass without `--shard` is every file.
 
 Every shard reads the same files and the same table, so the shards of one pass always split
 the files exactly: each test runs in one shard and only one (the K of N and the drills).
@@ -49,10 +54,11 @@ class ShardChoice:
 
     k: int = 0
     n: int = 0
+    drills: bool = False
 
-    @property
-    def drills(self) -> bool:
-        return self.n == 0
+    def __post_init__(self) -> None:
+        if self.drills != (self.k == self.n == 0) or not (self.drills or 1 <= self.k <= self.n):
+            raise ValueError(f"not a shard: {self}")
 
     @property
     def tag(self) -> str:
@@ -68,7 +74,7 @@ def is_drill(name: str) -> bool:
 def shard_option(value: str) -> ShardChoice:
     """`K/N`, the K-th of N shards (1 ≤ K ≤ N) of the files that are not drills, or `drills`."""
     if value == DRILLS:
-        return ShardChoice()
+        return ShardChoice(drills=True)
     try:
         k, n = (int(part) for part in value.split("/"))
     except ValueError:

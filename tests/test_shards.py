@@ -58,7 +58,7 @@ def test_no_shard_carries_much_more_than_its_share(database_pass: str) -> None:
         return sum(weights.get(f, 0.0) for f in files)
 
     loads = [load(files) for files in shard_files(3, database_pass)]
-    heaviest_file = max(weights.values())
+    heaviest_file = max(w for f, w in weights.items() if not is_drill(f))
     assert max(loads) <= max(heaviest_file, sum(loads) / 3) * 1.1, loads
 
 
@@ -71,5 +71,15 @@ def test_a_shard_that_is_not_k_of_n_is_refused(value: str) -> None:
 def test_a_shard_is_k_of_n_or_the_drills() -> None:
     assert shard_option("2/3") == ShardChoice(2, 3)
     assert shard_option("2/3").tag == "2"
-    assert shard_option("drills").drills
+    assert shard_option("drills") == ShardChoice(drills=True)
     assert shard_option("drills").tag == "drills"
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "drills"), [(0, 0, False), (1, 0, False), (1, 2, True), (3, 2, False)]
+)
+def test_a_shard_is_either_k_of_n_or_the_drills_never_both_nor_neither(
+    k: int, n: int, drills: bool
+) -> None:
+    with pytest.raises(ValueError, match="not a shard"):
+        ShardChoice(k, n, drills)
