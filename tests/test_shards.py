@@ -83,3 +83,9 @@ def test_a_shard_is_either_k_of_n_or_the_drills_never_both_nor_neither(
 ) -> None:
     with pytest.raises(ValueError, match="not a shard"):
         ShardChoice(k, n, drills)
+
+
+def test_the_shards_deal_out_the_files_pytest_collects(pytestconfig: pytest.Config) -> None:
+    # suite_files() lists test_*.py: a file collected by another pattern would be in no shard's
+    # list, so no shard would leave it out, and every shard would run it.
+    assert pytestconfig.getini("python_files") == ["test_*.py"]
