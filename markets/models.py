@@ -15,6 +15,11 @@ from django.utils import timezone
 UNREAD_BY_ENGINE = ("raw", "description")
 
 
+def unread_by_engine_through(relation: str) -> tuple[str, ...]:
+    """UNREAD_BY_ENGINE as seen through `relation` (a foreign key to Market), for `.defer`."""
+    return tuple(f"{relation}__{name}" for name in UNREAD_BY_ENGINE)
+
+
 class Market(models.Model):
     """A Polymarket market as last seen upstream, plus our own resolution state.
 

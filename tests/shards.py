@@ -4,8 +4,8 @@
 (`--shard K/N`) and the drills' shard (`--shard drills`), and runs them in N + 1 lanes at once,
 lane K running the K-th shard of each pass one after the other and the last lane the drills of
 each (.ci/suite), so that the machine's cores stay busy to the end instead of waiting on the
-longest pass. A shard
-collects only its own files, so no test module is imported, and no module fixture built, twice.
+longest pass. A shard collects only its own files, so no test module is imported, and no module
+fixture built, twice.
 
 Files are dealt out by weight: `.ci/test_weights.json` holds each file's seconds per pass, as
 a run of the suite measured them (`.ci/weights.py` updates it), and each file goes to the
@@ -68,7 +68,7 @@ class ShardChoice:
 
 def is_drill(name: str) -> bool:
     """Whether the test file (relative to the project) is one of the drills'."""
-    return name.rsplit("/", 1)[-1].endswith("drills.py")
+    return name.endswith("drills.py")
 
 
 def shard_option(value: str) -> ShardChoice:

@@ -24,7 +24,7 @@ from arena.models import (
     Trade,
 )
 from arena.services.frozen import FrozenMarkets, Quote, outcome_index
-from markets.models import UNREAD_BY_ENGINE, Market
+from markets.models import UNREAD_BY_ENGINE, Market, unread_by_engine_through
 from scoring.brier import implied_confidence
 
 logger = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ def _rejected_trade(
     position = (
         Position.objects.filter(pk=order.position_id, agent_id=decision.agent_id)
         .select_related("market")
-        .defer(*(f"market__{name}" for name in UNREAD_BY_ENGINE))
+        .defer(*unread_by_engine_through("market"))
         .first()
         if isinstance(order, SellOrder) and order.position_id.isdigit()
         else None

@@ -16,7 +16,7 @@ from arena import money
 from arena.models import Agent, DecisionRun, Position
 from arena.services.frozen import FrozenMarkets
 from arena.valuation import position_mark
-from markets.models import UNREAD_BY_ENGINE
+from markets.models import unread_by_engine_through
 
 
 def portfolio_view(
@@ -75,7 +75,7 @@ def decision_context(
     positions = list(
         agent.positions.filter(status=Position.Status.OPEN)
         .select_related("market")
-        .defer(*(f"market__{name}" for name in UNREAD_BY_ENGINE))
+        .defer(*unread_by_engine_through("market"))
         .order_by("pk")
     )
     return DecisionContext(
