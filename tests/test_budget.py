@@ -3,7 +3,13 @@ fails on any machine, and a step a slower or busier machine merely took longer p
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
 from tests.budget import MAX_SLOWDOWN, REFERENCE_PROBE_SECONDS, WALL_FACTOR, Slowdown, overruns
+
+ROOT = Path(__file__).resolve().parent.parent
 
 BUDGET = 6.0
 REFERENCE = Slowdown(cpu=1.0, wall=1.0)
@@ -42,3 +48,22 @@ def test_no_slowdown_stretches_a_budget_past_the_most_it_allows() -> None:
     over = overruns(cpu=7 * MAX_SLOWDOWN, wall=1, budget=6, slowdown=Slowdown.of(probe * 50, 0))
     assert len(over) == 1
     assert "CPU time" in over[0]
+
+
+def _speed_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("ci_speed", ROOT / ".ci" / "speed.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_suite_states_the_machines_speed_against_the_reference() -> None:
+    speed = _speed_script()
+    assert speed.describe(2 * REFERENCE_PROBE_SECONDS) == (
+        f"the speed probe takes {2 * REFERENCE_PROBE_SECONDS:.3f} s of CPU, 2.0 times the "
+        f"reference machine's {REFERENCE_PROBE_SECONDS} s"
+    )
+    seconds = speed.probe_seconds(runs=3)
+    assert 0 < seconds < REFERENCE_PROBE_SECONDS * MAX_SLOWDOWN * 10
