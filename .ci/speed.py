@@ -1,13 +1,14 @@
 """Print how fast this machine runs now against the reference machine the suite's time budget
-is calibrated on: the median CPU seconds of tests/budget.py's probe, a fixed piece of pure
-Python, and their ratio to REFERENCE_PROBE_SECONDS.
+is calibrated on: the median seconds of tests/budget.py's probe, a fixed piece of pure Python,
+in CPU time and in wall time, and their ratios to REFERENCE_PROBE_SECONDS. CPU time says how
+fast the machine's cores are; wall time, against it, whether something else had them too.
 
     python .ci/speed.py
 
-`make test` prints it before its parts start, on an idle machine, so that its wall time and
-CPU seconds can be read against the machine they ran on: the machines of one kind differ, and
-one machine differs from hour to hour (the same commit's suite was seen taking 313 s on one
-afternoon and 797 s the next, with the probe at about three times the reference's seconds).
+`make test` prints it before its parts start, so that its wall time and CPU seconds can be
+read against the machine they ran on: the machines of one kind differ, and one machine differs
+from hour to hour (the same commit's suite was seen taking 313 s on one afternoon and 797 s
+the next, the probe then taking about three and a half times the reference's seconds).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,23 +28,30 @@ from tests.budget import REFERENCE_PROBE_SECONDS, probe  # noqa: E402
 RUNS = 15
 
 
-def probe_seconds(runs: int = RUNS) -> float:
-    """The median CPU seconds of `runs` probes, on this thread."""
-    seconds = []
+@dataclass(frozen=True)
+class ProbeSeconds:
+    cpu: float
+    wall: float
+
+    def describe(self) -> str:
+        reference = REFERENCE_PROBE_SECONDS
+        return (
+            f"the speed probe takes {self.cpu:.3f} s of CPU, {self.cpu / reference:.1f} times"
+            f" the reference machine's {reference} s, and {self.wall:.3f} s of wall time,"
+            f" {self.wall / reference:.1f} times"
+        )
+
+
+def probe_seconds(runs: int = RUNS) -> ProbeSeconds:
+    """The median CPU and wall seconds of `runs` probes, on this thread."""
+    cpu, wall = [], []
     for _ in range(runs):
-        began = time.thread_time()
+        began_cpu, began_wall = time.thread_time(), time.perf_counter()
         probe()
-        seconds.append(time.thread_time() - began)
-    return statistics.median(seconds)
-
-
-def describe(seconds: float) -> str:
-    ratio = seconds / REFERENCE_PROBE_SECONDS
-    return (
-        f"the speed probe takes {seconds:.3f} s of CPU, {ratio:.1f} times the reference "
-        f"machine's {REFERENCE_PROBE_SECONDS} s"
-    )
+        cpu.append(time.thread_time() - began_cpu)
+        wall.append(time.perf_counter() - began_wall)
+    return ProbeSeconds(cpu=statistics.median(cpu), wall=statistics.median(wall))
 
 
 if __name__ == "__main__":
-    print(describe(probe_seconds()))
+    print(probe_seconds().describe())

@@ -4,6 +4,7 @@ fails on any machine, and a step a slower or busier machine merely took longer p
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -55,15 +56,17 @@ def _speed_script() -> ModuleType:
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
     spec.loader.exec_module(module)
     return module
 
 
-def test_the_suite_states_the_machines_speed_against_the_reference() -> None:
+def test_the_machines_speed_is_stated_as_times_the_reference_probes_seconds() -> None:
     speed = _speed_script()
-    assert speed.describe(2 * REFERENCE_PROBE_SECONDS) == (
-        f"the speed probe takes {2 * REFERENCE_PROBE_SECONDS:.3f} s of CPU, 2.0 times the "
-        f"reference machine's {REFERENCE_PROBE_SECONDS} s"
-    )
-    seconds = speed.probe_seconds(runs=3)
-    assert 0 < seconds < REFERENCE_PROBE_SECONDS * MAX_SLOWDOWN * 10
+    stated = speed.ProbeSeconds(
+        cpu=2 * REFERENCE_PROBE_SECONDS, wall=3 * REFERENCE_PROBE_SECONDS
+    ).describe()
+    assert "2.0 times the reference machine's" in stated
+    assert stated.endswith("3.0 times")
+    measured = speed.probe_seconds(runs=3)
+    assert 0 < measured.cpu <= measured.wall * 1.5

@@ -39,4 +39,5 @@ def model_label(
         parts.append(' <span class="badge offline">offline</span>')
     if agent.status == "bankrupt" and not nostatus:
         parts.append(' <span class="badge bankrupt">bankrupt</span>')
-    return mark_safe("".join(parts))  # noqa: S308  # nosec B308 B703 # the name is escaped above
+    label = "".join(parts)
+    return mark_safe(label)  # noqa: S308  # nosec B308 B703 # the name is escaped above
