@@ -6,9 +6,10 @@ fast the machine's cores are; wall time, against it, whether something else had 
     python .ci/speed.py
 
 `make test` prints it before its parts start, so that its wall time and CPU seconds can be
-read against the machine they ran on: the machines of one kind differ, and one machine differs
-from hour to hour (the same commit's suite was seen taking 313 s on one afternoon and 797 s
-the next, the probe then taking about three and a half times the reference's seconds).
+read against the machine they ran on: the machines of one kind differ, and so does one machine
+from hour to hour (the same commit's suite was seen taking 313 s on one session's machine and
+797 s on the next one's two hours later, where the probe took four times the reference's
+seconds).
 """
 
 from __future__ import annotations
