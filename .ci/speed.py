@@ -14,9 +14,7 @@ seconds).
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.budget import REFERENCE_PROBE_SECONDS, probe  # noqa: E402
+from tests import budget  # noqa: E402
+from tests.budget import REFERENCE_PROBE_SECONDS  # noqa: E402
 
 RUNS = 15
 
@@ -44,14 +43,9 @@ class ProbeSeconds:
 
 
 def probe_seconds(runs: int = RUNS) -> ProbeSeconds:
-    """The median CPU and wall seconds of `runs` probes, on this thread."""
-    cpu, wall = [], []
-    for _ in range(runs):
-        began_cpu, began_wall = time.thread_time(), time.perf_counter()
-        probe()
-        cpu.append(time.thread_time() - began_cpu)
-        wall.append(time.perf_counter() - began_wall)
-    return ProbeSeconds(cpu=statistics.median(cpu), wall=statistics.median(wall))
+    """The median CPU and wall seconds of `runs` probes."""
+    cpu, wall = budget.probe_seconds(runs)
+    return ProbeSeconds(cpu=cpu, wall=wall)
 
 
 if __name__ == "__main__":

@@ -67,15 +67,20 @@ class Slowdown:
 
     @classmethod
     def now(cls) -> Slowdown:
-        cpu, wall = [], []
-        for _ in range(PROBES):
-            # The probe's own thread: a live server's or a worker's threads busy meanwhile
-            # would count in the process's time and make the machine look slower than it is.
-            began_cpu, began_wall = time.thread_time(), time.perf_counter()
-            probe()
-            cpu.append(time.thread_time() - began_cpu)
-            wall.append(time.perf_counter() - began_wall)
-        return cls.of(statistics.median(cpu), statistics.median(wall))
+        return cls.of(*probe_seconds(PROBES))
+
+
+def probe_seconds(runs: int) -> tuple[float, float]:
+    """The median CPU and wall seconds of `runs` probes. The CPU time is the probe's own
+    thread's: a live server's or a worker's threads busy meanwhile would count in the
+    process's time and make the machine look slower than it is."""
+    cpu, wall = [], []
+    for _ in range(runs):
+        began_cpu, began_wall = time.thread_time(), time.perf_counter()
+        probe()
+        cpu.append(time.thread_time() - began_cpu)
+        wall.append(time.perf_counter() - began_wall)
+    return statistics.median(cpu), statistics.median(wall)
 
 
 def overruns(cpu: float, wall: float, budget: float, slowdown: Slowdown) -> list[str]:
