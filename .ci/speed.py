@@ -15,38 +15,26 @@ seconds).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests import budget  # noqa: E402
-from tests.budget import REFERENCE_PROBE_SECONDS  # noqa: E402
+from tests.budget import REFERENCE_PROBE_SECONDS, probe_seconds  # noqa: E402
 
 RUNS = 15
 
 
-@dataclass(frozen=True)
-class ProbeSeconds:
-    cpu: float
-    wall: float
-
-    def describe(self) -> str:
-        reference = REFERENCE_PROBE_SECONDS
-        return (
-            f"the speed probe takes {self.cpu:.3f} s of CPU, {self.cpu / reference:.1f} times"
-            f" the reference machine's {reference} s, and {self.wall:.3f} s of wall time,"
-            f" {self.wall / reference:.1f} times"
-        )
-
-
-def probe_seconds(runs: int = RUNS) -> ProbeSeconds:
-    """The median CPU and wall seconds of `runs` probes."""
-    cpu, wall = budget.probe_seconds(runs)
-    return ProbeSeconds(cpu=cpu, wall=wall)
+def describe(cpu: float, wall: float) -> str:
+    """The probe's median seconds, in CPU and wall time, against the reference machine's."""
+    reference = REFERENCE_PROBE_SECONDS
+    return (
+        f"the speed probe takes {cpu:.3f} s of CPU, {cpu / reference:.1f} times"
+        f" the reference machine's {reference} s, and {wall:.3f} s of wall time,"
+        f" {wall / reference:.1f} times"
+    )
 
 
 if __name__ == "__main__":
-    print(probe_seconds().describe())
+    print(describe(*probe_seconds(RUNS)))
