@@ -84,9 +84,8 @@ def determinism_check(*, decision: Decision) -> DeterminismCheck:
     parameters = _replayed_parameters(decision, attempt)
     check.requested_model = str(parameters["model"])
     try:
-        completion = OpenRouterClient.from_settings().send(
-            messages=list(attempt.request_messages), parameters=parameters
-        )
+        with OpenRouterClient.from_settings() as client:
+            completion = client.send(messages=list(attempt.request_messages), parameters=parameters)
     except OpenRouterError as exc:
         check.error = f"{type(exc).__name__}: {exc}"
         check.save()

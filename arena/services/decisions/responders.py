@@ -87,10 +87,10 @@ def respond(
     """Ask whoever answers for `model`; OpenRouter with `parameters` (openrouter_parameters').
     Raises OpenRouterError when the API fails."""
     if kind == Decision.Responder.OPENROUTER:
-        client = OpenRouterClient.from_settings()
         if parameters is None:
             parameters = _parameters(model=model, context=context, messages=messages)
-        completion = client.send(messages=messages, parameters=parameters)
+        with OpenRouterClient.from_settings() as client:
+            completion = client.send(messages=messages, parameters=parameters)
         return Reply(
             text=completion.text,
             raw=completion.raw_body,
