@@ -217,34 +217,29 @@ def _failed_lately(*, now: datetime) -> QuerySet[SystemEvent]:
     )
 
 
-def cohorts_awaiting_release(*, now: datetime) -> QuerySet[Cohort]:
-    """Return the final cohorts without any release yet, oldest first, leaving out those
-    whose publish failed less than `RETRY_AFTER` before `now`."""
-    released = DataRelease.objects.filter(cohort=OuterRef("pk"))
-    return (
-        cohorts_final()
-        .exclude(Exists(released))
-        .exclude(Exists(_failed_lately(now=now)))
-        .order_by("number")
-    )
+def cohorts_due_release(*, now: datetime) -> list[int]:
+    """Return the numbers of the final cohorts a release is due for, oldest first: those
+    without any release yet, and those with one whose data may have changed since they were
+    last compared with their latest release (`Cohort.release_state` differs from
+    `cohort_release_states`; a release published before the state was kept has none). Either
+    kind is left out for `RETRY_AFTER` after its publish failed.
 
-
-def cohorts_changed_since_release(*, now: datetime) -> list[int]:
-    """Return the numbers of the final cohorts with a release whose data may have changed
-    since they were last compared with their latest release (`Cohort.release_state` differs
-    from `cohort_release_states`; a release published before the state was kept has none),
-    oldest first, leaving out those whose publish failed less than `RETRY_AFTER` before
-    `now`."""
+    One read of the final cohorts for both kinds: what makes a cohort final is the costly part
+    of the read, and every tick asks."""
     released = DataRelease.objects.filter(cohort=OuterRef("pk"))
     candidates = list(
         cohorts_final()
-        .filter(Exists(released))
         .exclude(Exists(_failed_lately(now=now)))
+        .annotate(has_release=Exists(released))
         .order_by("number")
-        .values_list("pk", "number", "release_state")
+        .values_list("pk", "number", "release_state", "has_release")
     )
-    states = cohort_release_states(pk for pk, _, _ in candidates)
-    return [number for pk, number, kept in candidates if states[pk] != kept]
+    states = cohort_release_states(pk for pk, _, _, has_release in candidates if has_release)
+    return [
+        number
+        for pk, number, kept, has_release in candidates
+        if not has_release or states[pk] != kept
+    ]
 
 
 def release_open_items(cohort: Cohort) -> dict[str, list[dict[str, Any]]]:

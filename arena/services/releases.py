@@ -82,8 +82,7 @@ from arena.models import Cohort, DataRelease
 from arena.selectors.releases import (
     cohort_not_final_reason,
     cohort_release_states,
-    cohorts_awaiting_release,
-    cohorts_changed_since_release,
+    cohorts_due_release,
     release_citation,
     release_latest,
     release_open_items,
@@ -205,16 +204,14 @@ def release_publish(*, cohort_number: int, now: datetime | None = None) -> Publi
 def releases_publish_due(*, now: datetime | None = None) -> OperationReport:
     """Publish every release that is due (oldest cohort first): the first of every final
     cohort without one, and the next of every released cohort whose data may have changed
-    since it was last compared (a digest of it differs; `cohorts_changed_since_release`).
+    since it was last compared (a digest of it differs; `cohorts_due_release`).
     Run after every resolution check, it catches cohorts as they complete, as their bets sold
     out of are scored, as their baselines' and outside agents' positions settle later, and
     (an hour after the failure at the earliest) after a failed publish. A cohort whose digest
     moved but whose files did not is reported unchanged, once. One cohort's failure is
     reported (and recorded by `release_publish`) and the others go on."""
     now = now or clock.now()
-    numbers = list(cohorts_awaiting_release(now=now).values_list("number", flat=True))
-    numbers += cohorts_changed_since_release(now=now)
-    return releases_publish(cohort_numbers=numbers, now=now)
+    return releases_publish(cohort_numbers=cohorts_due_release(now=now), now=now)
 
 
 def releases_publish(*, cohort_numbers: list[int], now: datetime | None = None) -> OperationReport:
