@@ -8,9 +8,13 @@ resolve and settle. The only simulated parts are the clock and the market source
 from __future__ import annotations
 
 import logging
+import re
+import shutil
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
+from django.conf import settings
 from django.utils import timezone
 
 from agents.models import BenchmarkModel
@@ -24,7 +28,12 @@ from arena.services.decisions.outside import outside_decision_submit, outside_de
 from arena.services.decisions.run import decisions_run_all
 from arena.services.frozen import FrozenMarkets
 from arena.services.marking import snapshots_take
-from arena.services.releases import releases_publish_due
+from arena.services.releases import (
+    LOCK_PREFIX,
+    PARTIAL_PREFIX,
+    QUARANTINE_PREFIX,
+    releases_publish_due,
+)
 from arena.services.settlement import resolutions_check
 from arena.weeks import cohort_week_start, outside_window, week_opens
 from markets.demo import SimulatedSource
@@ -36,6 +45,15 @@ logger = logging.getLogger(__name__)
 # outside agents' API calls, ten minutes into each decision window.
 DEMO_OUTSIDE_TEAM = "demo-outside-team"
 DEMO_OUTSIDE_SUBMITS_AFTER = timedelta(minutes=10)
+
+# What a publish leaves in RELEASES_ROOT for a cohort: its release folders (`cohort-3-r2`, or
+# `cohort-3-v1` from before the `r` names), the ones set aside, a crashed publish's partial
+# folder, and the cohort's lock file.
+_RELEASE = r"cohort-[0-9]+-[rv][0-9]+"
+_RELEASE_ENTRY = re.compile(
+    rf"{_RELEASE}|{re.escape(QUARANTINE_PREFIX)}{_RELEASE}-.+"
+    rf"|{re.escape(PARTIAL_PREFIX)}cohort-[0-9]+-.+|{re.escape(LOCK_PREFIX)}cohort-[0-9]+"
+)
 
 
 @dataclass
@@ -101,6 +119,30 @@ def demo_run(
             report.completed += len(check.completed_cohorts)
         moment += _step(moment, until=until, tick=tick)
     return report
+
+
+def demo_releases_discard(root: Path | None = None) -> int:
+    """Remove every release entry of RELEASES_ROOT (`root`): the folders a publish wrote or
+    set aside, partial folders and lock files; leave anything else. Return how many went.
+
+    For the demo's reset only, which empties the database those releases were published
+    from: a folder left behind verifies against its own checksums, so the next demo's
+    publish would adopt it as its cohort's first release though it holds the old demo's
+    rows, and publish the new data as the second. Outside the demo a published folder is
+    never deleted (arena.services.releases)."""
+    root = Path(settings.RELEASES_ROOT) if root is None else root
+    if not root.is_dir():
+        return 0
+    removed = 0
+    for entry in sorted(root.iterdir()):
+        if not _RELEASE_ENTRY.fullmatch(entry.name):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+        removed += 1
+    return removed
 
 
 def demo_outside_team() -> BenchmarkModel:

@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from django.db.models import Count, Q, Sum
 from django.test.utils import override_settings
 
 from agents.models import BenchmarkModel
-from arena.demo import DEMO_OUTSIDE_TEAM, DemoReport, demo_run
+from arena.demo import DEMO_OUTSIDE_TEAM, DemoReport, demo_releases_discard, demo_run
 from arena.models import (
     STARTING_BALANCE,
     Agent,
@@ -32,6 +33,7 @@ from arena.models import (
     SnapshotTick,
     Trade,
 )
+from arena.services.releases import LOCK_PREFIX, PARTIAL_PREFIX, QUARANTINE_PREFIX
 from markets.demo import RECORDED_OUTCOMES
 from markets.models import Market
 from markets.sources import RECORDINGS
@@ -227,3 +229,30 @@ def test_a_resolution_the_demo_drew_says_simulated_in_its_own_note(report: DemoR
     }
     for market in resolved.filter(polymarket_id__in=recorded):
         assert "simulated" not in market.resolution_note
+
+
+def test_a_demo_reset_removes_the_previous_demos_release_entries_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    # `demo_fill --reset` empties the database the demo's releases were published from. A
+    # release folder left behind verifies against its own checksums, so the next demo would
+    # adopt it as its cohort's first release, holding the old demo's rows.
+    folders = [
+        "cohort-1-r1",
+        "cohort-1-r2",
+        "cohort-3-v1",  # named before the `r` names
+        f"{QUARANTINE_PREFIX}cohort-2-r1-20260916T120000",
+        f"{PARTIAL_PREFIX}cohort-4-k2j3x9",
+    ]
+    for name in folders:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "SHA256SUMS").write_text("")
+    (tmp_path / f"{LOCK_PREFIX}cohort-1").write_bytes(b"")
+    others = ["README.md", "cohort-1", "cohort-x-r1", "cohort-1-r1.zip"]
+    for name in others:
+        (tmp_path / name).write_text("not a release")
+
+    assert demo_releases_discard(tmp_path) == len(folders) + 1
+
+    assert sorted(entry.name for entry in tmp_path.iterdir()) == sorted(others)
+    assert demo_releases_discard(tmp_path / "absent") == 0

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from arena.demo import demo_run
+from arena.demo import demo_releases_discard, demo_run
 from arena.models import Cohort
 
 
@@ -21,7 +21,9 @@ class Command(BaseCommand):
         parser.add_argument("--weeks", type=int, default=6, help="weekly cohorts to simulate")
         parser.add_argument("--tick-hours", type=int, default=8, help="simulated hours a tick")
         parser.add_argument("--seed", type=int, default=7)
-        parser.add_argument("--reset", action="store_true", help="flush the database first")
+        parser.add_argument(
+            "--reset", action="store_true", help="flush the database and the release folders first"
+        )
 
     def handle(
         self, *args: Any, weeks: int, tick_hours: int, seed: int, reset: bool, **options: Any
@@ -33,6 +35,11 @@ class Command(BaseCommand):
         if reset:
             call_command("flush", "--noinput", verbosity=0)
             call_command("migrate", "--noinput", verbosity=0)  # re-seeds the lineup
+            discarded = demo_releases_discard()
+            if discarded:
+                self.stdout.write(
+                    f"removed the previous demo's releases ({discarded} folders and lock files)"
+                )
         elif Cohort.objects.exists():
             self.stdout.write("demo data already present; `make demo` rebuilds it")
             return
