@@ -35,14 +35,16 @@ class Command(BaseCommand):
         if reset:
             call_command("flush", "--noinput", verbosity=0)
             call_command("migrate", "--noinput", verbosity=0)  # re-seeds the lineup
-            discarded = demo_releases_discard()
-            if discarded:
-                self.stdout.write(
-                    f"removed the previous demo's releases ({discarded} folders and lock files)"
-                )
         elif Cohort.objects.exists():
             self.stdout.write("demo data already present; `make demo` rebuilds it")
             return
+        # The database holds no cohort: release folders on the disk are an earlier demo's
+        # (`make clean` or a deleted db.sqlite3 leaves them), and would be adopted as this one's.
+        discarded = demo_releases_discard()
+        if discarded:
+            self.stdout.write(
+                f"removed an earlier demo's releases ({discarded} folders and lock files)"
+            )
         started = time.perf_counter()
         report = demo_run(weeks=weeks, seed=seed, tick=timedelta(hours=tick_hours))
         self.stdout.write(f"{report.summary()} in {time.perf_counter() - started:.1f}s")
