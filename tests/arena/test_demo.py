@@ -10,6 +10,10 @@ fixed so the simulated world is the same whatever day the suite runs.
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -39,6 +43,7 @@ from markets.models import Market
 from markets.sources import RECORDINGS
 from tests.arena.conftest import snapshot_cache_clear
 
+ROOT = Path(__file__).resolve().parents[2]
 UNTIL = datetime(2026, 9, 16, 12, 0, tzinfo=UTC)  # a Wednesday
 WEEKS = 2
 
@@ -256,3 +261,39 @@ def test_a_demo_reset_removes_the_previous_demos_release_entries_and_nothing_els
 
     assert sorted(entry.name for entry in tmp_path.iterdir()) == sorted(others)
     assert demo_releases_discard(tmp_path / "absent") == 0
+
+
+@pytest.mark.drill  # manage.py processes, on a database file of their own
+def test_a_demo_reset_keeps_the_lineup_and_baselines_the_migrations_seeded(tmp_path: Path) -> None:
+    # `make demo` rebuilds a migrated database. Emptying its tables would take the rows the
+    # migrations seeded with them (the lineup, its baselines, the staff groups), and the
+    # rebuilt demo would run its outside team alone.
+    database = tmp_path / "demo.sqlite3"
+    environ = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{database}",
+        "RELEASES_ROOT": str(tmp_path / "releases"),
+        "MARKET_SOURCE": "demo",
+        "OPENROUTER_API_KEY": "",
+    }
+    for args in (["migrate", "-v0"], ["demo_fill", "--reset", "--weeks", "1"]):
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=environ,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    with sqlite3.connect(database) as db:
+        seated = dict(
+            db.execute(
+                "SELECT m.kind, COUNT(*) FROM arena_agent a"
+                " JOIN agents_benchmarkmodel m ON m.id = a.model_id GROUP BY m.kind"
+            ).fetchall()
+        )
+        groups = db.execute("SELECT COUNT(*) FROM auth_group").fetchone()[0]
+    assert seated == {"llm": 7, "baseline": 2, "outside": 1}
+    assert groups >= 2  # the staff groups
