@@ -334,8 +334,8 @@ def release_readme(
         "## Files",
         "",
         f"Check them with `sha256sum -c {CHECKSUMS}`; `{MANIFEST}` is the export's manifest, "
-        f"`{SCHEMA}` the schema below as JSON, `{RELEASE_RECORD}` this release's name, number, "
-        "publication time, changes and what was open.",
+        f"`{SCHEMA}` the schema below as JSON, `{RELEASE_RECORD}` this release's name, cohort, "
+        "week, number, publication time, changes and what was open.",
         "",
         *_table(
             ["file", "dataset", "format", "rows", "bytes", "SHA-256"],

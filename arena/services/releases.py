@@ -49,8 +49,8 @@ How a release stays frozen and whole:
   that cohort removes before it starts;
 - a published folder is never deleted and its name never reused. One without a row (its row
   failed to commit, or a database restored from before it) is adopted by the next publish of
-  its cohort when its SHA256SUMS verifies, else moved aside to `.quarantine-<name>-<time>` and
-  recorded; a new release is numbered past every folder name of the cohort;
+  its cohort when its SHA256SUMS verifies and its record is of this cohort's week, else moved
+  aside to `.quarantine-<name>-<time>` and recorded; a new release is numbered past every folder name of the cohort;
 - a publish whose CSV files match the latest release's checksums writes nothing (it keeps the
   digest it compared): a repeat is safe, and so is delivering the task twice.
 """
@@ -303,7 +303,8 @@ def _orphan_settle(root: Path, cohort: Cohort, folder: Path) -> None:
 def _orphan_adopt(cohort: Cohort, folder: Path) -> DataRelease:
     """Create the row of a release folder written in full whose row is missing, from its own
     files; raise ValueError (or an OSError, a JSON or key error) when its SHA256SUMS does not
-    list exactly its files with their digests, or its record is not of this folder."""
+    list exactly its files with their digests, or its record is not of this folder and this
+    cohort's week."""
     sums = (folder / CHECKSUMS).read_text(encoding="utf-8")
     listed: dict[str, str] = {}
     for line in sums.splitlines():
@@ -325,6 +326,15 @@ def _orphan_adopt(cohort: Cohort, folder: Path) -> DataRelease:
         raise ValueError(f"{RELEASE_RECORD} is of {record['name']!r}, not of {folder.name!r}")
     if manifest["bounds"]["cohort"] != cohort.number:
         raise ValueError(f"{MANIFEST} is not bounded to cohort {cohort.number}")
+    # Whole and named right, a folder may still come from another database (a fresh one given
+    # an old deployment's releases): its cohort of the same number began another week. A
+    # record from before the week was kept in it says nothing either way.
+    week = record.get("week_start", cohort.week_start.isoformat())
+    if week != cohort.week_start.isoformat():
+        raise ValueError(
+            f"{RELEASE_RECORD} is of the cohort of the week of {week}, "
+            f"not of {cohort.week_start.isoformat()}"
+        )
     files = _files(folder, _data_files(folder, manifest))
     with transaction.atomic():
         return DataRelease.objects.create(
@@ -519,6 +529,7 @@ def _descriptions_write(
     record = {
         "name": name,
         "cohort": cohort.number,
+        "week_start": cohort.week_start.isoformat(),
         "version": version,
         "published_at": published_at.isoformat(),
         "methodology_version": cohort.methodology_version,

@@ -178,6 +178,7 @@ def test_a_completed_cohort_is_published_as_r1_with_every_dataset(root: Path) ->
     assert json.loads((folder / "release.json").read_text()) == {
         "name": release.name,
         "cohort": cohort.number,
+        "week_start": cohort.week_start.isoformat(),
         "version": 1,
         "published_at": PUBLISHED_AT.isoformat(),
         "methodology_version": cohort.methodology_version,
@@ -944,6 +945,30 @@ def test_after_a_database_restore_a_verified_folder_is_adopted_and_a_tampered_on
     assert outcome.release is not None
     assert outcome.release.name == f"cohort-{cohort.number}-r3"
     assert outcome.release.changes.splitlines()[0] == f"Supersedes {v1.name}."
+
+
+@pytest.mark.django_db
+def test_a_whole_folder_of_another_databases_cohort_of_that_number_is_set_aside_not_adopted(
+    root: Path,
+) -> None:
+    """A fresh database given an old deployment's releases: its cohort of the same number
+    began another week, so the folder on the disk, whole as it is, is not this cohort's
+    release. It is moved aside and the cohort's first release numbered past it."""
+    cohort = completed(build_world(scale=1))
+    theirs = release_publish(cohort_number=cohort.number, now=PUBLISHED_AT).release
+    assert theirs is not None
+    DataRelease.objects.all().delete()
+    Cohort.objects.filter(pk=cohort.pk).update(week_start=cohort.week_start + timedelta(weeks=52))
+
+    outcome = release_publish(cohort_number=cohort.number, now=CORRECTED_AT)
+
+    assert not DataRelease.objects.filter(name=theirs.name).exists()
+    assert not (root / theirs.name).exists()
+    assert [n for n in folders(root) if n.startswith(f".quarantine-{theirs.name}-")]
+    assert outcome.status == "published"
+    assert outcome.release is not None
+    assert outcome.release.name == f"cohort-{cohort.number}-r2"
+    assert outcome.release.changes == ""  # nothing of this cohort's was published before
 
 
 @pytest.mark.django_db
