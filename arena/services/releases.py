@@ -50,7 +50,8 @@ How a release stays frozen and whole:
 - a published folder is never deleted and its name never reused. One without a row (its row
   failed to commit, or a database restored from before it) is adopted by the next publish of
   its cohort when its SHA256SUMS verifies and its record is of this cohort's week, else moved
-  aside to `.quarantine-<name>-<time>` and recorded; a new release is numbered past every folder name of the cohort;
+  aside to `.quarantine-<name>-<time>` and recorded; a new release is numbered past every
+  folder name of the cohort;
 - a publish whose CSV files match the latest release's checksums writes nothing (it keeps the
   digest it compared): a repeat is safe, and so is delivering the task twice.
 """
