@@ -8,7 +8,6 @@ resolve and settle. The only simulated parts are the clock and the market source
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -28,12 +27,7 @@ from arena.services.decisions.outside import outside_decision_submit, outside_de
 from arena.services.decisions.run import decisions_run_all
 from arena.services.frozen import FrozenMarkets
 from arena.services.marking import snapshots_take
-from arena.services.releases import (
-    LOCK_PREFIX,
-    PARTIAL_PREFIX,
-    QUARANTINE_PREFIX,
-    releases_publish_due,
-)
+from arena.services.releases import RELEASE_ENTRY, releases_publish_due
 from arena.services.settlement import resolutions_check
 from arena.weeks import cohort_week_start, outside_window, week_opens
 from markets.demo import SimulatedSource
@@ -45,15 +39,6 @@ logger = logging.getLogger(__name__)
 # outside agents' API calls, ten minutes into each decision window.
 DEMO_OUTSIDE_TEAM = "demo-outside-team"
 DEMO_OUTSIDE_SUBMITS_AFTER = timedelta(minutes=10)
-
-# What a publish leaves in RELEASES_ROOT for a cohort: its release folders (`cohort-3-r2`, or
-# `cohort-3-v1` from before the `r` names), the ones set aside, a crashed publish's partial
-# folder, and the cohort's lock file.
-_RELEASE = r"cohort-[0-9]+-[rv][0-9]+"
-_RELEASE_ENTRY = re.compile(
-    rf"{_RELEASE}|{re.escape(QUARANTINE_PREFIX)}{_RELEASE}-.+"
-    rf"|{re.escape(PARTIAL_PREFIX)}cohort-[0-9]+-.+|{re.escape(LOCK_PREFIX)}cohort-[0-9]+"
-)
 
 
 @dataclass
@@ -135,7 +120,7 @@ def demo_releases_discard(root: Path | None = None) -> int:
         return 0
     removed = 0
     for entry in sorted(root.iterdir()):
-        if not _RELEASE_ENTRY.fullmatch(entry.name):
+        if not RELEASE_ENTRY.fullmatch(entry.name):
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry)

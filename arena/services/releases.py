@@ -110,6 +110,13 @@ PARTIAL_PREFIX = ".partial-"
 QUARANTINE_PREFIX = ".quarantine-"
 LOCK_PREFIX = ".lock-"
 HASH_CHUNK = 1 << 20
+_RELEASE_NAME = r"cohort-[0-9]+-[rv][0-9]+"
+# Every name a publish gives an entry of RELEASES_ROOT: a release folder (`cohort-3-r2`, or
+# `cohort-3-v1` from before the `r` names), one moved aside, a partial folder, a lock file.
+RELEASE_ENTRY = re.compile(
+    rf"{_RELEASE_NAME}|{re.escape(QUARANTINE_PREFIX)}{_RELEASE_NAME}-.+"
+    rf"|{re.escape(PARTIAL_PREFIX)}cohort-[0-9]+-.+|{re.escape(LOCK_PREFIX)}cohort-[0-9]+"
+)
 
 Status = Literal["published", "unchanged", "busy", "not completed", "not final"]
 
@@ -330,11 +337,11 @@ def _orphan_adopt(cohort: Cohort, folder: Path) -> DataRelease:
     # Whole and named right, a folder may still come from another database (a fresh one given
     # an old deployment's releases): its cohort of the same number began another week. A
     # record from before the week was kept in it says nothing either way.
-    week = record.get("week_start", cohort.week_start.isoformat())
-    if week != cohort.week_start.isoformat():
+    week = cohort.week_start.isoformat()
+    if "week_start" in record and record["week_start"] != week:
         raise ValueError(
-            f"{RELEASE_RECORD} is of the cohort of the week of {week}, "
-            f"not of {cohort.week_start.isoformat()}"
+            f"{RELEASE_RECORD} is of the cohort of the week of {record['week_start']}, "
+            f"not of {week}"
         )
     files = _files(folder, _data_files(folder, manifest))
     with transaction.atomic():
