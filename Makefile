@@ -1,11 +1,13 @@
 # Forecaster Arena. Two commands matter: `make run` and `make test` (see README.md).
 SHELL := /bin/bash
-# The interpreter the virtualenv is made from: the distribution's own Python 3.11 where there is
-# one that can make a virtualenv (Debian builds it with profile-guided and link-time optimisation
-# and links it statically: the suite's tests took about an eighth less CPU time on it than on a
-# pyenv build of 3.11 without them), else the first python3.11 on the PATH, else python3.
-PYTHON ?= $(shell for p in /usr/bin/python3.11 python3.11 python3; do \
-  command -v $$p >/dev/null && $$p -c 'import ensurepip, venv' 2>/dev/null && { command -v $$p; break; }; done)
+# The interpreter the virtualenv is made from: the first Python 3.11 that can make one, the
+# distribution's own first (Debian builds it with profile-guided and link-time optimisation and
+# links it statically: the suite's tests took about an eighth less CPU time on it than on a
+# pyenv build of 3.11 without them), then `python3.11` and `python3` on the PATH. `PYTHON=`
+# names another. An existing .venv is kept as it was made (`make clean` makes it anew).
+PYTHON ?= $(shell for p in /usr/bin/python3.11 python3.11 python3; do command -v $$p >/dev/null && \
+  $$p -c 'import sys, ensurepip, venv; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null && \
+  { command -v $$p; break; }; done)
 VENV := .venv
 BIN := $(VENV)/bin
 PG_URL ?= postgres://postgres@127.0.0.1:5432/test
@@ -33,6 +35,8 @@ unexport PYTHONDONTWRITEBYTECODE
 .PHONY: screenshots run test test-fast check audit lock test-sqlite test-postgres services browser demo superuser bench clean
 
 $(BIN)/python:
+	@test -n "$(PYTHON)" || { echo "No Python 3.11 here can make a virtualenv: install one (on Debian:" \
+	  "sudo apt-get install python3.11-venv), or name it with PYTHON=/path/to/python3.11" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 
 # uv installs in seconds what pip takes most of a minute for; pip is the fallback.

@@ -11,7 +11,8 @@ from hour to hour (the same commit's suite was seen taking 313 s on one session'
 797 s on the next one's two hours later, where the probe took four times the reference's
 seconds). It times the interpreter as much as the machine: on one machine the probe read 1.4
 times the reference on a pyenv build of Python 3.11 and 1.0 on Debian's optimised build, which
-ran the suite's tests in about an eighth less CPU time (not a third).
+ran the suite's tests in about an eighth less CPU time: the probe's 1.4 → 1.0 overstates
+what the suite gains.
 """
 
 from __future__ import annotations
