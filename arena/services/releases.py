@@ -110,11 +110,18 @@ PARTIAL_PREFIX = ".partial-"
 QUARANTINE_PREFIX = ".quarantine-"
 LOCK_PREFIX = ".lock-"
 HASH_CHUNK = 1 << 20
-_RELEASE_NAME = r"cohort-[0-9]+-[rv][0-9]+"
-# Every name a publish gives an entry of RELEASES_ROOT: a release folder (`cohort-3-r2`, or
-# `cohort-3-v1` from before the `r` names), one moved aside, a partial folder, a lock file.
+
+
+def _release_folder(number: str = "[0-9]+") -> str:
+    """The pattern of a release folder's name, of cohort `number` (a pattern itself): an r
+    name (`cohort-3-r2`) or one from before them (`cohort-3-v1`), its version the group."""
+    return rf"cohort-{number}-[rv]([0-9]+)"
+
+
+# Every name a publish gives an entry of RELEASES_ROOT: a release folder, one moved aside, a
+# partial folder, a lock file.
 RELEASE_ENTRY = re.compile(
-    rf"{_RELEASE_NAME}|{re.escape(QUARANTINE_PREFIX)}{_RELEASE_NAME}-.+"
+    rf"{_release_folder()}|{re.escape(QUARANTINE_PREFIX)}{_release_folder()}-.+"
     rf"|{re.escape(PARTIAL_PREFIX)}cohort-[0-9]+-.+|{re.escape(LOCK_PREFIX)}cohort-[0-9]+"
 )
 
@@ -267,7 +274,7 @@ def _leftovers_settle(root: Path, cohort: Cohort) -> None:
     release folder without a row if its checksums verify, else move it aside. A published
     folder is never deleted: it may be downloaded and cited already."""
     recorded = set(DataRelease.objects.filter(cohort=cohort).values_list("name", flat=True))
-    published = re.compile(rf"cohort-{cohort.number}-[rv][0-9]+")
+    published = re.compile(_release_folder(str(cohort.number)))
     for path in sorted(root.iterdir(), key=lambda p: p.name):
         if not path.is_dir():
             continue
@@ -365,7 +372,7 @@ def _next_version(root: Path, cohort: Cohort, previous: DataRelease | None) -> i
     moved aside, an r name or an earlier v name), so a number once on the disk is never given
     again."""
     taken = re.compile(
-        rf"(?:{re.escape(QUARANTINE_PREFIX)})?cohort-{cohort.number}-[rv]([0-9]+)(?:-.*)?"
+        rf"(?:{re.escape(QUARANTINE_PREFIX)})?{_release_folder(str(cohort.number))}(?:-.*)?"
     )
     versions = [previous.version if previous else 0]
     for path in root.iterdir():
